@@ -1,0 +1,1 @@
+"""One module per `lorabench` subcommand; each defines `register(subparsers)`."""
