@@ -1,0 +1,165 @@
+"""Backend `hf`: transformers + PEFT + TRL's SFTTrainer. Loss on the answer only.
+
+Same two functions as every backend: `load(setup, model_path, runtime)` and
+`train(model, tokenizer, examples, setup, runtime, observers)`. Read top to bottom.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.config import SetupConfig
+from harness.tasks.sql.data import SqlExample
+from harness.training import Runtime, StepObserver, TrainOutcome, count_params, tokenize_examples
+
+
+def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[Any, Any]:
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+    if tokenizer.pad_token is None:
+        # Padding positions are masked from attention and loss, so any id serves; EOS is the convention.
+        tokenizer.pad_token = tokenizer.eos_token
+    if setup.model.random_weights:
+        config = AutoConfig.from_pretrained(str(model_path))
+        torch.manual_seed(setup.recipe.seed)
+        model = AutoModelForCausalLM.from_config(config, dtype=runtime.dtype)
+    else:
+        quant = _quantization_config(runtime) if runtime.precision == "4bit" else None
+        model = AutoModelForCausalLM.from_pretrained(
+            str(model_path), dtype=runtime.dtype, quantization_config=quant, revision=setup.model.revision
+        )
+    if runtime.precision != "4bit":
+        model.to(runtime.device)
+    return model, tokenizer
+
+
+def _quantization_config(runtime: Runtime) -> Any:
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_compute_dtype=torch.bfloat16,
+        bnb_4bit_use_double_quant=True,
+    )
+
+
+def lora_target_modules(targets: list[str] | str) -> list[str] | str:
+    """PEFT takes a list of module-name suffixes or one regex over full module paths."""
+    if isinstance(targets, str):
+        re.compile(targets)
+    return targets
+
+
+def wrap_lora(model: Any, setup: SetupConfig) -> Any:
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+
+    if setup.precision == "4bit":
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=setup.recipe.gradient_checkpointing)
+    config = LoraConfig(
+        r=setup.lora.rank,
+        lora_alpha=setup.lora.alpha,
+        lora_dropout=setup.lora.dropout,
+        target_modules=lora_target_modules(setup.lora.targets),
+        task_type="CAUSAL_LM",
+    )
+    # LoRA's A matrices are drawn from torch's RNG: seed it so a seed means the same adapter init.
+    torch.manual_seed(setup.recipe.seed)
+    return get_peft_model(model, config)
+
+
+def _step_callback(observers: Sequence[StepObserver], outcome: TrainOutcome) -> Any:
+    from transformers import TrainerCallback
+
+    class ObserveSteps(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+            if not logs or "loss" not in logs:
+                return
+            loss = float(logs["loss"])
+            outcome.losses.append(loss)
+            for observer in observers:
+                reason = observer.on_step(state.global_step, loss)
+                if reason and outcome.stopped_reason is None:
+                    outcome.stopped_reason = reason
+                    control.should_training_stop = True
+
+    return ObserveSteps()
+
+
+def build_trainer(
+    model: Any, tokenizer: Any, examples: Sequence[SqlExample], setup: SetupConfig, runtime: Runtime, callbacks: list
+) -> Any:
+    """The TRL SFTTrainer exactly as `train` uses it (checks reuse it to audit its batches)."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    tokenized = tokenize_examples(tokenizer, examples)
+    dataset = Dataset.from_dict(
+        {"input_ids": [t.input_ids for t in tokenized], "completion_mask": [t.completion_mask for t in tokenized]}
+    )
+    recipe = setup.recipe
+    args = SFTConfig(
+        output_dir=str(Path.cwd() / ".trainer-scratch"),
+        max_steps=recipe.steps,
+        per_device_train_batch_size=recipe.batch_size,
+        gradient_accumulation_steps=recipe.grad_accum,
+        learning_rate=recipe.lr,
+        lr_scheduler_type=recipe.scheduler,
+        warmup_steps=recipe.warmup_steps,
+        weight_decay=recipe.weight_decay,
+        optim=recipe.optimizer,
+        gradient_checkpointing=recipe.gradient_checkpointing,
+        max_length=recipe.max_length,
+        completion_only_loss=True,
+        seed=recipe.seed,
+        data_seed=recipe.seed,
+        bf16=runtime.precision in ("bf16", "4bit") and runtime.device != "cpu",
+        fp16=runtime.precision == "fp16",
+        use_cpu=runtime.device == "cpu",
+        logging_steps=1,
+        logging_strategy="steps",
+        save_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        include_num_input_tokens_seen="non_padding",
+    )
+    return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
+
+
+def train(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[SqlExample],
+    setup: SetupConfig,
+    runtime: Runtime,
+    observers: Sequence[StepObserver] = (),
+) -> TrainOutcome:
+    model = wrap_lora(model, setup)
+    if setup.recipe.gradient_checkpointing:
+        model.enable_input_require_grads()
+    model.config.use_cache = False
+    outcome = TrainOutcome(model=model)
+    outcome.trainable_params, outcome.total_params = count_params(model)
+    trainer = build_trainer(model, tokenizer, examples, setup, runtime, [_step_callback(observers, outcome)])
+
+    if runtime.device == "cuda":
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    trainer.train()
+    if runtime.device == "cuda":
+        torch.cuda.synchronize()
+    outcome.train_s = time.perf_counter() - started
+
+    outcome.tokens = int(trainer.state.num_input_tokens_seen) or None
+    outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum
+    outcome.model = trainer.model
+    outcome.model.config.use_cache = True
+    return outcome

@@ -1,0 +1,66 @@
+"""`lorabench run`: one setup × one seed, from data to a result record."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from harness.config import load_setup, read_config_file
+from harness.provenance import default_stack
+from harness.run import RunOptions, run_setup, summary_line
+
+DATA_ENV = "LORABENCH_DATA"
+EXIT_CODES = {"ok": 0, "refused": 3}
+
+
+def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by every command that builds a setup (run, checks)."""
+    parser.add_argument("config", nargs="?", type=Path, help="setup file (.toml or .yaml); flags override it")
+    parser.add_argument("--model", help="model.source: a preset (smollm2-135m), hub id, local folder or .gguf file")
+    parser.add_argument(
+        "--data",
+        help=f"data.source: hub dataset id or local .jsonl/.json/.parquet; default ${DATA_ENV} if set, "
+        "else the config's, else b-mc2/sql-create-context",
+    )
+    parser.add_argument("--seed", type=int, help="recipe.seed")
+    parser.add_argument("--steps", type=int, help="recipe.steps")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+        help="override any setup field, e.g. --set lora.rank=8 --set eval.limit=50 (repeatable)",
+    )  # fmt: skip
+
+
+def setup_overrides(args: argparse.Namespace) -> list[str]:
+    overrides: list[str] = []
+    config_sets_data = bool(args.config and args.config.is_file() and read_config_file(args.config).get("data", {}).get("source"))
+    if os.environ.get(DATA_ENV) and not config_sets_data:
+        overrides.append(f"data.source={os.environ[DATA_ENV]}")
+    for flag, field in (("model", "model.source"), ("data", "data.source"), ("seed", "recipe.seed"), ("steps", "recipe.steps")):
+        value = getattr(args, flag)
+        if value is not None:
+            overrides.append(f"{field}={value}")
+    return overrides + args.overrides
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("run", help="train and evaluate one setup with one seed; write its record")
+    add_setup_arguments(parser)
+    parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: results)")
+    parser.add_argument("--stack", default=default_stack(), help="stack name recorded with the run (default: $LORABENCH_STACK or cpu)")
+    parser.add_argument("--timed", action="store_true", help="a timed run: the quiet-machine guard must pass first")
+    parser.add_argument("--allow-noisy", action="store_true", help="with --timed: record the run even if the machine is busy, marked untimed")
+    parser.add_argument("--quiet", action="store_true", help="phase lines only, no step progress (CI logs)")
+    parser.add_argument("--inline", action="store_true", help="train in this process instead of a child (debugging)")
+    parser.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    setup = load_setup(args.config, setup_overrides(args))
+    options = RunOptions(
+        results_dir=args.results, stack=args.stack, timed=args.timed, allow_noisy=args.allow_noisy,
+        quiet=args.quiet, isolate=not args.inline,
+    )  # fmt: skip
+    record, path = run_setup(setup, options)
+    print(summary_line(record, path))
+    return EXIT_CODES.get(record.status, 1)

@@ -1,0 +1,191 @@
+"""The setup: what one training run does. Validated once, at the edge, then frozen.
+
+Validation is pure: no network, no GPU probing. Resolving the runtime (which device, which dtype)
+happens in `harness.run` and is recorded there. Every problem in a file is reported at once, one line
+each, as `field.path: what is wrong, got VALUE`.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.errors import ConfigError
+
+DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+SQL_CREATE_CONTEXT = "b-mc2/sql-create-context"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(Frozen):
+    """Where the weights come from: a preset name, a hub id, a local folder, or a .gguf file."""
+
+    source: str = Field("smollm2-135m", min_length=1)
+    gguf_file: str | None = Field(None, description="file name inside `source` when it is a folder or hub id holding GGUFs")
+    revision: str | None = None
+    random_weights: bool = Field(False, description="build from the config with random weights: speed/memory cases only")
+
+
+class LoraConfig(Frozen):
+    rank: int = Field(16, gt=0)
+    alpha: float = Field(16.0, gt=0)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    targets: list[str] | str = Field(
+        default_factory=lambda: list(DEFAULT_TARGETS),
+        description="module names, or one regex matched against full module paths",
+    )
+
+    @field_validator("targets")
+    @classmethod
+    def _targets_not_empty(cls, value: list[str] | str) -> list[str] | str:
+        if not value:
+            raise ValueError("must name at least one module (or be a regex)")
+        return value
+
+
+class RecipeConfig(Frozen):
+    steps: int = Field(300, gt=0)
+    batch_size: int = Field(8, gt=0, description="per device")
+    grad_accum: int = Field(1, gt=0)
+    lr: float = Field(2e-4, gt=0)
+    warmup_steps: int = Field(10, ge=0)
+    scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "linear"
+    weight_decay: float = Field(0.0, ge=0)
+    optimizer: Literal["adamw_torch", "adamw_torch_fused", "adamw_8bit", "sgd"] = "adamw_torch"
+    gradient_checkpointing: bool = False
+    max_length: int = Field(512, gt=8)
+    seed: int = 3407
+
+
+class DataConfig(Frozen):
+    """The story's split: shuffle with `split_seed`, last `test_size` rows = test, first `train_size` of the rest = train."""
+
+    source: str = Field(SQL_CREATE_CONTEXT, description="hub dataset id, or a local .jsonl/.json/.parquet file")
+    split_seed: int = 42
+    test_size: int = Field(300, gt=0)
+    train_size: int = Field(5000, gt=0)
+
+
+class EvalConfig(Frozen):
+    enabled: bool = True
+    baseline: bool = Field(True, description="also score the untrained model (cached per model + split)")
+    batch_size: int = Field(32, gt=0)
+    max_new_tokens: int = Field(64, gt=0)
+    limit: int | None = Field(None, gt=0, description="score only the first N test questions")
+
+
+class SmokeConfig(Frozen):
+    enabled: bool = True
+    steps: int = Field(10, gt=1)
+    first_loss_min: float = Field(0.3, ge=0)
+    first_loss_max: float = Field(5.0, gt=0)
+
+
+class ChecksConfig(Frozen):
+    smoke: SmokeConfig = SmokeConfig()
+    preflight: bool = True
+    dead_adapters: bool = True
+
+
+class SetupConfig(Frozen):
+    """One setup. Its JSON form (with defaults filled in) is part of the run fingerprint."""
+
+    name: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    experiment: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    task: Literal["sql"] = "sql"
+    backend: Literal["hf", "unsloth"] = "hf"
+    precision: Literal["auto", "fp32", "bf16", "fp16", "4bit"] = Field(
+        "auto", description="auto = bf16 on a GPU, fp32 on CPU (CPU bf16 matmuls are slower)"
+    )
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    model: ModelConfig = ModelConfig()
+    lora: LoraConfig = LoraConfig()
+    recipe: RecipeConfig = RecipeConfig()
+    data: DataConfig = DataConfig()
+    eval: EvalConfig = EvalConfig()
+    checks: ChecksConfig = ChecksConfig()
+
+    def fingerprint_payload(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read a TOML or YAML file into a plain dict (no validation yet)."""
+    if not path.is_file():
+        raise ConfigError(str(path), [f"config file not found: {path} (give an existing .toml or .yaml file)"])
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text) or {}
+        else:
+            raise ConfigError(str(path), [f"unknown config format {path.suffix!r}: use .toml, .yaml or .yml"])
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(str(path), [f"cannot parse: {exc}"]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), [f"top level must be a table of settings, got {type(data).__name__}"])
+    return data
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`recipe.steps=20` → (["recipe", "steps"], 20). Values are parsed as YAML scalars/lists."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError("--set", [f"override {text!r} must look like field.path=value, e.g. recipe.steps=20"])
+    return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else ""
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    merged = json.loads(json.dumps(data))
+    for text in overrides:
+        path, value = parse_override(text)
+        node = merged
+        for part in path[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError("--set", [f"{'.'.join(path)}: {part} is a value, not a section"])
+            node = child
+        node[path[-1]] = value
+    return merged
+
+
+def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
+    loc = ".".join(str(p) for p in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"{loc}: unknown field, got {error['input']!r}; allowed here: {', '.join(_fields_at(model, error['loc'][:-1]))}"
+    if error["type"] == "missing":
+        return f"{loc}: required field is missing"
+    return f"{loc}: {error['msg'][0].lower()}{error['msg'][1:]}, got {error['input']!r}"
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    current: Any = model
+    for part in loc:
+        field = current.model_fields.get(str(part)) if hasattr(current, "model_fields") else None
+        if field is None:
+            return []
+        current = field.annotation
+    return sorted(current.model_fields) if hasattr(current, "model_fields") else []
+
+
+def validate_setup(data: dict[str, Any], source: str = "setup") -> SetupConfig:
+    try:
+        return SetupConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(source, [_describe(e, SetupConfig) for e in exc.errors()]) from None
+
+
+def load_setup(path: Path | None, overrides: list[str] | None = None) -> SetupConfig:
+    """The file (if any), then `field.path=value` overrides, validated together."""
+    data = read_config_file(path) if path else {}
+    data = apply_overrides(data, overrides or [])
+    return validate_setup(data, source=str(path) if path else "flags")

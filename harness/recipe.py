@@ -1,0 +1,185 @@
+"""One run's work inside the trainer child, top to bottom (design steps 3–9). Read it like a recipe.
+
+Order matters: the data is split before the model loads (a bad data path fails in a second, not after
+a minute of loading); the baseline is scored before LoRA wraps the model; preflight checks run before
+the first optimizer step; the smoke observer rides along the first steps of the real training, so a
+broken run stops there instead of after the long phase.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import checks
+from harness.config import SetupConfig
+from harness.generation import generate_answers
+from harness.models import cache_dir, resolve_model
+from harness.progress import Progress
+from harness.tasks.sql.data import Split, SqlExample, load_split
+from harness.tasks.sql.prompt import render_prompt
+from harness.tasks.sql.scoring import score_prediction, summarize
+from harness.training import Runtime, end_of_turn, resolve_runtime
+
+
+def backend_module(name: str) -> Any:
+    """Backends share function signatures (`load`, `train`), not a class tree."""
+    return importlib.import_module(f"harness.backends.{name}")
+
+
+def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, progress: Progress) -> None:
+    runtime = resolve_runtime(setup.device, setup.precision)
+    backend = backend_module(setup.backend)
+
+    # 3. Data: the story's split, hashed so runs compare only on equal splits.
+    progress.phase("data")
+    split = load_split(setup.data)
+    test = split.test[: setup.eval.limit] if setup.eval.limit else split.test
+    outcome.data = {
+        "source": split.source, "split_hash": split.hash, "n_rows": split.n_rows,
+        "n_train": len(split.train), "n_test": len(test),
+    }  # fmt: skip
+
+    # 4. Model through the backend.
+    progress.phase(f"load {setup.model.source} ({runtime.device}, {runtime.precision})")
+    events.mark("load", "start")
+    started = time.perf_counter()
+    resolved = resolve_model(setup.model)
+    model, tokenizer = backend.load(setup, resolved.path, runtime)
+    outcome.timings["load_s"] = round(time.perf_counter() - started, 2)
+    events.mark("load", "end")
+    outcome.model = {
+        "source": setup.model.source, "resolved": str(resolved.path),
+        "weights": "random" if setup.model.random_weights else "pretrained",
+        "precision": runtime.precision, "device": runtime.device,
+    }  # fmt: skip
+
+    # The untrained model, scored the same way (cached per model + split + eval settings).
+    base_answers: list[str] | None = None
+    if setup.eval.enabled and setup.eval.baseline:
+        base_answers, outcome.baseline = baseline(setup, runtime, resolved.path, split, test, model, tokenizer,
+                                                  progress, events)  # fmt: skip
+        outcome.timings["baseline_eval_s"] = outcome.baseline["eval_s"]
+
+    # 5. Preflight checks, 6–7. smoke riding along the timed training.
+    smoke = checks.SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None
+    progress.phase("train", total=setup.recipe.steps)
+    step_progress = _ProgressObserver(progress)
+    events.mark("train", "start")
+    trained = backend.train(model, tokenizer, split.train, setup, runtime, [o for o in (smoke, step_progress) if o])
+    events.mark("train", "end")
+    outcome.timings["train_s"] = round(trained.train_s, 2)
+    outcome.train = train_stats(trained, runtime)
+    outcome.memory = memory_stats(runtime)
+    if smoke:
+        outcome.checks["smoke"] = smoke.final_verdict().to_dict()
+    if trained.stopped_reason:
+        raise checks.RunStopped(smoke.status if smoke else "failed", trained.stopped_reason)
+
+    # 9. Evaluate the trained adapter.
+    if setup.eval.enabled:
+        answers, seconds = evaluate(trained.model, tokenizer, test, setup, progress, events, "eval")
+        outcome.timings["eval_s"] = seconds
+        outcome.trained = {**score(answers, test), "eval_s": seconds}
+        write_predictions(work_dir / "predictions.jsonl", test, answers, base_answers)
+
+
+class _ProgressObserver:
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def on_step(self, step: int, loss: float) -> str | None:
+        self.progress.advance(loss=loss)
+        return None
+
+
+def evaluate(
+    model: Any, tokenizer: Any, test: tuple[SqlExample, ...], setup: SetupConfig, progress: Progress, events: Any,
+    phase: str,
+) -> tuple[list[str], float]:  # fmt: skip
+    progress.phase(phase, total=len(test))
+    events.mark(phase, "start")
+    started = time.perf_counter()
+    prompts = [render_prompt(tokenizer, ex) for ex in test]
+    answers = generate_answers(
+        model, tokenizer, prompts, batch_size=setup.eval.batch_size, max_new_tokens=setup.eval.max_new_tokens,
+        end_of_turn=end_of_turn(tokenizer), on_batch=lambda n: progress.advance(n),
+    )  # fmt: skip
+    events.mark(phase, "end")
+    return answers, round(time.perf_counter() - started, 2)
+
+
+def score(answers: list[str], test: tuple[SqlExample, ...]) -> dict[str, Any]:
+    scores = [score_prediction(a, ex.answer, ex.context) for a, ex in zip(answers, test, strict=True)]
+    return summarize(scores)
+
+
+def baseline(
+    setup: SetupConfig, runtime: Runtime, model_path: Path, split: Split, test: tuple[SqlExample, ...],
+    model: Any, tokenizer: Any, progress: Progress, events: Any,
+) -> tuple[list[str], dict[str, Any]]:  # fmt: skip
+    key_payload = json.dumps(
+        [str(model_path), setup.model.model_dump(mode="json"), runtime.precision, split.hash, len(test),
+         setup.eval.max_new_tokens],
+    )  # fmt: skip
+    key = hashlib.sha256(key_payload.encode()).hexdigest()[:16]
+    path = cache_dir() / "baseline" / f"{key}.json"
+    if path.is_file():
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        return cached["answers"], {**cached["metrics"], "cached": True}
+    answers, seconds = evaluate(model, tokenizer, test, setup, progress, events, "baseline eval")
+    metrics = {**score(answers, test), "eval_s": seconds}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"metrics": metrics, "answers": answers}), encoding="utf-8")
+    tmp.replace(path)
+    return answers, metrics
+
+
+def train_stats(trained: Any, runtime: Runtime) -> dict[str, Any]:
+    losses = [round(x, 5) for x in trained.losses]
+    tail = losses[-max(1, len(losses) // 10) :] if losses else []
+    seconds = trained.train_s or None
+    return {
+        "steps_done": len(losses),
+        "loss": losses,
+        "first_loss": losses[0] if losses else None,
+        "final_loss": round(sum(tail) / len(tail), 5) if tail else None,
+        "train_s": round(trained.train_s, 2),
+        "tokens": trained.tokens,
+        "tokens_per_s": round(trained.tokens / seconds, 1) if trained.tokens and seconds else None,
+        "samples_per_s": round(trained.samples / seconds, 3) if seconds else None,
+        "trainable_params": trained.trainable_params,
+        "total_params": trained.total_params,
+    }
+
+
+def memory_stats(runtime: Runtime) -> dict[str, Any]:
+    import torch
+
+    stats: dict[str, Any] = {"device": runtime.device}
+    if runtime.device == "cuda":
+        stats["peak_vram_bytes"] = int(torch.cuda.max_memory_allocated())
+    return stats
+
+
+def write_predictions(
+    path: Path, test: tuple[SqlExample, ...], answers: list[str], base_answers: list[str] | None
+) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for index, (ex, answer) in enumerate(zip(test, answers, strict=True)):
+            scored = score_prediction(answer, ex.answer, ex.context)
+            base = base_answers[index] if base_answers else None
+            base_scored = score_prediction(base, ex.answer, ex.context) if base is not None else None
+            row = {
+                "index": index, "question": ex.question, "context": ex.context, "gold": ex.answer,
+                "prediction": answer, "base_prediction": base,
+                "exact": scored.exact, "executes": scored.executes, "semantic": scored.semantic,
+                "base_exact": base_scored.exact if base_scored else None,
+                "base_semantic": base_scored.semantic if base_scored else None,
+            }  # fmt: skip
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")

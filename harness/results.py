@@ -1,0 +1,223 @@
+"""The result record: one run (setup × seed on one stack and host), its schema, and how it lands on disk.
+
+Layout: `<results>/<stack>/<host>/<experiment>/<setup>/seed-<n>.json`, with the per-question predictions
+in `seed-<n>.predictions.jsonl` beside it. Writes are atomic (temp file + rename) and never overwrite a
+different record: an older, different record is kept as `seed-<n>.prev-<created>.json`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.errors import UserError
+
+# Changelog of the record format. Bump FORMAT_VERSION on any change readers must know about,
+# and teach `upgrade_record` to lift older versions.
+#   1 (2026-11-30): first version.
+FORMAT_VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+
+Status = Literal["ok", "failed", "refused", "diverged", "killed"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Metrics(Record):
+    """Scores on the test split, percentages with one decimal."""
+
+    exact_match: float
+    executes: float
+    semantic: float | None = None
+    n: int
+    n_scorable: int | None = None
+    eval_s: float | None = None
+
+
+class TrainStats(Record):
+    steps_done: int = 0
+    loss: list[float] = Field(default_factory=list)
+    first_loss: float | None = None
+    final_loss: float | None = Field(None, description="mean of the last 10% of steps (at least one)")
+    train_s: float | None = None
+    tokens: int | None = Field(None, description="non-padding tokens seen by the model in training")
+    tokens_per_s: float | None = None
+    samples_per_s: float | None = None
+    mfu: float | None = Field(None, description="model FLOPs utilisation against the GPU's bf16 dense peak, 0..1")
+    trainable_params: int | None = None
+    total_params: int | None = None
+
+
+class MemoryStats(Record):
+    device: str
+    peak_vram_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+
+
+class Timings(Record):
+    load_s: float | None = None
+    baseline_eval_s: float | None = None
+    train_s: float | None = None
+    eval_s: float | None = None
+    total_s: float | None = None
+
+
+class CheckVerdict(Record):
+    verdict: Literal["pass", "fail", "skipped", "error"]
+    detail: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class DataInfo(Record):
+    source: str
+    split_hash: str
+    n_rows: int
+    n_train: int
+    n_test: int
+
+
+class ModelInfo(Record):
+    source: str
+    resolved: str = Field(description="the local folder the weights were read from")
+    weights: Literal["pretrained", "random"] = "pretrained"
+    precision: str
+    device: str
+
+
+class RunRecord(Record):
+    format_version: int = FORMAT_VERSION
+    run_id: str
+    status: Status
+    reason: str | None = None
+    created: str
+    experiment: str
+    setup_name: str
+    seed: int
+    stack: str
+    host: str
+    fingerprint: str
+    setup: dict[str, Any]
+    provenance: dict[str, Any]
+    data: DataInfo | None = None
+    model: ModelInfo | None = None
+    baseline: Metrics | None = None
+    trained: Metrics | None = None
+    train: TrainStats | None = None
+    memory: MemoryStats | None = None
+    timings: Timings = Timings()
+    checks: dict[str, CheckVerdict] = Field(default_factory=dict)
+    guard: dict[str, Any] = Field(default_factory=dict, description="timed?, pre-check, sampler verdict and readings")
+    predictions_file: str | None = None
+
+    @property
+    def gain(self) -> float | None:
+        if self.baseline is None or self.trained is None:
+            return None
+        return round(self.trained.exact_match - self.baseline.exact_match, 1)
+
+
+def slug(text: str) -> str:
+    """A path-safe name: lowercase letters, digits, dots and dashes."""
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-") or "unknown"
+
+
+def fingerprint(setup_payload: str, stack: str, host: str) -> str:
+    """Same setup + stack + host → same fingerprint → a cached record may stand in for a new run."""
+    return hashlib.sha256(f"{setup_payload}\n{stack}\n{host}".encode()).hexdigest()[:16]
+
+
+def record_dir(results_dir: Path, stack: str, host: str, experiment: str, setup_name: str) -> Path:
+    return results_dir / slug(stack) / slug(host) / experiment / setup_name
+
+
+def record_path(results_dir: Path, record: RunRecord) -> Path:
+    base = record_dir(results_dir, record.stack, record.host, record.experiment, record.setup_name)
+    return base / f"seed-{record.seed}.json"
+
+
+def predictions_path(record_file: Path) -> Path:
+    return record_file.with_name(record_file.name.removesuffix(".json") + ".predictions.jsonl")
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_predictions(record_file: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    path = predictions_path(record_file)
+    _atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return path
+
+
+def write_record(results_dir: Path, record: RunRecord) -> Path:
+    """Write atomically. A different record already at the path is kept under a `prev-` name first."""
+    path = record_path(results_dir, record)
+    text = record.model_dump_json(indent=2) + "\n"
+    if path.exists():
+        old_text = path.read_text(encoding="utf-8")
+        if old_text != text:
+            try:
+                old_created = json.loads(old_text).get("created", "unknown")
+            except json.JSONDecodeError:
+                old_created = "unreadable"
+            keep = path.with_name(f"{path.stem}.prev-{slug(str(old_created))}.json")
+            os.replace(path, keep)
+            old_predictions = predictions_path(path)
+            if old_predictions.exists() and record.predictions_file is not None:
+                os.replace(old_predictions, predictions_path(keep))
+    _atomic_write_text(path, text)
+    return path
+
+
+def upgrade_record(data: dict[str, Any], source: str) -> dict[str, Any]:
+    version = data.get("format_version")
+    if version not in SUPPORTED_VERSIONS:
+        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+        raise UserError(
+            f"{source}: record format version {version!r} is not supported; this lorabench reads {supported}. "
+            "Upgrade lorabench, or re-run the setup."
+        )
+    return data
+
+
+def load_record(path: Path) -> RunRecord:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"record not found: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not a JSON record ({exc})") from None
+    return RunRecord.model_validate(upgrade_record(data, str(path)))
+
+
+def find_records(paths: Iterable[Path]) -> list[Path]:
+    """Record files under the given files/folders (predictions and kept previous records excluded)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(p for p in sorted(path.rglob("seed-*.json")) if ".prev-" not in p.name)
+        else:
+            raise UserError(f"no such results file or folder: {path}")
+    return found

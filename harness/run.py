@@ -1,0 +1,128 @@
+"""One run, top to bottom (the design's ten steps), as seen from the parent process.
+
+The parent takes the provenance snapshot, asks the guard, starts the trainer child (steps 3–9, see
+`harness.recipe`), and always writes the record — also when the child failed, was stopped by a check,
+or died without a word. Nothing a run learned is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.config import SetupConfig
+from harness.provenance import collect_provenance, default_stack
+from harness.results import RunRecord, fingerprint, predictions_path, record_path, write_record
+from harness.worker import Job, Outcome, execute_job, read_outcome, write_outcome
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_dir: Path = Path("results")
+    stack: str = field(default_factory=default_stack)
+    timed: bool = False
+    allow_noisy: bool = False
+    quiet: bool = False
+    isolate: bool = True  # the trainer in a child process; tests may run it inline
+
+
+def new_run_id(created: datetime, fp: str, seed: int) -> str:
+    return f"{created.strftime('%Y%m%dT%H%M%SZ')}-{fp[:8]}-s{seed}"
+
+
+def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
+    created = datetime.now(UTC)
+    started = time.perf_counter()
+
+    # 1. Provenance snapshot: host, stack, git.
+    provenance = collect_provenance(options.stack)
+    host = provenance["host"]["id"]
+    fp = fingerprint(setup.fingerprint_payload(), options.stack, host)
+    run_id = new_run_id(created, fp, setup.recipe.seed)
+    base = {
+        "run_id": run_id, "created": created.isoformat(timespec="seconds"), "experiment": setup.experiment,
+        "setup_name": setup.name, "seed": setup.recipe.seed, "stack": options.stack, "host": host,
+        "fingerprint": fp, "setup": setup.model_dump(mode="json"), "provenance": provenance,
+    }  # fmt: skip
+
+    # 2. Guard pre-check for timed runs: refuse with the reading that failed.
+    guard: dict[str, Any] = {"timed": options.timed}
+    if options.timed:
+        refusal = guard_precheck(guard, options)
+        if refusal:
+            record = RunRecord(**base, status="refused", reason=refusal, guard=guard)
+            return record, write_record(options.results_dir, record)
+
+    # 3–9. The trainer child.
+    work_dir = options.results_dir / ".work" / run_id
+    work_dir.mkdir(parents=True, exist_ok=True)
+    job = Job(setup, work_dir.resolve(), options.quiet)
+    outcome = run_trainer(job, options) if options.isolate else execute_job(job)
+
+    # 10. The record, atomically, predictions beside it.
+    timings = {**outcome.timings, "total_s": round(time.perf_counter() - started, 2)}
+    reason = outcome.reason
+    if outcome.traceback:
+        (work_dir / "traceback.txt").write_text(outcome.traceback, encoding="utf-8")
+        reason = f"{reason} (traceback: {work_dir / 'traceback.txt'})"
+    record = RunRecord(
+        **base, status=outcome.status, reason=reason, data=outcome.data, model=outcome.model,
+        baseline=outcome.baseline, trained=outcome.trained, train=outcome.train,
+        memory=outcome.memory and {"device": (outcome.model or {}).get("device", "unknown"), **outcome.memory},
+        timings=timings, checks=outcome.checks, guard=guard,
+        predictions_file=None,
+    )  # fmt: skip
+    produced = work_dir / "predictions.jsonl"
+    if produced.is_file():
+        target = record_path(options.results_dir, record)
+        record = record.model_copy(update={"predictions_file": predictions_path(target).name})
+    path = write_record(options.results_dir, record)
+    if produced.is_file():
+        os.replace(produced, predictions_path(path))
+    if not outcome.traceback:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return record, path
+
+
+def guard_precheck(guard: dict[str, Any], options: RunOptions) -> str | None:
+    """Seam for the quiet-machine guard: returns the refusal sentence, or None to go on."""
+    return None
+
+
+def run_trainer(job: Job, options: RunOptions) -> Outcome:
+    job_file = job.work_dir / "job.json"
+    job_file.write_text(job.to_json(), encoding="utf-8")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+    # The child must import this very harness, also when it is run from a source tree.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "harness.worker", str(job_file)], env=env, check=False)
+    outcome = read_outcome(job.work_dir)
+    if outcome is not None:
+        return outcome
+    code = proc.returncode
+    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+    outcome = Outcome(status="killed", reason=f"trainer process ended ({how}) before reporting an outcome")
+    write_outcome(outcome, job.work_dir)
+    return outcome
+
+
+def summary_line(record: RunRecord, path: Path) -> str:
+    parts = [f"{record.status}", f"{record.experiment}/{record.setup_name} seed {record.seed}"]
+    if record.baseline and record.trained:
+        parts.append(f"exact match {record.baseline.exact_match:.1f}% → {record.trained.exact_match:.1f}%")
+    elif record.trained:
+        parts.append(f"exact match {record.trained.exact_match:.1f}%")
+    if record.timings.total_s:
+        parts.append(f"{record.timings.total_s:.0f} s")
+    if record.reason:
+        parts.append(f"reason: {record.reason}")
+    parts.append(f"record: {path}")
+    return " | ".join(parts)

@@ -1,0 +1,128 @@
+"""Load text-to-SQL rows and split them exactly as the story did.
+
+Sources: a Hugging Face dataset id through `datasets` (served from the local cache when offline), or a
+local .jsonl / .json / .parquet file. Rows need `question`, `context` (CREATE TABLE statements) and
+`answer` (SQL). The split: shuffle with `split_seed`, last `test_size` rows = test, first `train_size`
+of the rest = train. The split's hash goes into the record, so two runs compare only on equal splits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import DataConfig
+from harness.errors import UserError
+
+FIELDS = ("question", "context", "answer")
+LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+@dataclass(frozen=True)
+class SqlExample:
+    question: str
+    context: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class Split:
+    source: str
+    n_rows: int
+    train: tuple[SqlExample, ...]
+    test: tuple[SqlExample, ...]
+    hash: str
+
+
+def _looks_local(source: str) -> bool:
+    return source.endswith(LOCAL_SUFFIXES) or source.startswith((".", "/", "~")) or Path(source).exists()
+
+
+def _read_local(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise UserError(
+            f"data.source: file not found: {path}. Give an existing .jsonl/.json/.parquet file, "
+            "or a Hugging Face dataset id such as b-mc2/sql-create-context."
+        )
+    if path.suffix == ".jsonl":
+        rows = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise UserError(f"{path}:{number}: not valid JSON ({exc.msg}); one JSON object per line") from None
+        return rows
+    if path.suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "data" in data:
+            data = data["data"]
+        if not isinstance(data, list):
+            raise UserError(f"{path}: expected a JSON list of rows (or {{'data': [...]}}), got {type(data).__name__}")
+        return data
+    if path.suffix == ".parquet":
+        import datasets
+
+        return list(datasets.load_dataset("parquet", data_files=str(path), split="train"))
+    raise UserError(f"data.source: unknown file type {path.suffix!r} for {path}; use .jsonl, .json or .parquet")
+
+
+def _read_hub(dataset_id: str) -> list[dict]:
+    import datasets
+
+    try:
+        return list(datasets.load_dataset(dataset_id, split="train"))
+    except Exception as exc:  # datasets raises many types for "not reachable / not cached"
+        raise UserError(
+            f"data.source: cannot load dataset {dataset_id!r} from the hub or its local cache ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200]}). Run `lorabench fetch --data {dataset_id}` where the hub is "
+            "reachable, or point data.source (or --data) at a local .jsonl file such as "
+            "../shared/data/sql-create-context/random-sample.jsonl."
+        ) from None
+
+
+def _to_examples(rows: list[dict], source: str) -> list[SqlExample]:
+    examples = []
+    for number, row in enumerate(rows, start=1):
+        missing = [f for f in FIELDS if not isinstance(row, dict) or not isinstance(row.get(f), str)]
+        if missing:
+            raise UserError(
+                f"{source}: row {number} lacks text field(s) {', '.join(missing)}; every row needs "
+                f"{', '.join(FIELDS)} (sql-create-context format)"
+            )
+        examples.append(SqlExample(row["question"], row["context"], row["answer"]))
+    return examples
+
+
+def load_rows(source: str) -> list[SqlExample]:
+    rows = _read_local(Path(source).expanduser()) if _looks_local(source) else _read_hub(source)
+    return _to_examples(rows, source)
+
+
+def split_hash(train: tuple[SqlExample, ...], test: tuple[SqlExample, ...]) -> str:
+    digest = hashlib.sha256()
+    for part, examples in (("train", train), ("test", test)):
+        digest.update(part.encode())
+        for ex in examples:
+            digest.update(json.dumps([ex.question, ex.context, ex.answer]).encode())
+    return digest.hexdigest()[:16]
+
+
+def make_split(rows: list[SqlExample], config: DataConfig) -> Split:
+    if len(rows) <= config.test_size:
+        raise UserError(
+            f"data.test_size: {config.test_size} test rows leave none to train on ({len(rows)} rows in "
+            f"{config.source}); lower data.test_size"
+        )
+    shuffled = list(rows)
+    random.Random(config.split_seed).shuffle(shuffled)
+    test = tuple(shuffled[-config.test_size :])
+    train = tuple(shuffled[: -config.test_size][: config.train_size])
+    return Split(config.source, len(rows), train, test, split_hash(train, test))
+
+
+def load_split(config: DataConfig) -> Split:
+    return make_split(load_rows(config.source), config)

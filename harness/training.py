@@ -1,0 +1,93 @@
+"""What every backend shares: the runtime it was given, the observers it must call each step, the
+outcome it returns, and the tokenized training examples (prompt masked out of the loss)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+
+from harness.tasks.sql.data import SqlExample
+from harness.tasks.sql.prompt import render_prompt
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The resolved device and precision (the setup may say `auto`)."""
+
+    device: str
+    precision: str
+
+    @property
+    def dtype(self) -> torch.dtype:
+        # 4-bit keeps its compute (and the adapter) in bf16.
+        return DTYPES.get(self.precision, torch.bfloat16)
+
+
+def resolve_runtime(device: str, precision: str) -> Runtime:
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if precision == "auto":
+        precision = "bf16" if device == "cuda" else "fp32"
+    return Runtime(device, precision)
+
+
+class StepObserver(Protocol):
+    """Called by the backend after every optimizer step; a returned string stops training with that reason."""
+
+    def on_step(self, step: int, loss: float) -> str | None: ...
+
+
+@dataclass
+class TrainOutcome:
+    model: Any
+    losses: list[float] = field(default_factory=list)
+    stopped_reason: str | None = None
+    train_s: float = 0.0
+    tokens: int | None = None
+    samples: int = 0
+    trainable_params: int = 0
+    total_params: int = 0
+
+
+@dataclass(frozen=True)
+class TokenizedExample:
+    input_ids: list[int]
+    completion_mask: list[int]  # 1 where the token is part of the answer (and so in the loss)
+
+
+def end_of_turn(tokenizer: Any) -> str | None:
+    """The text the chat template puts after an assistant answer (e.g. `<|im_end|>`), so the model learns to stop.
+
+    Taken from the template rather than `eos_token`: GGUF metadata can name a different EOS than the one
+    the template closes a turn with (SmolLM2's GGUF says `<|im_start|>`)."""
+    marker = "LORABENCH_ANSWER"
+    try:
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "q"}, {"role": "assistant", "content": marker}], tokenize=False
+        )
+    except Exception:
+        return tokenizer.eos_token
+    tail = text.split(marker, 1)[1].strip() if marker in text else ""
+    return tail or tokenizer.eos_token
+
+
+def tokenize_examples(tokenizer: Any, examples: Sequence[SqlExample]) -> list[TokenizedExample]:
+    """Prompt tokens and answer tokens separately, so the answer boundary is exact (no re-tokenization merge)."""
+    eot = end_of_turn(tokenizer) or ""
+    out = []
+    for ex in examples:
+        prompt_ids = tokenizer(render_prompt(tokenizer, ex), add_special_tokens=False).input_ids
+        answer_ids = tokenizer(ex.answer + eot, add_special_tokens=False).input_ids
+        out.append(TokenizedExample(prompt_ids + answer_ids, [0] * len(prompt_ids) + [1] * len(answer_ids)))
+    return out
+
+
+def count_params(model: Any) -> tuple[int, int]:
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return trainable, total

@@ -1,0 +1,63 @@
+"""Shared fixtures: the real SmolLM2 (converted once per cache) and a tiny seeded model with its tokenizer."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data" / "sql-create-context"
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    from harness.config import ModelConfig
+    from harness.errors import UserError
+    from harness.models import resolve_model
+
+    try:
+        return resolve_model(ModelConfig(source="smollm2-135m")).path
+    except UserError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from harness.testing import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama", smollm2_dir, seed=0)
+
+
+@pytest.fixture(scope="session")
+def sql_rows_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small JSONL in sql-create-context format, written by the test (the shared rows stay outside)."""
+    import json
+
+    rows = []
+    for i in range(60):
+        table = f"table_{i % 7}"
+        rows.append({
+            "question": f"What is the name when the year is {1990 + i}?",
+            "context": f"CREATE TABLE {table} (name VARCHAR, year VARCHAR)",
+            "answer": f'SELECT name FROM {table} WHERE year = "{1990 + i}"',
+        })  # fmt: skip
+    path = tmp_path_factory.mktemp("data") / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_sample() -> Path:
+    path = SHARED_DATA / "random-sample.jsonl"
+    if not path.is_file():
+        pytest.skip(f"shared data not found at {path}")
+    return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _offline_hub() -> None:
+    # Tests never reach a model hub; the real code paths must work from local files.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
