@@ -42,6 +42,7 @@ class Metrics(Record):
     n: int
     n_scorable: int | None = None
     eval_s: float | None = None
+    cached: bool = Field(False, description="taken from the baseline cache (same model, split and eval settings)")
 
 
 class TrainStats(Record):

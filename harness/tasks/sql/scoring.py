@@ -18,6 +18,8 @@ column order all count as misses. That is what the semantic score is for.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from harness.tasks.sql.sandbox import run_sql
 
@@ -37,3 +39,24 @@ def executes(sql: str, context: str) -> bool:
     """True when `sql` runs without error, through the sandbox, on an empty in-memory database built
     from `context` (so it checks names and syntax, not results)."""
     return run_sql(sql, context).is_ok
+
+
+@dataclass(frozen=True)
+class QuestionScore:
+    exact: bool
+    executes: bool
+    semantic: bool | None
+    detail: str = ""
+
+
+def score_prediction(pred: str, gold: str, context: str, *, seed: int = 0) -> QuestionScore:
+    return QuestionScore(exact_match(pred, gold), executes(pred, context), None)
+
+
+def summarize(scores: Sequence[QuestionScore]) -> dict:
+    n = len(scores)
+
+    def rate(k: int, d: int) -> float:
+        return round(100 * k / d, 1) if d else 0.0
+
+    return {"exact_match": rate(sum(s.exact for s in scores), n), "executes": rate(sum(s.executes for s in scores), n), "n": n}
