@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.tasks.sql.scoring import exact_match, executes, normalize_sql
+from harness.tasks.sql.scoring import (
+    QuestionScore,
+    exact_match,
+    executes,
+    normalize_sql,
+    score_prediction,
+    summarize,
+)
 
 CONTEXT = "CREATE TABLE table_name_47 (entrant VARCHAR, year VARCHAR, chassis VARCHAR)"
 
@@ -38,3 +45,37 @@ def test_executes_checks_names_against_the_context() -> None:
     assert not executes("SELECT entrant FROM", CONTEXT)  # syntax
     assert not executes("ATTACH 'x.db' AS x", CONTEXT)  # denied
     assert not executes("", CONTEXT)
+
+
+def test_score_prediction_style_only_miss() -> None:
+    gold = 'SELECT entrant FROM table_name_47 WHERE year = "1958"'
+    score = score_prediction("SELECT entrant FROM table_name_47 WHERE year = 1958", gold, CONTEXT)
+    assert (score.exact, score.executes, score.semantic) == (False, True, True)
+
+
+def test_score_prediction_wrong_and_unscorable() -> None:
+    wrong = score_prediction("SELECT COUNT(entrant) FROM table_name_47", "SELECT entrant FROM table_name_47", CONTEXT)
+    assert (wrong.exact, wrong.executes, wrong.semantic) == (False, True, False)
+    assert "differ" in wrong.detail
+    broken_gold = "SELECT entrant FROM table_name_47 WHERE year = 3 OFFSET 095"
+    unscorable = score_prediction(broken_gold, broken_gold, CONTEXT)
+    assert (unscorable.exact, unscorable.executes, unscorable.semantic) == (True, False, None)
+    assert "gold does not execute" in unscorable.detail
+
+
+def test_summarize_rates_over_all_and_semantic_over_scorable() -> None:
+    scores = [
+        QuestionScore(exact=True, executes=True, semantic=True, detail=""),
+        QuestionScore(exact=False, executes=True, semantic=True, detail=""),
+        QuestionScore(exact=False, executes=False, semantic=False, detail=""),
+        QuestionScore(exact=False, executes=True, semantic=None, detail=""),
+    ]
+    assert summarize(scores) == {
+        "exact_match": 25.0,
+        "executes": 75.0,
+        "semantic": 66.7,
+        "n": 4,
+        "n_scorable": 3,
+        "n_unscorable": 1,
+    }
+    assert summarize([])["semantic"] is None

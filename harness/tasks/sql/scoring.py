@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.tasks.sql.sandbox import run_sql
+from harness.tasks.sql.semantic import compare_queries
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -43,20 +44,40 @@ def executes(sql: str, context: str) -> bool:
 
 @dataclass(frozen=True)
 class QuestionScore:
+    """One question's scores. `semantic` is None when the gold does not execute (unscorable);
+    `detail` says why a score is False or None ("" when the prediction is exactly right)."""
+
     exact: bool
     executes: bool
     semantic: bool | None
-    detail: str = ""
+    detail: str
 
 
 def score_prediction(pred: str, gold: str, context: str, *, seed: int = 0) -> QuestionScore:
-    return QuestionScore(exact_match(pred, gold), executes(pred, context), None)
+    verdict = compare_queries(pred, gold, context, seed=seed)
+    is_exact = exact_match(pred, gold)
+    return QuestionScore(
+        exact=is_exact,
+        executes=executes(pred, context),
+        semantic=verdict.match,
+        detail="" if is_exact and verdict.match is not None else verdict.detail,
+    )
 
 
-def summarize(scores: Sequence[QuestionScore]) -> dict:
+def _percent(count: int, total: int) -> float | None:
+    return round(100.0 * count / total, 1) if total else None
+
+
+def summarize(scores: Sequence[QuestionScore]) -> dict[str, float | int | None]:
+    """Rates in percent with one decimal (None when there is nothing to divide by) and the counts.
+    Semantic match is over scorable questions only: a gold that does not execute scores nobody."""
     n = len(scores)
-
-    def rate(k: int, d: int) -> float:
-        return round(100 * k / d, 1) if d else 0.0
-
-    return {"exact_match": rate(sum(s.exact for s in scores), n), "executes": rate(sum(s.executes for s in scores), n), "n": n}
+    scorable = [s for s in scores if s.semantic is not None]
+    return {
+        "exact_match": _percent(sum(s.exact for s in scores), n),
+        "executes": _percent(sum(s.executes for s in scores), n),
+        "semantic": _percent(sum(bool(s.semantic) for s in scorable), len(scorable)),
+        "n": n,
+        "n_scorable": len(scorable),
+        "n_unscorable": n - len(scorable),
+    }

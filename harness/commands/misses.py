@@ -1,0 +1,81 @@
+"""`lorabench misses`: which questions every run misses, fixes, or splits on; bad-gold candidates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from harness.errors import UserError
+from harness.tasks.sql.misses import MissAnalysis, analyze_misses, load_predictions
+
+_PREDICTIONS_SUFFIX = ".predictions.jsonl"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "misses",
+        help="miss analysis across runs: always wrong, fixed by every run, mixed, bad-gold candidates",
+        description=__doc__,
+    )
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        type=Path,
+        help="a *.predictions.jsonl file, or a run record seed-N.json with seed-N.predictions.jsonl beside it",
+    )
+    parser.add_argument("--json", action="store_true", help="print the analysis as JSON instead of a table")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="also write the analysis as JSON to FILE")
+    parser.set_defaults(func=cmd_misses)
+
+
+def predictions_path(path: Path) -> Path:
+    """The predictions file for a RUN argument: itself, or the one beside a `seed-N.json` record."""
+    if path.name.endswith(_PREDICTIONS_SUFFIX):
+        return path
+    if path.suffix == ".json":
+        beside = path.with_name(path.stem + _PREDICTIONS_SUFFIX)
+        if not beside.is_file():
+            raise UserError(f"RUN {path}: no {beside.name} beside the record; pass the predictions file itself")
+        return beside
+    raise UserError(f"RUN {path}: expected a *{_PREDICTIONS_SUFFIX} file or a run record *.json")
+
+
+def render_table(analysis: MissAnalysis) -> str:
+    n = analysis.n_questions
+
+    def row(name: str, indices: tuple[int, ...]) -> list[object]:
+        shown = ", ".join(map(str, indices[:8])) + (" …" if len(indices) > 8 else "")
+        return [name, len(indices), f"{100 * len(indices) / n:.1f}" if n else "-", shown]
+
+    table = [
+        row("always right", analysis.always_right),
+        row("  fixed by every run", analysis.fixed_by_every_run),
+        row("always wrong", analysis.always_wrong),
+        row("  style misses (semantic right)", analysis.style_misses),
+        row("mixed", analysis.mixed),
+        row("style-only fixes", analysis.style_only_fixes),
+        row("bad-gold candidates", tuple(c.index for c in analysis.bad_gold_candidates)),
+    ]
+    lines = [
+        f"{len(analysis.labels)} run(s), {n} questions in every run"
+        + (f" ({analysis.n_not_in_every_run} more not in every run, left out)" if analysis.n_not_in_every_run else ""),
+        tabulate(table, headers=["category", "questions", "%", "indices"]),
+        f"estimated exact-match ceiling: {analysis.estimated_exact_match_ceiling}%",
+    ]
+    return "\n".join(lines)
+
+
+def cmd_misses(args: argparse.Namespace) -> int:
+    paths = [predictions_path(p) for p in args.runs]
+    runs = [load_predictions(p) for p in paths]
+    analysis = analyze_misses(runs, labels=[str(p) for p in paths])
+    data = json.dumps(analysis.to_dict(), indent=2)
+    if args.output is not None:
+        args.output.write_text(data + "\n", encoding="utf-8")
+    print(data if args.json else render_table(analysis))
+    return 0

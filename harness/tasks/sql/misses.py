@@ -1,0 +1,189 @@
+"""Miss analysis across runs: which questions every run gets wrong, which every run fixes, which
+depend on the seed; which fixes only changed style; which golds look wrong; and what exact match can
+practically reach on this test split. Input: the per-question predictions each run writes
+(`*.predictions.jsonl`, one JSON object per line, keys in `REQUIRED_KEYS`).
+
+Right/wrong here means exact match (the headline metric); semantic scores qualify it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+from harness.tasks.sql.scoring import normalize_sql
+from harness.tasks.sql.semantic import semantic_match
+
+# One run's predictions: a list of per-question dicts as the run writes them.
+RunPredictions = Sequence[Mapping[str, Any]]
+
+REQUIRED_KEYS: Mapping[str, tuple[type, ...]] = {
+    "index": (int,),
+    "question": (str,),
+    "context": (str,),
+    "gold": (str,),
+    "prediction": (str,),
+    "base_prediction": (str, type(None)),
+    "exact": (bool,),
+    "executes": (bool,),
+    "semantic": (bool, type(None)),
+    "base_exact": (bool, type(None)),
+    "base_semantic": (bool, type(None)),
+}
+
+
+def load_predictions(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of one `*.predictions.jsonl`; raises UserError naming the line and key that is wrong."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UserError(f"predictions file {path}: cannot read it ({exc.strerror}); pass an existing *.predictions.jsonl") from exc
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"{path}:{number}: not JSON ({exc.msg}); each line must be one JSON object") from exc
+        if not isinstance(row, dict):
+            raise UserError(f"{path}:{number}: a JSON {type(row).__name__}, expected an object per line")
+        for key, types in REQUIRED_KEYS.items():
+            if key not in row:
+                raise UserError(f"{path}:{number}: key {key!r} missing; a predictions line needs {', '.join(REQUIRED_KEYS)}")
+            if not isinstance(row[key], types) or (int in types and isinstance(row[key], bool)):
+                allowed = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+                raise UserError(f"{path}:{number}: {key} = {row[key]!r}, expected {allowed}")
+        rows.append(row)
+    return rows
+
+
+@dataclass(frozen=True)
+class BadGoldCandidate:
+    index: int
+    reason: str
+    gold: str
+    # The answer most runs agree on instead of the gold; None when the gold does not execute.
+    agreed_prediction: str | None
+
+
+@dataclass(frozen=True)
+class MissAnalysis:
+    """Question indices per category (sorted), over the questions present in every run.
+
+    always_right / always_wrong / mixed: exact in every run / in none / in some.
+    fixed_by_every_run: exact in every run while the base model's answer was not (in every run).
+    style_only_fixes: fixed by at least one run although the base answer was already semantically
+        right, i.e. fine-tuning taught the dataset's style, not the answer.
+    style_misses: wrong in every run but semantically right in every run.
+    bad_gold_candidates: the gold does not execute, or most runs (at least two, more than half)
+        agree on one meaning, by semantic match, that differs from the gold's.
+    estimated_exact_match_ceiling: 100 × (questions − bad-gold candidates) / questions, in percent.
+        Exact match cannot credit a question whose gold is wrong or does not run, so this is the
+        practical ceiling. It is an estimate both ways: a candidate may be a mistake all runs share
+        (ceiling too low), and a wrong gold that no run contests is not found (ceiling too high);
+        style that cannot be learned (the dataset writes '71' and 71 for the same thing) is not
+        subtracted. None when there are no questions.
+    """
+
+    labels: tuple[str, ...]
+    n_questions: int
+    n_not_in_every_run: int
+    always_right: tuple[int, ...]
+    always_wrong: tuple[int, ...]
+    fixed_by_every_run: tuple[int, ...]
+    mixed: tuple[int, ...]
+    style_only_fixes: tuple[int, ...]
+    style_misses: tuple[int, ...]
+    bad_gold_candidates: tuple[BadGoldCandidate, ...]
+    estimated_exact_match_ceiling: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["format_version"] = 1
+        return data
+
+
+def _check_same_question(index: int, rows: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> None:
+    first = rows[0]
+    for row, label in zip(rows[1:], labels[1:], strict=True):
+        for key in ("gold", "context"):
+            if row[key] != first[key]:
+                raise UserError(
+                    f"question {index}: {key} differs between {labels[0]} ({first[key]!r}) and {label} "
+                    f"({row[key]!r}); compare only runs of the same test split"
+                )
+
+
+def _agreeing_prediction(rows: Sequence[Mapping[str, Any]], n_runs: int) -> tuple[str, int] | None:
+    """The meaning most runs' wrong predictions share, when it is held by ≥2 runs and > half."""
+    wrong = [r for r in rows if r["semantic"] is False and not r["exact"] and r["executes"]]
+    classes: list[list[str]] = []
+    for row in wrong:
+        for members in classes:
+            rep = members[0]
+            if normalize_sql(row["prediction"]) == normalize_sql(rep) or semantic_match(row["prediction"], rep, row["context"]):
+                members.append(row["prediction"])
+                break
+        else:
+            classes.append([row["prediction"]])
+    best = max(classes, key=len, default=[])
+    if len(best) >= 2 and 2 * len(best) > n_runs:
+        return best[0], len(best)
+    return None
+
+
+def analyze_misses(runs: Sequence[RunPredictions], *, labels: Sequence[str] | None = None) -> MissAnalysis:
+    """Sort every question of the runs into the categories of `MissAnalysis`. Raises UserError when
+    there is no run or two runs disagree on a question's gold or context (different splits)."""
+    if not runs:
+        raise UserError("no runs given; pass at least one predictions file")
+    labels = tuple(labels) if labels is not None else tuple(f"run {i + 1}" for i in range(len(runs)))
+    by_index = [{int(row["index"]): row for row in run} for run in runs]
+    common = set(by_index[0]).intersection(*by_index[1:])
+    every = set().union(*by_index)
+    cats: dict[str, list[int]] = {k: [] for k in ("right", "wrong", "fixed", "mixed", "style_fix", "style_miss")}
+    bad: list[BadGoldCandidate] = []
+    for index in sorted(common):
+        rows = [run[index] for run in by_index]
+        _check_same_question(index, rows, labels)
+        exact = [bool(r["exact"]) for r in rows]
+        if all(exact):
+            cats["right"].append(index)
+            if all(r["base_exact"] is False for r in rows):
+                cats["fixed"].append(index)
+        elif not any(exact):
+            cats["wrong"].append(index)
+            if all(r["semantic"] is True for r in rows):
+                cats["style_miss"].append(index)
+        else:
+            cats["mixed"].append(index)
+        if any(r["exact"] and r["base_exact"] is False and r["base_semantic"] is True for r in rows):
+            cats["style_fix"].append(index)
+        if any(r["semantic"] is None for r in rows):
+            bad.append(BadGoldCandidate(index, "gold does not execute", rows[0]["gold"], None))
+            continue
+        agreed = _agreeing_prediction(rows, len(rows))
+        if agreed is not None:
+            prediction, count = agreed
+            reason = f"{count} of {len(rows)} runs agree on one answer that differs from the gold"
+            bad.append(BadGoldCandidate(index, reason, rows[0]["gold"], prediction))
+    n = len(common)
+    return MissAnalysis(
+        labels=labels,
+        n_questions=n,
+        n_not_in_every_run=len(every) - n,
+        always_right=tuple(cats["right"]),
+        always_wrong=tuple(cats["wrong"]),
+        fixed_by_every_run=tuple(cats["fixed"]),
+        mixed=tuple(cats["mixed"]),
+        style_only_fixes=tuple(cats["style_fix"]),
+        style_misses=tuple(cats["style_miss"]),
+        bad_gold_candidates=tuple(bad),
+        estimated_exact_match_ceiling=round(100.0 * (n - len(bad)) / n, 1) if n else None,
+    )

@@ -1,0 +1,123 @@
+"""Semantic match on real SQLite: equivalent pairs match, non-equivalent pairs do not."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.tasks.sql.sandbox import QueryResult
+from harness.tasks.sql.semantic import (
+    compare_queries,
+    extract_literals,
+    has_order_by,
+    results_equal,
+    semantic_match,
+)
+
+WIKI = "CREATE TABLE table_1 (name VARCHAR, attendance VARCHAR, year VARCHAR)"
+SPIDER = "CREATE TABLE head (head_id INTEGER, name VARCHAR, age INTEGER); CREATE TABLE management (head_id INTEGER, department_id INTEGER)"
+SHARED = Path("/work/shared/data/sql-create-context")
+
+EQUIVALENT = [
+    ('SELECT name FROM table_1 WHERE attendance = "71"', "SELECT name FROM table_1 WHERE attendance = 71", WIKI),
+    ("SELECT name FROM table_1 WHERE attendance = 'phrag dog'", 'SELECT name FROM table_1 WHERE attendance = "phrag dog"', WIKI),
+    ('SELECT name FROM table_1 WHERE attendance = "Phrag Dog"', "select name from table_1 where attendance = 'phrag dog'", WIKI),
+    ("SELECT COUNT(name) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
+    ("SELECT name, year FROM table_1", "SELECT year, name FROM table_1", WIKI),
+    ("SELECT name FROM table_1 WHERE year > 5 AND attendance = 'x'", "SELECT name FROM table_1 WHERE attendance = 'x' AND year > 5", WIKI),
+    ("SELECT name FROM table_1 ORDER BY year", "SELECT name FROM table_1", WIKI),  # gold unordered: order free
+    ("SELECT name FROM head WHERE age = '71'", "SELECT name FROM head WHERE age = 71", SPIDER),
+    ("SELECT AVG(age) FROM head", "SELECT SUM(age) * 1.0 / COUNT(age) FROM head", SPIDER),
+    (
+        "SELECT T1.name FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id",
+        "SELECT head.name FROM management JOIN head ON management.head_id = head.head_id",
+        SPIDER,
+    ),
+]
+
+DIFFERENT = [
+    ("SELECT COUNT(name) FROM table_1 WHERE attendance = '71'", "SELECT name FROM table_1 WHERE attendance = '71'", WIKI),
+    ("SELECT name FROM table_1 WHERE attendance = '72'", "SELECT name FROM table_1 WHERE attendance = '71'", WIKI),
+    ("SELECT name FROM table_1 WHERE year >= 1958", "SELECT name FROM table_1 WHERE year > 1958", WIKI),
+    ("SELECT name FROM table_1", "SELECT DISTINCT name FROM table_1", WIKI),
+    ("SELECT name FROM table_1 WHERE name LIKE '%phrag%'", "SELECT name FROM table_1 WHERE name = 'phrag dog'", WIKI),
+    ("SELECT name FROM table_1", "SELECT name FROM table_1 ORDER BY year", WIKI),  # gold ordered: order counts
+    ("SELECT name FROM table_1 ORDER BY year DESC LIMIT 1", "SELECT name FROM table_1 ORDER BY year LIMIT 1", WIKI),
+    ("SELECT name, year FROM table_1", "SELECT name FROM table_1", WIKI),
+    ("SELECT MAX(age) FROM head", "SELECT MIN(age) FROM head", SPIDER),
+    ("SELECT name FROM head", "SELECT T1.name FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id", SPIDER),
+    # No column gives the literal an affinity: SQLite itself says 1 <> '1', and so do we.
+    ("SELECT COUNT(*) FROM head WHERE 1 = '1'", "SELECT COUNT(*) FROM head WHERE 1 = 1", SPIDER),
+    ("SELECT nonexistent FROM table_1", "SELECT name FROM table_1", WIKI),
+]
+
+
+@pytest.mark.parametrize(("pred", "gold", "context"), EQUIVALENT)
+def test_equivalent_pairs_match(pred: str, gold: str, context: str) -> None:
+    verdict = compare_queries(pred, gold, context)
+    assert verdict.match is True, verdict.detail
+
+
+@pytest.mark.parametrize(("pred", "gold", "context"), DIFFERENT)
+def test_different_pairs_do_not_match(pred: str, gold: str, context: str) -> None:
+    verdict = compare_queries(pred, gold, context)
+    assert verdict.match is False, verdict.detail
+    assert verdict.detail
+
+
+def test_a_gold_that_does_not_execute_is_unscorable() -> None:
+    verdict = compare_queries("SELECT name FROM table_1", "SELECT name FROM table_1 WHERE x = 3 OFFSET 095", WIKI)
+    assert verdict.match is None
+    assert "gold does not execute" in verdict.detail
+
+
+@pytest.mark.parametrize(
+    "pred",
+    [
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c",
+        "SELECT a.name FROM table_1 a, table_1 b, table_1 c, table_1 d, table_1 e, table_1 f ORDER BY random()",
+        "ATTACH 'x.db' AS x",
+    ],
+)
+def test_hostile_predictions_are_wrong_in_bounded_time(pred: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    start = time.monotonic()
+    assert semantic_match(pred, "SELECT name FROM table_1", WIKI) is False
+    assert time.monotonic() - start < 1.5  # stops at the first database where it fails
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_verdict_is_deterministic_for_a_seed() -> None:
+    pair = ("SELECT name FROM table_1 WHERE year >= 1958", "SELECT name FROM table_1 WHERE year > 1958", WIKI)
+    assert compare_queries(*pair, seed=3) == compare_queries(*pair, seed=3)
+
+
+def test_numeric_tolerance_and_numbers_as_text() -> None:
+    assert results_equal(QueryResult(rows=((0.1 + 0.2,),)), QueryResult(rows=((0.3,),)), order_matters=False)
+    assert results_equal(QueryResult(rows=(("71",),)), QueryResult(rows=((71,),)), order_matters=False)
+    assert not results_equal(QueryResult(rows=((0.31,),)), QueryResult(rows=((0.3,),)), order_matters=False)
+
+
+def test_literals_tell_strings_from_identifiers_and_numbers_inside_names() -> None:
+    literals = extract_literals(
+        'select pick from table_name_55 where college = "baylor" and "pick" > 5 and x like \'%dog%\'',
+        frozenset({"pick", "college", "table_name_55"}),
+    )
+    assert literals.strings == ("baylor", "%dog%", "dog")
+    assert literals.numbers == (5,)
+    assert has_order_by("SELECT a FROM t ORDER  BY a")
+    assert not has_order_by("SELECT a FROM t WHERE b = 'order by'")
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="shared data folder absent")
+@pytest.mark.parametrize("name", ["random-sample.jsonl", "spider-part.jsonl"])
+def test_gold_against_itself_matches_on_every_scorable_row(name: str) -> None:
+    with (SHARED / name).open() as f:
+        rows = [json.loads(line) for line in f][:300]
+    verdicts = [compare_queries(r["answer"], r["answer"], r["context"]) for r in rows]
+    wrong = [(r["answer"], v.detail) for r, v in zip(rows, verdicts, strict=True) if v.match is False]
+    assert not wrong
+    assert sum(v.match is True for v in verdicts) > 270  # a broken builder would make most rows unscorable
