@@ -41,6 +41,7 @@ class Metrics(Record):
     semantic: float | None = None
     n: int
     n_scorable: int | None = None
+    n_unscorable: int | None = None
     eval_s: float | None = None
     cached: bool = Field(False, description="taken from the baseline cache (same model, split and eval settings)")
 
