@@ -98,6 +98,7 @@ def build_trainer(
 ) -> Any:
     """The TRL SFTTrainer exactly as `train` uses it (checks reuse it to audit its batches)."""
     from datasets import Dataset
+    from transformers.trainer_callback import PrinterCallback
     from trl import SFTConfig, SFTTrainer
 
     tokenized = tokenize_examples(tokenizer, examples)
@@ -131,7 +132,10 @@ def build_trainer(
         dataloader_num_workers=0,
         include_num_input_tokens_seen="non_padding",
     )
-    return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
+    # Trainer prints every log dict to stdout when tqdm is off; lorabench shows its own progress on stderr.
+    trainer.remove_callback(PrinterCallback)
+    return trainer
 
 
 def train(

@@ -1,0 +1,107 @@
+"""The whole run on a tiny real model: records for success and for each way a run can end badly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.config import load_setup
+from harness.results import load_record, predictions_path
+from harness.run import RunOptions, run_setup
+
+
+def tiny_setup(model: Path, data: Path, *extra: str):
+    return load_setup(None, [
+        f"model.source={model}", f"data.source={data}", "data.test_size=6", "recipe.steps=10",
+        "recipe.batch_size=4", "eval.max_new_tokens=6", "checks.smoke.first_loss_max=20", *extra,
+    ])  # fmt: skip
+
+
+def test_inline_run_writes_a_complete_record(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+    record, path = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), RunOptions(results_dir=tmp_path, isolate=False))
+    assert record.status == "ok", record.reason
+    assert load_record(path) == record
+    assert record.train.steps_done == 10 and len(record.train.loss) == 10
+    assert record.train.tokens and record.train.tokens_per_s
+    assert record.trained.n == 6 and record.baseline.n == 6
+    assert record.data.n_test == 6 and record.data.split_hash
+    assert record.checks["smoke"].verdict == "pass"
+    assert record.provenance["stack"]["packages"]["torch"]
+    rows = [json.loads(line) for line in predictions_path(path).read_text().splitlines()]
+    assert len(rows) == 6 and {"prediction", "base_prediction", "gold", "exact", "semantic"} <= set(rows[0])
+
+
+def test_smoke_failure_stops_early_and_says_why(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+    # A random-init model starts near ln(vocab) ≈ 10.8: far outside the pretrained band, as a broken mask would be.
+    setup = tiny_setup(tiny_model_dir, sql_rows_file, "checks.smoke.first_loss_max=5", "recipe.steps=50")
+    record, _ = run_setup(setup, RunOptions(results_dir=tmp_path, isolate=False))
+    assert record.status == "failed"
+    assert record.reason.startswith("smoke: first loss 10.")
+    assert record.train.steps_done == 1
+    assert record.checks["smoke"].verdict == "fail"
+    assert record.trained is None
+
+
+def test_child_exception_becomes_a_failed_record(sql_rows_file: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "llama", "vocab_size": "many"}')
+    record, path = run_setup(tiny_setup(broken, sql_rows_file), RunOptions(results_dir=tmp_path / "r"))
+    assert record.status == "failed"
+    assert "traceback:" in record.reason
+    assert load_record(path).status == "failed"
+
+
+def test_killed_trainer_still_leaves_a_record(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+    def kill_worker() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            for child in psutil.Process().children(recursive=True):
+                if "harness.worker" in " ".join(child.cmdline()):
+                    time.sleep(1)
+                    child.kill()
+                    return
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_worker)
+    killer.start()
+    record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file, "recipe.steps=2000"), RunOptions(results_dir=tmp_path))
+    killer.join()
+    assert record.status == "killed"
+    assert "signal SIGKILL" in record.reason
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_cli_run_in_a_child_process(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+    result = run_cli(
+        "run", "--model", str(tiny_model_dir), "--data", str(sql_rows_file), "--steps", "3", "--quiet",
+        "--set", "data.test_size=4", "--set", "checks.smoke.first_loss_max=20", "--set", "checks.smoke.steps=2",
+        "--set", "eval.max_new_tokens=4", "--results", str(tmp_path), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("ok | adhoc/adhoc seed 3407 | exact match")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "lora.rank=0"], "lora.rank: input should be greater than 0, got 0"),
+        (["--model", "no-such-model"], "model.source: 'no-such-model' is neither a preset"),
+        (["--data", "missing.jsonl"], "data.source: file not found"),
+    ],
+)
+def test_user_mistakes_get_one_clear_line(args: list[str], message: str, tmp_path: Path) -> None:
+    result = run_cli("run", *args, "--results", str(tmp_path), cwd=tmp_path)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
