@@ -1,0 +1,100 @@
+"""`lorabench stacks list | diff A B | verify [STACK]`: the pinned software stacks."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from tabulate import tabulate
+
+from harness.errors import UserError
+from harness.stacks import Stack, diff_lockfiles, load_stacks, lockfiles_dir, verify_environment
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("stacks", help="list, compare and verify the pinned software stacks")
+    parser.add_argument(
+        "--lockfiles",
+        type=Path,
+        default=None,
+        help="folder holding stacks.toml and the lockfiles (default: $LORABENCH_LOCKFILES or the checkout's lockfiles/)",
+    )
+    actions = parser.add_subparsers(dest="stacks_action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="print the stacks table: accelerator, python, torch source, base image")
+    diff = actions.add_parser("diff", help="packages added, removed or re-versioned from stack A to stack B")
+    diff.add_argument("a", help="a stack name from the table, or a path to a lockfile")
+    diff.add_argument("b", help="a stack name from the table, or a path to a lockfile")
+    verify = actions.add_parser(
+        "verify", help="compare the running environment with a stack's lockfile and accelerator"
+    )
+    verify.add_argument(
+        "stack",
+        nargs="?",
+        default=None,
+        help="stack name (default: $LORABENCH_STACK, the variable the images set)",
+    )
+    parser.set_defaults(func=cmd_stacks)
+
+
+def cmd_stacks(args: argparse.Namespace) -> int:
+    directory: Path = args.lockfiles or lockfiles_dir()
+    stacks = load_stacks(directory)
+    if args.stacks_action == "list":
+        return _list(stacks)
+    if args.stacks_action == "diff":
+        return _diff(stacks, directory, args.a, args.b)
+    return _verify(stacks, directory, args.stack or os.environ.get("LORABENCH_STACK"))
+
+
+def _list(stacks: dict[str, Stack]) -> int:
+    rows = [
+        [
+            s.name,
+            s.accelerator,
+            s.python,
+            f"{s.torch_version} ({s.torch})",
+            s.lockfile,
+            s.base_image or "-",
+            "yes" if s.digest_verified else "no",
+        ]
+        for s in stacks.values()
+    ]
+    headers = ["stack", "accelerator", "python", "torch", "lockfile", "base image", "digest verified"]
+    print(tabulate(rows, headers=headers))
+    return 0
+
+
+def _lockfile_for(stacks: dict[str, Stack], directory: Path, ref: str) -> Path:
+    if ref in stacks:
+        return directory / stacks[ref].lockfile
+    if Path(ref).is_file():
+        return Path(ref)
+    raise UserError(f"stacks diff: {ref!r} is neither a stack ({', '.join(stacks)}) nor a lockfile path")
+
+
+def _diff(stacks: dict[str, Stack], directory: Path, a: str, b: str) -> int:
+    diff = diff_lockfiles(_lockfile_for(stacks, directory, a), _lockfile_for(stacks, directory, b))
+    if diff.is_empty:
+        print(f"{a} and {b} pin the same packages")
+        return 0
+    rows = [[name, va, vb] for name, va, vb in diff.changed]
+    rows += [[p.name, "-", p.version] for p in diff.added]
+    rows += [[p.name, p.version, "-"] for p in diff.removed]
+    print(tabulate(sorted(rows), headers=["package", a, b]))
+    return 0
+
+
+def _verify(stacks: dict[str, Stack], directory: Path, name: str | None) -> int:
+    if name is None:
+        raise UserError(
+            "stacks verify: no STACK given and LORABENCH_STACK is unset; name one of: " + ", ".join(stacks)
+        )
+    if name not in stacks:
+        raise UserError(f"stacks verify: unknown stack {name!r}; known: {', '.join(stacks)}")
+    problems = verify_environment(stacks[name], directory=directory)
+    for p in problems:
+        print(f"{p.severity}: {p.package}: {p.message}")
+    errors = sum(p.severity == "error" for p in problems)
+    print(f"stack {name}: {errors} error(s), {len(problems) - errors} warning(s)")
+    return 1 if errors else 0
