@@ -120,6 +120,24 @@ def _dequantize_into(gguf_path: Path, target: Path) -> None:
     os.replace(tmp, target)
 
 
+def check_model_source(config: ModelConfig) -> None:
+    """Cheap checks before any process starts: the preset's package is installed, the path exists,
+    or the source has the form of a hub id. Raises UserError naming the fix."""
+    source = config.source
+    if source in PRESETS:
+        preset_gguf(source)
+        return
+    path = Path(source).expanduser()
+    if path.suffix == ".gguf" and not path.is_file():
+        raise UserError(f"model.source: GGUF file not found: {path}")
+    if not path.exists() and (source.startswith((".", "/", "~")) or source.count("/") != 1):
+        known = ", ".join(sorted(PRESETS))
+        raise UserError(
+            f"model.source: {source!r} is neither a preset ({known}), an existing folder or .gguf file, "
+            "nor a hub id of the form owner/name"
+        )
+
+
 def resolve_model(config: ModelConfig) -> ResolvedModel:
     """Map the configured source to something `from_pretrained` reads. No network here."""
     source = config.source

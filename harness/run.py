@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,8 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import SetupConfig
+from harness.errors import UserError
+from harness.memory import run_capped
+from harness.models import check_model_source
 from harness.provenance import collect_provenance, default_stack
 from harness.results import RunRecord, fingerprint, predictions_path, record_path, write_record
+from harness.tasks.sql.data import check_data_source
 from harness.worker import Job, Outcome, execute_job, read_outcome, write_outcome
 
 
@@ -32,6 +34,22 @@ class RunOptions:
     allow_noisy: bool = False
     quiet: bool = False
     isolate: bool = True  # the trainer in a child process; tests may run it inline
+    memory_cap_bytes: int | None = field(default_factory=lambda: parse_bytes_env("LORABENCH_MEM_CAP"))
+    # The watchdog kills the trainer, never the host, when available memory falls below this floor
+    # (unified-memory APUs freeze instead of failing an allocation).
+    memory_floor_bytes: int | None = field(default_factory=lambda: parse_bytes_env("LORABENCH_MEMORY_FLOOR", "512m"))
+
+
+def parse_bytes_env(name: str, default: str | None = None) -> int | None:
+    raw = os.environ.get(name, default)
+    if not raw:
+        return None
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    text = raw.strip().lower().removesuffix("b").removesuffix("i")
+    try:
+        return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+    except (ValueError, IndexError):
+        raise UserError(f"${name}: {raw!r} is not a size; use bytes or a number with k, m, g (e.g. 2g)") from None
 
 
 def new_run_id(created: datetime, fp: str, seed: int) -> str:
@@ -39,6 +57,8 @@ def new_run_id(created: datetime, fp: str, seed: int) -> str:
 
 
 def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
+    check_model_source(setup.model)
+    check_data_source(setup.data)
     created = datetime.now(UTC)
     started = time.perf_counter()
 
@@ -103,13 +123,17 @@ def run_trainer(job: Job, options: RunOptions) -> Outcome:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
     # The child must import this very harness, also when it is run from a source tree.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "harness.worker", str(job_file)], env=env, check=False)
-    outcome = read_outcome(job.work_dir)
-    if outcome is not None:
-        return outcome
-    code = proc.returncode
-    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-    outcome = Outcome(status="killed", reason=f"trainer process ended ({how}) before reporting an outcome")
+    child = run_capped(
+        [sys.executable, "-m", "harness.worker", str(job_file)], env=env, cwd=None,
+        cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes,
+    )  # fmt: skip
+    outcome = read_outcome(job.work_dir) or Outcome(
+        status="killed", reason=f"trainer {child.reason} before reporting an outcome"
+    )
+    outcome.memory = {
+        **(outcome.memory or {}), "peak_rss_bytes": child.peak_rss_bytes, "cap_method": child.cap_method,
+        "watchdog_reading": child.reading or None,
+    }  # fmt: skip
     write_outcome(outcome, job.work_dir)
     return outcome
 

@@ -41,7 +41,7 @@ def test_missing_and_malformed_files_say_what_to_do(tmp_path: Path) -> None:
     bad.write_text("[recipe\n")
     with pytest.raises(ConfigError, match="cannot parse"):
         load_setup(bad)
-    with pytest.raises(ConfigError, match="field.path=value"):
+    with pytest.raises(ConfigError, match=r"field\.path=value"):
         load_setup(None, ["steps"])
 
 

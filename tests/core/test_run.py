@@ -75,7 +75,7 @@ def test_killed_trainer_still_leaves_a_record(tiny_model_dir: Path, sql_rows_fil
     record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file, "recipe.steps=2000"), RunOptions(results_dir=tmp_path))
     killer.join()
     assert record.status == "killed"
-    assert "signal SIGKILL" in record.reason
+    assert "killed by SIGKILL" in record.reason
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -97,6 +97,15 @@ def _to_examples(rows: list[dict], source: str) -> list[SqlExample]:
     return examples
 
 
+def check_data_source(config: DataConfig) -> None:
+    """Before any process starts: a local source must exist (hub ids are checked when loaded)."""
+    if _looks_local(config.source) and not Path(config.source).expanduser().is_file():
+        raise UserError(
+            f"data.source: file not found: {config.source}. Give an existing .jsonl/.json/.parquet file "
+            "(e.g. ../shared/data/sql-create-context/random-sample.jsonl), or a Hugging Face dataset id."
+        )
+
+
 def load_rows(source: str) -> list[SqlExample]:
     rows = _read_local(Path(source).expanduser()) if _looks_local(source) else _read_hub(source)
     return _to_examples(rows, source)
