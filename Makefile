@@ -1,0 +1,25 @@
+# One command sets up and runs the main job; one runs the tests. See README.md.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STACK ?= cpu
+# Offline here: point at a local copy. With hub access, leave it empty to load b-mc2/sql-create-context.
+LORABENCH_DATA ?= $(wildcard ../shared/data/sql-create-context/random-sample.jsonl)
+export LORABENCH_DATA
+
+.PHONY: setup bench test lint
+
+$(VENV)/.installed-$(STACK): lockfiles/$(STACK).txt scripts/install.sh pyproject.toml
+	python3 -m venv $(VENV)
+	. $(VENV)/bin/activate && bash scripts/install.sh $(STACK)
+	touch $@
+
+setup: $(VENV)/.installed-$(STACK)
+
+bench: setup  ## the suite's CPU cases (Exp A: SmolLM2, 3 seeds), then the scorecard
+	$(VENV)/bin/lorabench bench -m cpu_ok
+
+test: setup
+	$(PY) -m pytest tests -q -n 2 --dist loadfile
+
+lint: setup
+	$(VENV)/bin/ruff check --preview harness tests benchmarks
