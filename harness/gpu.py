@@ -58,7 +58,7 @@ class ToolRun:
 
 
 @dataclass(frozen=True)
-class Probe(Generic[T]):  # noqa: UP046 - Python 3.11 has no PEP 695 syntax
+class Probe(Generic[T]):  # Python 3.11: no PEP 695 syntax yet
     value: T
     cpu_s: float
 
@@ -135,17 +135,29 @@ def parse_amd_smi_process_json(text: str) -> list[GpuProcess]:
                 info = item.get("process_info")
                 if not isinstance(info, dict) or "pid" not in info:
                     continue  # "No running processes detected"
-                memory = info.get("memory_usage", {}).get("vram_mem") or info.get("mem_usage") or info.get("mem")
+                memory = (
+                    info.get("memory_usage", {}).get("vram_mem") or info.get("mem_usage") or info.get("mem")
+                )
                 processes.append(
-                    GpuProcess(int(info["pid"]), str(info.get("name", "?")), str(entry.get("gpu", "?")),
-                               _to_bytes(memory), "amd-smi")
+                    GpuProcess(
+                        int(info["pid"]),
+                        str(info.get("name", "?")),
+                        str(entry.get("gpu", "?")),
+                        _to_bytes(memory),
+                        "amd-smi",
+                    )
                 )
         elif "pid" in entry:
             for gpu in entry.get("gpus", []):
                 memory = gpu.get("memory_usage", {}).get("vram_mem") or gpu.get("mem")
                 processes.append(
-                    GpuProcess(int(entry["pid"]), str(entry.get("name", "?")), str(gpu.get("gpu_index", "?")),
-                               _to_bytes(memory), "amd-smi")
+                    GpuProcess(
+                        int(entry["pid"]),
+                        str(entry.get("name", "?")),
+                        str(gpu.get("gpu_index", "?")),
+                        _to_bytes(memory),
+                        "amd-smi",
+                    )
                 )
     return processes
 
@@ -172,8 +184,11 @@ def parse_rocm_smi_showpids_json(text: str) -> list[GpuProcess]:
             continue
         fields = [field.strip() for field in str(value).split(",")]
         vram = int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else None
-        processes.append(GpuProcess(int(key[3:]), fields[0], f"{fields[1] if len(fields) > 1 else '?'} GPU(s)",
-                                    vram, "rocm-smi"))
+        processes.append(
+            GpuProcess(
+                int(key[3:]), fields[0], f"{fields[1] if len(fields) > 1 else '?'} GPU(s)", vram, "rocm-smi"
+            )
+        )
     return processes
 
 
@@ -210,8 +225,13 @@ def read_sysfs_busy(root: Path = SYSFS_DRM) -> list[GpuBusy]:
     busy: list[GpuBusy] = []
     for path in sorted(root.glob("card[0-9]*/device/gpu_busy_percent")):
         try:
-            busy.append(GpuBusy(gpu=path.parent.parent.name.removeprefix("card"),
-                                percent=float(path.read_text().strip()), tool="sysfs"))
+            busy.append(
+                GpuBusy(
+                    gpu=path.parent.parent.name.removeprefix("card"),
+                    percent=float(path.read_text().strip()),
+                    tool="sysfs",
+                )
+            )
         except (OSError, ValueError):
             continue
     return busy
@@ -224,8 +244,9 @@ def run_tool(argv: list[str], timeout_s: float = 5.0) -> ToolRun | None:
     if exe is None:
         return None
     try:
-        proc = subprocess.Popen([exe, *argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [exe, *argv[1:]], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL
+        )
     except OSError:
         return None
     timer = threading.Timer(timeout_s, proc.kill)
@@ -257,8 +278,11 @@ def _available(tools: Iterable[str]) -> list[str]:
     return [tool for tool in tools if shutil.which(tool)]
 
 
-def probe_gpu_processes(timeout_s: float = 5.0) -> Probe[list[GpuProcess]] | None:
-    """Processes on any GPU, from every vendor tool present; None when no tool exists."""
+def probe_gpu_processes(timeout_s: float = 5.0, *, with_index: bool = True) -> Probe[list[GpuProcess]] | None:
+    """Processes on any GPU, from every vendor tool present; None when no tool exists.
+
+    `with_index=False` saves the sampler a second nvidia-smi call: GPUs are then named by uuid.
+    """
     tools = _available(("amd-smi", "rocm-smi", "nvidia-smi"))
     if not tools:
         return None
@@ -273,10 +297,16 @@ def probe_gpu_processes(timeout_s: float = 5.0) -> Probe[list[GpuProcess]] | Non
         found += _parsed(run, parse_rocm_smi_showpids_json) or []
         cpu_s += run.cpu_s if run else 0.0
     if "nvidia-smi" in tools:
-        gpus = run_tool(["nvidia-smi", "--query-gpu=index,uuid,utilization.gpu", "--format=csv"], timeout_s)
+        gpus = (
+            run_tool(["nvidia-smi", "--query-gpu=index,uuid,utilization.gpu", "--format=csv"], timeout_s)
+            if with_index
+            else None
+        )
         uuid_map = (_parsed(gpus, parse_nvidia_smi_gpus) or ([], {}))[1]
-        run = run_tool(["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
-                        "--format=csv"], timeout_s)
+        run = run_tool(
+            ["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv"],
+            timeout_s,
+        )
         found += _parsed(run, lambda text: parse_nvidia_smi_compute_apps(text, uuid_map)) or []
         cpu_s += (gpus.cpu_s if gpus else 0.0) + (run.cpu_s if run else 0.0)
     return Probe(found, cpu_s)

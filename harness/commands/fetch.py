@@ -17,7 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "phases, which run with HF_HUB_OFFLINE=1, find everything on disk. A local path is only checked.",
     )
     parser.add_argument("--model", metavar="SRC", help="hub model id (org/name) or a local model directory")
-    parser.add_argument("--data", metavar="SRC", help="hub dataset id (org/name) or a local data file/directory")
+    parser.add_argument(
+        "--data", metavar="SRC", help="hub dataset id (org/name) or a local data file/directory"
+    )
     parser.add_argument("--revision", metavar="REV", help="hub revision (branch, tag or commit) for --model")
     parser.set_defaults(func=cmd_fetch)
 
@@ -34,7 +36,9 @@ def looks_local(source: str) -> bool:
 def check_local(field: str, source: str) -> Path:
     path = Path(source).expanduser()
     if not path.exists():
-        raise UserError(f"{field} {source!r}: no such file or directory; pass an existing path or a hub id org/name")
+        raise UserError(
+            f"{field} {source!r}: no such file or directory; pass an existing path or a hub id org/name"
+        )
     return path
 
 

@@ -47,7 +47,13 @@ def cmd_guard(args: argparse.Namespace) -> int:
         print(json.dumps(verdict.to_dict(), indent=2))
     else:
         rows = [
-            ("ok" if r.ok else "NOISY", r.name, _quantity(r.value, r.unit), _quantity(r.limit, r.unit), r.detail)
+            (
+                "ok" if r.ok else "NOISY",
+                r.name,
+                _quantity(r.value, r.unit),
+                _quantity(r.limit, r.unit),
+                r.detail,
+            )
             for r in verdict.readings
         ]
         print(tabulate(rows, headers=["", "reading", "value", "limit", "detail"]))

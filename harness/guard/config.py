@@ -37,10 +37,13 @@ class GuardConfig(BaseModel):
     memory_min_available_fraction: float = Field(0.10, ge=0, le=1)
 
     gpu_busy_percent_limit: float = Field(10.0, ge=0, le=100, description="pre-check only")
-    gpu_check_every_s: float = Field(10.0, gt=0, description="sampler: vendor tools cost ~50 ms CPU a call")
+    # A vendor tool call costs tens of ms of CPU: every 30 s keeps the sampler under 1% of a core.
+    gpu_check_every_s: float = Field(30.0, gt=0, description="sampler: how often to ask the GPU tools")
     tool_timeout_s: float = Field(5.0, gt=0)
 
-    download_dirs: tuple[Path, ...] | None = Field(None, description="None = the HF, pip and uv caches")
+    download_dirs: tuple[Path, ...] | None = Field(
+        None, description="None = the HF hub, HF datasets and pip caches"
+    )
     download_patterns: tuple[str, ...] = ("*.incomplete", "*.part", "*.partial", "*.download", "*.tmp")
     download_scan_depth: int = Field(4, ge=0, le=12)
 
@@ -50,7 +53,9 @@ def load_guard_config(path: Path) -> GuardConfig:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise UserError(f"--config {path}: cannot read it ({exc.strerror}); pass an existing TOML or YAML file")
+        raise UserError(
+            f"--config {path}: cannot read it ({exc.strerror}); pass an existing TOML or YAML file"
+        ) from None
     data: Any
     try:
         data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
@@ -58,7 +63,9 @@ def load_guard_config(path: Path) -> GuardConfig:
         raise UserError(f"--config {path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from None
     data = data or {}
     if not isinstance(data, dict):
-        raise UserError(f"--config {path}: expected a mapping with a `guard` section, got {type(data).__name__}")
+        raise UserError(
+            f"--config {path}: expected a mapping with a `guard` section, got {type(data).__name__}"
+        )
     section = data.get("guard", data)
     try:
         return GuardConfig.model_validate(section)

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -41,7 +41,7 @@ def read_holder(path: Path) -> str:
 
 
 @contextmanager
-def timed_lock(path: Path | None = None, *, timeout_s: float | None = None) -> Iterator[Path]:
+def timed_lock(path: Path | None = None, *, timeout_s: float | None = None) -> Generator[Path]:
     """Hold the host-wide timed lock for the block. Waits forever when `timeout_s` is None; raises
     TimedLockBusy naming the holder when the wait runs out (timeout_s=0: do not wait)."""
     path = path or default_lock_path()

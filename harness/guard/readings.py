@@ -49,7 +49,9 @@ def excluded_pids(snapshot: Snapshot, extra: set[int] | None) -> set[int]:
     return own | (extra or set())
 
 
-def windowed_readings(before: Snapshot, after: Snapshot, config: GuardConfig, exclude: set[int]) -> list[Reading]:
+def windowed_readings(
+    before: Snapshot, after: Snapshot, config: GuardConfig, exclude: set[int]
+) -> list[Reading]:
     seconds = max(after.time - before.time, 1e-3)
     readings: list[Reading] = []
     if before.net is not None and after.net is not None:
@@ -65,7 +67,7 @@ def gpu_readings(config: GuardConfig, exclude: set[int], *, with_busy: bool) -> 
     """Foreign GPU processes (and busy % when asked); returns the readings and the tools' CPU cost."""
     readings: list[Reading] = []
     cpu_s = 0.0
-    processes = probe_gpu_processes(config.tool_timeout_s)
+    processes = probe_gpu_processes(config.tool_timeout_s, with_index=with_busy)
     if processes is not None:
         readings.append(foreign_process_reading(processes.value, exclude))
         cpu_s += processes.cpu_s

@@ -29,7 +29,9 @@ def child_env(**extra: str) -> dict[str, str]:
 def _can_unshare() -> str | None:
     if shutil.which("unshare") is None:
         return "unshare(1) not installed"
-    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--net", "true"], capture_output=True)
+    probe = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "--net", "true"], capture_output=True
+    )
     return None if probe.returncode == 0 else f"unshare not permitted: {probe.stderr.decode().strip()}"
 
 
@@ -81,7 +83,9 @@ def veth() -> Iterator[VethPair]:
         for step in steps:
             done = subprocess.run(step, capture_output=True)
             if done.returncode != 0:
-                pytest.skip(f"cannot build the test network ({' '.join(step)}): {done.stderr.decode().strip()}")
+                pytest.skip(
+                    f"cannot build the test network ({' '.join(step)}): {done.stderr.decode().strip()}"
+                )
         yield VethPair(host_if, host_ip, netns, ns_ip)
     finally:
         subprocess.run(["ip", "link", "del", host_if], capture_output=True)
@@ -131,7 +135,8 @@ class Traffic:
 def start_traffic(host: str, port: int, rate: float, seconds: float, sender_prefix: list[str]) -> Traffic:
     """Real TCP bytes from a sender (run under `sender_prefix`, e.g. `ip netns exec NS`) to us."""
     sender = subprocess.Popen(
-        [*sender_prefix, PYTHON, "-c", SENDER, host, str(port), str(rate), str(seconds)], stdout=subprocess.PIPE
+        [*sender_prefix, PYTHON, "-c", SENDER, host, str(port), str(rate), str(seconds)],
+        stdout=subprocess.PIPE,
     )
     assert sender.stdout is not None
     assert sender.stdout.readline().strip() == b"listening"

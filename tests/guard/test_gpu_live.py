@@ -35,10 +35,16 @@ def test_second_cuda_process_is_refused() -> None:
         # `lorabench guard` is the holder's sibling, as a second shell would be: the holder is foreign.
         config = '{"checks": ["gpu"], "window_s": 0.5, "gpu_busy_percent_limit": 100}'
         done = subprocess.run(
-            [sys.executable, "-c",
-             "import json, sys; from harness.guard import GuardConfig, precheck; "
-             f"print(json.dumps(precheck(GuardConfig.model_validate(json.loads('{config}'))).to_dict()))"],
-            capture_output=True, text=True, env=child_env(), timeout=120,
+            [
+                sys.executable,
+                "-c",
+                "import json, sys; from harness.guard import GuardConfig, precheck; "
+                f"print(json.dumps(precheck(GuardConfig.model_validate(json.loads('{config}'))).to_dict()))",
+            ],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            timeout=120,
         )
     finally:
         holder.kill()
@@ -62,7 +68,9 @@ def test_own_cuda_child_is_not_foreign() -> None:
         "holder.kill()\n"
         "print(json.dumps(v.to_dict()))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=120
+    )
     verdict = json.loads(done.stdout.splitlines()[-1])
     foreign = next(r for r in verdict["readings"] if r["name"] == "gpu_foreign_processes")
     assert foreign["ok"], foreign["detail"]

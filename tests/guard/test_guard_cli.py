@@ -18,11 +18,18 @@ def write_config(tmp_path: Path, checks: str = '["net", "downloads", "cpu", "mem
     return config
 
 
-def guard_cli(hermetic: list[str], tmp_path: Path, *args: str, before: str = "") -> subprocess.CompletedProcess[str]:
+def guard_cli(
+    hermetic: list[str], tmp_path: Path, *args: str, before: str = ""
+) -> subprocess.CompletedProcess[str]:
     """The CLI on a quiet machine: fresh pid and net namespaces, caches in tmp_path."""
     command = f"{before}{PYTHON} -m harness.cli guard {' '.join(args)}"
-    return subprocess.run([*hermetic, "sh", "-c", command], capture_output=True, text=True, timeout=60,
-                          env=child_env(HF_HOME=str(tmp_path / "hf"), XDG_CACHE_HOME=str(tmp_path / "cache")))
+    return subprocess.run(
+        [*hermetic, "sh", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=child_env(HF_HOME=str(tmp_path / "hf"), XDG_CACHE_HOME=str(tmp_path / "cache")),
+    )
 
 
 def test_quiet_machine_passes_every_check(hermetic: list[str], tmp_path: Path) -> None:
@@ -34,8 +41,14 @@ def test_quiet_machine_passes_every_check(hermetic: list[str], tmp_path: Path) -
 
 def test_noisy_machine_exits_3_with_json(hermetic: list[str], tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    done = guard_cli(hermetic, tmp_path, "--json", "--config", str(config),
-                     before=f"{PYTHON} -c '{burner_code(4)}' & echo burner=$! >&2; ")
+    done = guard_cli(
+        hermetic,
+        tmp_path,
+        "--json",
+        "--config",
+        str(config),
+        before=f"{PYTHON} -c '{burner_code(4)}' & echo burner=$! >&2; ",
+    )
     assert done.returncode == 3, done.stdout + done.stderr
     verdict = json.loads(done.stdout)
     burner = done.stderr.split("burner=")[1].split()[0]
@@ -47,7 +60,10 @@ def test_bad_config_exits_2_naming_the_field(tmp_path: Path, capsys: pytest.Capt
     bad = tmp_path / "bad.yaml"
     bad.write_text("guard:\n  net_bytes_per_s_limit: -1\n")
     assert main(["guard", "--config", str(bad)]) == 2
-    assert "guard.net_bytes_per_s_limit: Input should be greater than or equal to 0, got -1" in capsys.readouterr().err
+    assert (
+        "guard.net_bytes_per_s_limit: Input should be greater than or equal to 0, got -1"
+        in capsys.readouterr().err
+    )
 
 
 def test_fetch_local_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,8 +35,9 @@ print(json.dumps({"burner": burner.pid, "verdict": verdict.to_dict(), "naive": n
 
 
 def run_in(hermetic: list[str], script: str) -> str:
-    done = subprocess.run([*hermetic, "sh", "-c", script], capture_output=True, text=True, env=child_env(),
-                          timeout=60)
+    done = subprocess.run(
+        [*hermetic, "sh", "-c", script], capture_output=True, text=True, env=child_env(), timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -65,7 +65,9 @@ def test_growing_file_deeper_than_the_scan_depth_is_not_seen(hub: Path, growing:
     assert precheck(shallow).ok
 
 
-def test_default_dirs_follow_the_hugging_face_variables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_default_dirs_follow_the_hugging_face_variables(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)

@@ -4,6 +4,7 @@ code with a stand-in tool on PATH (the vendor tools are the only faked edge)."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from harness.gpu import (
     parse_rocm_smi_use_json,
     read_sysfs_busy,
 )
-from harness.guard import GuardConfig, precheck
+from harness.guard import GuardConfig, Sampler, precheck
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 
@@ -47,9 +48,9 @@ def test_amd_smi_both_process_shapes() -> None:
 
 
 def test_amd_smi_and_rocm_smi_busy() -> None:
-    assert [(b.gpu, b.percent) for b in parse_amd_smi_metric_json(recorded("amd-smi_metric_usage_w7700.json"))] == [
-        ("0", 42.0)
-    ]
+    assert [
+        (b.gpu, b.percent) for b in parse_amd_smi_metric_json(recorded("amd-smi_metric_usage_w7700.json"))
+    ] == [("0", 42.0)]
     assert [(b.gpu, b.percent) for b in parse_rocm_smi_use_json(recorded("rocm-smi_showuse_780m.json"))] == [
         ("0", 19.0)
     ]
@@ -58,7 +59,9 @@ def test_amd_smi_and_rocm_smi_busy() -> None:
 def test_rocm_smi_showpids_text_and_json() -> None:
     procs = parse_rocm_smi_showpids_text(recorded("rocm-smi_showpids.txt"))
     assert len(procs) == 8 and (procs[2].pid, procs[2].name, procs[2].used_bytes) == (
-        1168514, "pt_main_thread", 177386942464,
+        1168514,
+        "pt_main_thread",
+        177386942464,
     )
     (proc,) = parse_rocm_smi_showpids_json(recorded("rocm-smi_showpids_mi300x.json"))
     assert (proc.pid, proc.name, proc.used_bytes) == (28389, "llama-server", 2353860608)
@@ -76,14 +79,17 @@ def stand_in_nvidia_smi(bin_dir: Path, compute_apps: str, body: str | None = Non
     """An `nvidia-smi` that prints the recorded H200 outputs for the two queries the probe makes."""
     bin_dir.mkdir(exist_ok=True)
     script = bin_dir / "nvidia-smi"
-    script.write_text(body or (
-        "#!/bin/sh\n"
-        'case "$1" in\n'
-        f"  --query-gpu=*) cat {DATA / 'nvidia-smi_query-gpu_h200.csv'} ;;\n"
-        f"  --query-compute-apps=*) cat {DATA / compute_apps} ;;\n"
-        "  *) exit 2 ;;\n"
-        "esac\n"
-    ))
+    script.write_text(
+        body
+        or (
+            "#!/bin/sh\n"
+            'case "$1" in\n'
+            f"  --query-gpu=*) cat {DATA / 'nvidia-smi_query-gpu_h200.csv'} ;;\n"
+            f"  --query-compute-apps=*) cat {DATA / compute_apps} ;;\n"
+            "  *) exit 2 ;;\n"
+            "esac\n"
+        )
+    )
     script.chmod(0o755)
 
 
@@ -113,7 +119,9 @@ def test_busy_gpu_is_refused_and_idle_one_passes(tool_path: Path) -> None:
 def test_our_own_gpu_processes_are_not_foreign(tool_path: Path) -> None:
     stand_in_nvidia_smi(tool_path, "nvidia-smi_compute-apps_h200.csv")
     ours = {1328667, 1328668, 1328669, 1758887}
-    verdict = precheck(GuardConfig(checks=("gpu",), window_s=0.1, gpu_busy_percent_limit=100), exclude_pids=ours)
+    verdict = precheck(
+        GuardConfig(checks=("gpu",), window_s=0.1, gpu_busy_percent_limit=100), exclude_pids=ours
+    )
     assert verdict.ok, verdict.reason
 
 
@@ -127,3 +135,15 @@ def test_failing_or_hanging_tool_is_skipped_quietly(tool_path: Path) -> None:
     assert gpu_processes() == []
     stand_in_nvidia_smi(tool_path, "", body="#!/bin/sh\nexec sleep 30\n")
     assert gpu_processes(timeout_s=0.3) == []
+
+
+def test_sampler_sees_a_foreign_gpu_process_and_counts_the_tool_cpu(tool_path: Path) -> None:
+    stand_in_nvidia_smi(tool_path, "nvidia-smi_compute-apps_h200.csv")
+    config = GuardConfig(checks=("gpu",), sample_interval_s=0.2, gpu_check_every_s=0.3)
+    with Sampler(config) as sampler:
+        time.sleep(0.7)
+    report = sampler.report()
+    assert not report.valid and "foreign GPU process pid 1328667" in (report.reason or "")
+    # The sampler names GPUs by uuid (one nvidia-smi call instead of two).
+    assert "on GPU GPU-a44622e3" in (report.reason or "")
+    assert report.cost_cpu_percent > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import time
@@ -28,8 +29,12 @@ with open(sys.argv[3], "a") as f:
 
 
 def holder(lock: Path, seconds: float, log: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", HOLDER, str(lock), str(seconds), str(log)],
-                            stdout=subprocess.PIPE, text=True, env=child_env())
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(lock), str(seconds), str(log)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
 
 
 def test_busy_lock_names_its_holder(tmp_path: Path) -> None:
@@ -54,7 +59,7 @@ def test_two_processes_never_overlap(tmp_path: Path) -> None:
         proc.wait(timeout=30)
     intervals = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
     assert len(intervals) == 3
-    for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(intervals):
         assert start >= end, f"timed phases overlapped: {intervals}"
 
 

@@ -17,8 +17,12 @@ HOG = "import sys, time\nb = bytearray(b'\\x01') * int(sys.argv[1])\nprint('read
 def test_allocation_that_drops_available_memory_is_refused() -> None:
     available = psutil.virtual_memory().available
     # Limit 1 GB below what is free now; the hog takes 2 GB, so only the hog can cross it.
-    config = GuardConfig(checks=("memory",), window_s=0.01, memory_min_available_bytes=available - GB,
-                         memory_min_available_fraction=0)
+    config = GuardConfig(
+        checks=("memory",),
+        window_s=0.01,
+        memory_min_available_bytes=available - GB,
+        memory_min_available_fraction=0,
+    )
     assert precheck(config).ok
     hog = subprocess.Popen([sys.executable, "-c", HOG, str(2 * GB)], stdout=subprocess.PIPE, text=True)
     try:

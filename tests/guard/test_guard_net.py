@@ -21,7 +21,9 @@ def test_counters_are_read_from_proc_net_dev() -> None:
 
 def test_download_over_veth_is_refused(veth: VethPair) -> None:
     port = random.randrange(20000, 60000)
-    traffic = start_traffic(veth.ns_ip, port, rate=5e6, seconds=4, sender_prefix=["ip", "netns", "exec", veth.netns])
+    traffic = start_traffic(
+        veth.ns_ip, port, rate=5e6, seconds=4, sender_prefix=["ip", "netns", "exec", veth.netns]
+    )
     try:
         verdict = precheck(net_config(veth.host_if))
     finally:

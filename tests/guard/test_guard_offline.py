@@ -27,6 +27,13 @@ def test_offline_variables() -> None:
 def test_hub_call_in_a_child_never_tries_the_network(hermetic: list[str], tmp_path: Path) -> None:
     # Run where there is no network at all, so nothing could leave even if the variables failed;
     # OfflineModeIsEnabled (not a connection error) shows the library never tried.
-    done = subprocess.run(["unshare", "--net", PYTHON, "-c", HUB_CALL], capture_output=True, text=True,
-                          env=child_env(HF_HOME=str(tmp_path / "hf"), **offline_env()), timeout=60)
-    assert done.stdout.split() == ["LocalEntryNotFoundError", "OfflineModeIsEnabled"], done.stdout + done.stderr
+    done = subprocess.run(
+        ["unshare", "--net", PYTHON, "-c", HUB_CALL],
+        capture_output=True,
+        text=True,
+        env=child_env(HF_HOME=str(tmp_path / "hf"), **offline_env()),
+        timeout=60,
+    )
+    assert done.stdout.split() == ["LocalEntryNotFoundError", "OfflineModeIsEnabled"], (
+        done.stdout + done.stderr
+    )

@@ -74,8 +74,13 @@ print(json.dumps(sampler.report().to_dict()))
 
 
 def test_trainer_child_cpu_is_not_noise(hermetic: list[str]) -> None:
-    done = subprocess.run([*hermetic, PYTHON, "-c", TRAINER, burner_code(1.0)], capture_output=True, text=True,
-                          env=child_env(), timeout=60)
+    done = subprocess.run(
+        [*hermetic, PYTHON, "-c", TRAINER, burner_code(1.0)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=60,
+    )
     report = json.loads(done.stdout.splitlines()[-1])
     assert report["valid"], report["reason"]
     assert report["n_samples"] >= 4
@@ -93,8 +98,14 @@ cat out.json
 def test_foreign_burner_starting_mid_run_invalidates(hermetic: list[str], tmp_path: Path) -> None:
     trainer = TRAINER.replace('subprocess.run([sys.executable, "-c", sys.argv[1]])', "time.sleep(2.5)")
     script = FOREIGN_MID_RUN.format(py=PYTHON, trainer=trainer, own="", foreign=burner_code(1.0))
-    done = subprocess.run([*hermetic, "sh", "-c", script], capture_output=True, text=True, env=child_env(),
-                          cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [*hermetic, "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=tmp_path,
+        timeout=60,
+    )
     foreign = done.stdout.split("foreign=")[1].split()[0]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert not report["valid"]
