@@ -14,7 +14,9 @@ from harness.cli import main
 
 def write_config(tmp_path: Path, checks: str = '["net", "downloads", "cpu", "memory", "gpu"]') -> Path:
     config = tmp_path / "bench.toml"
-    config.write_text(f'[guard]\nwindow_s = 1.0\nchecks = {checks}\ndownload_dirs = ["{tmp_path}"]\n')
+    config.write_text(
+        f'[guard]\nwindow_s = 1.0\ncpu_other_percent_limit = 10\nchecks = {checks}\ndownload_dirs = ["{tmp_path}"]\n'
+    )
     return config
 
 

@@ -15,7 +15,7 @@ from conftest import PYTHON, burner_code, child_env
 CHECK = """
 import json
 from harness.guard import GuardConfig, precheck
-print(json.dumps(precheck(GuardConfig(checks=("cpu",), window_s=1.0)).to_dict()))
+print(json.dumps(precheck(GuardConfig(checks=("cpu",), window_s=1.0, cpu_other_percent_limit=10)).to_dict()))
 """
 
 # Starts the burner as its own child, the way the run starts the trainer.
@@ -25,7 +25,7 @@ from harness.guard import GuardConfig, precheck
 from harness.guard.cpu import cpu_reading, take_cpu_snapshot
 burner = subprocess.Popen([sys.executable, "-c", sys.argv[1]])
 time.sleep(0.3)
-config = GuardConfig(checks=("cpu",), window_s=1.0)
+config = GuardConfig(checks=("cpu",), window_s=1.0, cpu_other_percent_limit=10)
 verdict = precheck(config)
 before = take_cpu_snapshot(); time.sleep(0.5); after = take_cpu_snapshot()
 naive = cpu_reading(before, after, 0.5, config, exclude={os.getpid()})

@@ -66,7 +66,7 @@ def test_window_with_no_sample_is_not_silently_valid(tmp_path: Path) -> None:
 TRAINER = """
 import json, subprocess, sys, time
 from harness.guard import GuardConfig, Sampler
-config = GuardConfig(checks=("cpu",), sample_interval_s=0.25)
+config = GuardConfig(checks=("cpu",), sample_interval_s=0.25, cpu_other_percent_limit=10)
 with Sampler(config) as sampler:
     subprocess.run([sys.executable, "-c", sys.argv[1]])
 print(json.dumps(sampler.report().to_dict()))
