@@ -1,0 +1,62 @@
+"""`lorabench guard`: the quiet-machine readings now, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+EXIT_NOISY = 3
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "guard",
+        help="print the quiet-machine readings now (exit 0 quiet, 3 noisy)",
+        description="Watch the machine for the guard's window and print every reading against its limit. "
+        "Exit 0 when a timed run could start now, 3 when it would be refused.",
+    )
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON instead of a table")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="TOML or YAML file whose [guard] section sets the thresholds (default: built-in thresholds)",
+    )
+    parser.set_defaults(func=cmd_guard)
+
+
+def _quantity(value: float | None, unit: str) -> str:
+    from harness.guard.verdict import format_bytes
+
+    if value is None:
+        return ""
+    if unit in ("B", "B/s"):
+        return format_bytes(value) + unit[1:]
+    return f"{value:.0f} {unit}"
+
+
+def cmd_guard(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from harness.guard import GuardConfig, load_guard_config, precheck
+
+    config = load_guard_config(args.config) if args.config else GuardConfig()
+    verdict = precheck(config)
+    if args.json:
+        print(json.dumps(verdict.to_dict(), indent=2))
+    else:
+        rows = [
+            (
+                "ok" if r.ok else "NOISY",
+                r.name,
+                _quantity(r.value, r.unit),
+                _quantity(r.limit, r.unit),
+                r.detail,
+            )
+            for r in verdict.readings
+        ]
+        print(tabulate(rows, headers=["", "reading", "value", "limit", "detail"]))
+        print()
+        print(verdict.reason or "quiet: a timed run may start")
+    return 0 if verdict.ok else EXIT_NOISY

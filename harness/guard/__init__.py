@@ -1,0 +1,26 @@
+"""The quiet-machine guard: refuse to time a busy machine, and mark a timing invalid when noise
+starts mid-run. Readings come from small collectors (network, partial downloads, CPU of other
+processes, memory, GPU), each skipping quietly what the host cannot tell."""
+
+from harness.guard.config import ALL_CHECKS, GuardConfig, load_guard_config
+from harness.guard.lock import TimedLockBusy, default_lock_path, timed_lock
+from harness.guard.offline import offline_env
+from harness.guard.precheck import precheck
+from harness.guard.sampler import NoisySample, Sampler, SamplerReport
+from harness.guard.verdict import GuardVerdict, Reading
+
+__all__ = [
+    "ALL_CHECKS",
+    "GuardConfig",
+    "GuardVerdict",
+    "NoisySample",
+    "Reading",
+    "Sampler",
+    "SamplerReport",
+    "TimedLockBusy",
+    "default_lock_path",
+    "load_guard_config",
+    "offline_env",
+    "precheck",
+    "timed_lock",
+]

@@ -1,0 +1,59 @@
+"""Network bytes/s per interface from /proc/net/dev: a background download shows up here first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from pathlib import Path
+
+from harness.guard.config import GuardConfig
+from harness.guard.verdict import Reading, format_bytes, format_seconds
+
+PROC_NET_DEV = Path("/proc/net/dev")
+
+
+@dataclass(frozen=True)
+class NetCounters:
+    rx_bytes: int
+    tx_bytes: int
+
+
+def read_net_counters(path: Path = PROC_NET_DEV) -> dict[str, NetCounters] | None:
+    """Byte counters per interface; None where the host has no /proc (macOS, Windows)."""
+    try:
+        lines = path.read_text().splitlines()[2:]  # two header lines
+    except OSError:
+        return None
+    counters: dict[str, NetCounters] = {}
+    for line in lines:
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        if len(fields) >= 9:
+            counters[name.strip()] = NetCounters(rx_bytes=int(fields[0]), tx_bytes=int(fields[8]))
+    return counters
+
+
+def is_watched(interface: str, config: GuardConfig) -> bool:
+    if any(fnmatch(interface, pattern) for pattern in config.net_ignore_interfaces):
+        return False
+    return config.net_interfaces is None or any(fnmatch(interface, p) for p in config.net_interfaces)
+
+
+def net_readings(
+    before: dict[str, NetCounters], after: dict[str, NetCounters], seconds: float, config: GuardConfig
+) -> list[Reading]:
+    """One reading per watched interface: the busier direction's bytes/s over the window."""
+    readings: list[Reading] = []
+    for name in sorted(set(before) & set(after)):
+        if not is_watched(name, config):
+            continue
+        # Counters can reset when an interface is recreated: a negative delta means "no data".
+        rx = max(0, after[name].rx_bytes - before[name].rx_bytes) / seconds
+        tx = max(0, after[name].tx_bytes - before[name].tx_bytes) / seconds
+        rate, direction = (rx, "received") if rx >= tx else (tx, "sent")
+        ok = rate <= config.net_bytes_per_s_limit
+        detail = f"{format_bytes(rate)}/s {direction} on {name} over {format_seconds(seconds)}"
+        if not ok:
+            detail += f" (limit {format_bytes(config.net_bytes_per_s_limit)}/s) — a download?"
+        readings.append(Reading(f"net:{name}", rate, "B/s", config.net_bytes_per_s_limit, ok, detail))
+    return readings

@@ -1,0 +1,88 @@
+"""Joins the collectors: a snapshot of the counters, and readings from two snapshots.
+
+Windowed readings (network, downloads, CPU) compare two snapshots; instant ones (memory, GPU)
+are read once. A collector the host cannot serve yields no reading rather than a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from harness.gpu import probe_gpu_busy, probe_gpu_processes
+from harness.guard.config import GuardConfig
+from harness.guard.cpu import ProcCpu, cpu_reading, process_tree, take_cpu_snapshot
+from harness.guard.downloads import downloads_reading, scan_partial_files, watched_dirs
+from harness.guard.gpu_readings import busy_readings, foreign_process_reading
+from harness.guard.memory import memory_reading
+from harness.guard.net import NetCounters, net_readings, read_net_counters
+from harness.guard.verdict import Reading
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    time: float  # time.monotonic()
+    net: dict[str, NetCounters] | None
+    cpu: dict[int, ProcCpu] | None
+    partial_files: dict[str, int] | None
+
+
+def take_snapshot(config: GuardConfig) -> Snapshot:
+    checks = set(config.checks)
+    return Snapshot(
+        time=time.monotonic(),
+        net=read_net_counters() if "net" in checks else None,
+        # The CPU snapshot also tells which processes are ours, which the GPU check needs.
+        cpu=take_cpu_snapshot() if checks & {"cpu", "gpu"} else None,
+        partial_files=(
+            scan_partial_files(watched_dirs(config), config.download_patterns, config.download_scan_depth)
+            if "downloads" in checks
+            else None
+        ),
+    )
+
+
+def excluded_pids(snapshot: Snapshot, extra: set[int] | None) -> set[int]:
+    """The caller, its whole process tree (the trainer is a child) and any pids it names."""
+    own = process_tree(snapshot.cpu, os.getpid()) if snapshot.cpu is not None else {os.getpid()}
+    return own | (extra or set())
+
+
+def windowed_readings(
+    before: Snapshot, after: Snapshot, config: GuardConfig, exclude: set[int]
+) -> list[Reading]:
+    seconds = max(after.time - before.time, 1e-3)
+    readings: list[Reading] = []
+    if before.net is not None and after.net is not None:
+        readings += net_readings(before.net, after.net, seconds, config)
+    if before.partial_files is not None and after.partial_files is not None:
+        readings.append(downloads_reading(before.partial_files, after.partial_files, seconds))
+    if "cpu" in config.checks and before.cpu is not None and after.cpu is not None:
+        readings.append(cpu_reading(before.cpu, after.cpu, seconds, config, exclude))
+    return readings
+
+
+def gpu_readings(config: GuardConfig, exclude: set[int], *, with_busy: bool) -> tuple[list[Reading], float]:
+    """Foreign GPU processes (and busy % when asked); returns the readings and the tools' CPU cost."""
+    readings: list[Reading] = []
+    cpu_s = 0.0
+    processes = probe_gpu_processes(config.tool_timeout_s, with_index=with_busy)
+    if processes is not None:
+        readings.append(foreign_process_reading(processes.value, exclude))
+        cpu_s += processes.cpu_s
+    if with_busy:
+        busy = probe_gpu_busy(config.tool_timeout_s)
+        if busy is not None:
+            readings += busy_readings(busy.value, config)
+            cpu_s += busy.cpu_s
+    return readings, cpu_s
+
+
+def instant_readings(config: GuardConfig, exclude: set[int]) -> list[Reading]:
+    readings: list[Reading] = []
+    if "memory" in config.checks:
+        readings.append(memory_reading(config))
+    if "gpu" in config.checks:
+        readings += gpu_readings(config, exclude, with_busy=True)[0]
+    return readings

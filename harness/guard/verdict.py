@@ -1,0 +1,64 @@
+"""Readings and verdicts: what the guard saw, and whether a timing may go ahead."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+ALLOW_NOISY_FIX = "use --allow-noisy to record an untimed run"
+RERUN_FIX = "re-run the timing on a quiet machine"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One measurement against its limit. `detail` is a full sentence, ending with a likely cause
+    for a failed reading ("— a download?")."""
+
+    name: str
+    value: float
+    unit: str
+    limit: float | None
+    ok: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GuardVerdict:
+    """All readings of one look at the machine; `reason` quotes the first failed one, with the fix."""
+
+    ok: bool
+    reason: str | None
+    readings: tuple[Reading, ...]
+
+    @classmethod
+    def from_readings(
+        cls, readings: Iterable[Reading], prefix: str = "refused to time", fix: str = ALLOW_NOISY_FIX
+    ) -> GuardVerdict:
+        readings = tuple(readings)
+        failed = [r for r in readings if not r.ok]
+        reason = f"{prefix}: {failed[0].detail} {fix}" if failed else None
+        return cls(ok=not failed, reason=reason, readings=readings)
+
+    @property
+    def failed(self) -> tuple[Reading, ...]:
+        return tuple(r for r in self.readings if not r.ok)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "reason": self.reason, "readings": [r.to_dict() for r in self.readings]}
+
+
+def format_bytes(n: float) -> str:
+    """Decimal units, as download tools print them: 3.2 MB."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def format_seconds(s: float) -> str:
+    return f"{s:.0f} s" if abs(s - round(s)) < 0.05 else f"{s:.1f} s"

@@ -1,0 +1,71 @@
+"""The host-wide timed lock, between real processes."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import child_env
+
+from harness.guard import TimedLockBusy, timed_lock
+
+# Holds the lock for argv[2] seconds and appends its [start, end] interval to argv[3].
+HOLDER = """
+import sys, time
+from pathlib import Path
+from harness.guard import timed_lock
+with timed_lock(Path(sys.argv[1])):
+    start = time.time()
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+    end = time.time()
+with open(sys.argv[3], "a") as f:
+    f.write(f"{start} {end}\\n")
+"""
+
+
+def holder(lock: Path, seconds: float, log: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(lock), str(seconds), str(log)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
+
+
+def test_busy_lock_names_its_holder(tmp_path: Path) -> None:
+    lock = tmp_path / "timed.lock"
+    first = holder(lock, 2.0, tmp_path / "log")
+    assert first.stdout is not None and first.stdout.readline().strip() == "held"
+    with pytest.raises(TimedLockBusy) as caught, timed_lock(lock, timeout_s=0.2):
+        pass
+    assert f"held by pid {first.pid} since" in str(caught.value)
+    assert "waited 0.2 s" in str(caught.value)
+    first.kill()
+    first.wait()
+    with timed_lock(lock, timeout_s=1.0):  # the kernel released it with the dead holder
+        assert f"pid {__import__('os').getpid()} since" in lock.read_text()
+    assert lock.read_text() == ""
+
+
+def test_two_processes_never_overlap(tmp_path: Path) -> None:
+    lock, log = tmp_path / "timed.lock", tmp_path / "intervals"
+    procs = [holder(lock, 0.6, log) for _ in range(3)]
+    for proc in procs:
+        proc.wait(timeout=30)
+    intervals = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
+    assert len(intervals) == 3
+    for (_, end), (start, _) in itertools.pairwise(intervals):
+        assert start >= end, f"timed phases overlapped: {intervals}"
+
+
+def test_lock_dir_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LORABENCH_LOCK_DIR", str(tmp_path))
+    start = time.time()
+    with timed_lock() as path:
+        assert path == tmp_path / "lorabench-timed.lock"
+    assert time.time() - start < 1
