@@ -7,6 +7,7 @@ or died without a word. Nothing a run learned is lost.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 from harness.config import SetupConfig
 from harness.errors import UserError
+from harness.guard import GuardConfig, GuardVerdict, Sampler, offline_env, precheck, timed_lock
 from harness.memory import run_capped
 from harness.models import check_model_source
 from harness.provenance import collect_provenance, default_stack
@@ -32,6 +34,7 @@ class RunOptions:
     stack: str = field(default_factory=default_stack)
     timed: bool = False
     allow_noisy: bool = False
+    guard: GuardConfig = field(default_factory=GuardConfig)
     quiet: bool = False
     isolate: bool = True  # the trainer in a child process; tests may run it inline
     memory_cap_bytes: int | None = field(default_factory=lambda: parse_bytes_env("LORABENCH_MEM_CAP"))
@@ -73,19 +76,25 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         "fingerprint": fp, "setup": setup.model_dump(mode="json"), "provenance": provenance,
     }  # fmt: skip
 
-    # 2. Guard pre-check for timed runs: refuse with the reading that failed.
-    guard: dict[str, Any] = {"timed": options.timed}
-    if options.timed:
-        refusal = guard_precheck(guard, options)
-        if refusal:
-            record = RunRecord(**base, status="refused", reason=refusal, guard=guard)
-            return record, write_record(options.results_dir, record)
-
-    # 3–9. The trainer child.
     work_dir = options.results_dir / ".work" / run_id
     work_dir.mkdir(parents=True, exist_ok=True)
     job = Job(setup, work_dir.resolve(), options.quiet)
-    outcome = run_trainer(job, options) if options.isolate else execute_job(job)
+    guard: dict[str, Any] = {"timed": options.timed}
+    if not options.timed:
+        outcome = run_trainer(job, options) if options.isolate else execute_job(job)
+    else:
+        # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
+        with timed_lock():
+            verdict = precheck(options.guard)
+            guard["precheck"] = verdict.to_dict()
+            if not verdict.ok and not options.allow_noisy:
+                shutil.rmtree(work_dir, ignore_errors=True)
+                record = RunRecord(**base, status="refused", reason=verdict.reason, guard=guard)
+                return record, write_record(options.results_dir, record)
+            # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
+            with Sampler(options.guard) as sampler:
+                outcome = run_trainer(job, options, extra_env=offline_env())
+            guard.update(timing_verdict(verdict, sampler, job.work_dir))
 
     # 10. The record, atomically, predictions beside it.
     timings = {**outcome.timings, "total_s": round(time.perf_counter() - started, 2)}
@@ -112,15 +121,32 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     return record, path
 
 
-def guard_precheck(guard: dict[str, Any], options: RunOptions) -> str | None:
-    """Seam for the quiet-machine guard: returns the refusal sentence, or None to go on."""
-    return None
+def train_window(work_dir: Path) -> tuple[float, float] | None:
+    """The train phase's wall-clock start and end, as the trainer child stamped them."""
+    events_file = work_dir / "events.jsonl"
+    if not events_file.is_file():
+        return None
+    stamps = {}
+    for line in events_file.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event["phase"] == "train":
+            stamps[event["event"]] = event["t"]
+    return (stamps["start"], stamps["end"]) if {"start", "end"} <= stamps.keys() else None
 
 
-def run_trainer(job: Job, options: RunOptions) -> Outcome:
+def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: Path) -> dict[str, Any]:
+    """Whether the timing holds: a quiet pre-check and no noise while the train phase ran."""
+    window = train_window(work_dir)
+    report = sampler.report(window=window)
+    valid = precheck_verdict.ok and report.valid
+    reasons = [r for r in (precheck_verdict.reason if not precheck_verdict.ok else None, report.reason) if r]
+    return {"sampler": report.to_dict(), "timing_valid": valid, "timing_invalid_reason": "; ".join(reasons) or None}
+
+
+def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:
     job_file = job.work_dir / "job.json"
     job_file.write_text(job.to_json(), encoding="utf-8")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
     # The child must import this very harness, also when it is run from a source tree.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), env.get("PYTHONPATH")]))
     child = run_capped(

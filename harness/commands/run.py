@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from harness.config import load_setup, read_config_file
+from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
 from harness.run import RunOptions, run_setup, summary_line
 
@@ -50,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--stack", default=default_stack(), help="stack name recorded with the run (default: $LORABENCH_STACK or cpu)")
     parser.add_argument("--timed", action="store_true", help="a timed run: the quiet-machine guard must pass first")
     parser.add_argument("--allow-noisy", action="store_true", help="with --timed: record the run even if the machine is busy, marked untimed")
+    parser.add_argument("--guard-config", type=Path, help="file with a [guard] section of thresholds (see harness/guard/config.py)")
     parser.add_argument("--quiet", action="store_true", help="phase lines only, no step progress (CI logs)")
     parser.add_argument("--inline", action="store_true", help="train in this process instead of a child (debugging)")
     parser.set_defaults(func=cmd_run)
@@ -60,6 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = RunOptions(
         results_dir=args.results, stack=args.stack, timed=args.timed, allow_noisy=args.allow_noisy,
         quiet=args.quiet, isolate=not args.inline,
+        guard=load_guard_config(args.guard_config) if args.guard_config else GuardConfig(),
     )  # fmt: skip
     record, path = run_setup(setup, options)
     print(summary_line(record, path))

@@ -105,3 +105,66 @@ def test_user_mistakes_get_one_clear_line(args: list[str], message: str, tmp_pat
     assert result.returncode != 0
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_timed_run_refused_on_a_busy_machine_keeps_the_reading(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    from harness.guard import GuardConfig
+
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        guard = GuardConfig(checks=("cpu",), window_s=1, cpu_other_percent_limit=30)
+        options = RunOptions(results_dir=tmp_path, isolate=False, timed=True, guard=guard)
+        record, path = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), options)
+    finally:
+        burner.kill()
+    assert record.status == "refused"
+    assert record.reason.startswith("refused to time:") and "--allow-noisy" in record.reason
+    assert record.guard["precheck"]["ok"] is False
+    assert load_record(path).status == "refused"
+
+
+def test_noise_starting_mid_run_marks_the_timing_invalid(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    from harness.guard import GuardConfig
+
+    downloads = tmp_path / "hub-cache"
+    downloads.mkdir()
+    guard = GuardConfig(checks=("downloads",), window_s=0.5, sample_interval_s=0.2, download_dirs=(str(downloads),))
+    stop = threading.Event()
+
+    def download_when_training_starts() -> None:
+        partial = downloads / "model.safetensors.incomplete"
+        while not stop.is_set():
+            events = list(tmp_path.glob("r/.work/*/events.jsonl"))
+            if events and '"train", "event": "start"' in events[0].read_text():
+                with partial.open("ab") as handle:
+                    handle.write(b"x" * 100_000)
+            time.sleep(0.05)
+
+    writer = threading.Thread(target=download_when_training_starts)
+    writer.start()
+    try:
+        options = RunOptions(results_dir=tmp_path / "r", isolate=False, timed=True, guard=guard)
+        record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), options)
+    finally:
+        stop.set()
+        writer.join()
+    assert record.status == "ok"
+    assert record.guard["precheck"]["ok"] is True
+    assert record.guard["timing_valid"] is False
+    assert ".incomplete" in record.guard["timing_invalid_reason"]
+    assert record.guard["sampler"]["noisy_samples"]
+
+
+def test_quiet_timed_run_is_valid(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+    from harness.guard import GuardConfig
+
+    guard = GuardConfig(checks=("downloads",), window_s=0.5, sample_interval_s=0.2, download_dirs=(str(tmp_path),))
+    options = RunOptions(results_dir=tmp_path / "r", isolate=False, timed=True, guard=guard)
+    record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), options)
+    assert record.status == "ok"
+    assert record.guard["timing_valid"] is True, record.guard
+    assert record.guard["sampler"]["n_samples"] >= 1
