@@ -226,10 +226,14 @@ def tost(differences: Sequence[float], margin: float, alpha: float = 0.05) -> Eq
     p_lower = 1 - t_cdf((diff + margin) / se, df)  # H0: diff ≤ −margin
     p_upper = t_cdf((diff - margin) / se, df)  # H0: diff ≥ +margin
     half = t_quantile(1 - alpha, df) * se
-    return Equivalence(diff, Interval(diff - half, diff + half, 1 - 2 * alpha), margin, max(p_lower, p_upper), n)
+    return Equivalence(
+        diff, Interval(diff - half, diff + half, 1 - 2 * alpha), margin, max(p_lower, p_upper), n
+    )
 
 
-def tost_paired_accuracy(a: Sequence[bool], b: Sequence[bool], margin_points: float, alpha: float = 0.05) -> Equivalence:
+def tost_paired_accuracy(
+    a: Sequence[bool], b: Sequence[bool], margin_points: float, alpha: float = 0.05
+) -> Equivalence:
     """TOST on per-question outcomes of two runs over the same questions; the margin is in points."""
     if len(a) != len(b):
         raise ValueError(f"paired outcomes need the same questions: {len(a)} vs {len(b)}")

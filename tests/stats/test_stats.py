@@ -67,7 +67,7 @@ def test_mcnemar_exact_known_answers() -> None:
     assert result.diff == pytest.approx(10.0)
     # 5 vs 5 discordant: no evidence at all.
     even = stats.mcnemar_exact([True] * 5 + [False] * 5, [False] * 5 + [True] * 5)
-    assert even.p_value == 1.0
+    assert even.p_value == pytest.approx(1.0)
     # 1 vs 9 of 10 discordant: p = 2 · (C(10,0) + C(10,1)) / 1024 = 22/1024.
     assert stats.mcnemar_exact([True] + [False] * 9, [False] + [True] * 9).p_value == pytest.approx(22 / 1024)
 
@@ -75,9 +75,9 @@ def test_mcnemar_exact_known_answers() -> None:
 def test_sign_flip_exact() -> None:
     # All four differences positive: only the all-plus and all-minus patterns are as extreme: 2/16.
     assert stats.sign_flip_test([1.0, 2.0, 3.0, 4.0]).p_value == pytest.approx(0.125)
-    assert stats.sign_flip_test([0.0, 0.0]).p_value == 1.0
+    assert stats.sign_flip_test([0.0, 0.0]).p_value == pytest.approx(1.0)
     mixed = stats.sign_flip_test([1.0, -1.0, 1.0, -1.0])
-    assert mixed.p_value == 1.0 and mixed.diff == 0.0
+    assert mixed.p_value == pytest.approx(1.0) and mixed.diff == pytest.approx(0.0)
 
 
 def test_tost_decides_by_margin() -> None:
@@ -96,20 +96,20 @@ def test_not_significant_is_not_equivalent() -> None:
     # within 5 points — "not significant" must never be read as "the same".
     a = [True] * 6 + [False] * 6 + [True] * 8
     b = [False] * 6 + [True] * 6 + [True] * 8
-    assert stats.mcnemar_exact(a, b).p_value == 1.0
+    assert stats.mcnemar_exact(a, b).p_value == pytest.approx(1.0)
     assert not stats.tost_paired_accuracy(a, b, margin_points=5.0).is_equivalent
 
 
 def test_identical_runs_are_equivalent() -> None:
     same = [True, False] * 50
     result = stats.tost_paired_accuracy(same, same, margin_points=1.0)
-    assert result.is_equivalent and result.diff == 0.0
+    assert result.is_equivalent and result.diff == pytest.approx(0.0)
 
 
 def test_welch_known_answer() -> None:
     # a = [1, 2, 3], b = [4, 5, 6]: t = 3 / √(2/3) = 3.674, df = 4 → two-sided p = 0.02131.
     result = stats.welch_test([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
     assert result is not None
-    assert result.diff == 3.0
+    assert result.diff == pytest.approx(3.0)
     assert result.p_value == pytest.approx(0.02131, abs=1e-4)
     assert stats.welch_test([1.0], [2.0, 3.0]) is None
