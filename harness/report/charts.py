@@ -51,6 +51,8 @@ def loss_chart(experiment: str, setups: Sequence[SetupRuns], path: Path) -> Char
     curves = [(i, s, r) for i, s in enumerate(setups) for r in s.records if r.train and r.train.loss]
     if not curves:
         return None
+    from matplotlib.ticker import MaxNLocator
+
     fig, (full, zoom) = _figure(10, 3.8, ncols=2)
     labelled: set[str] = set()
     for index, setup, record in curves:
@@ -68,6 +70,7 @@ def loss_chart(experiment: str, setups: Sequence[SetupRuns], path: Path) -> Char
     full.legend(fontsize="small")
     for ax in (full, zoom):
         ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _save(fig, path)
     parts = []
     for setup in setups:

@@ -99,6 +99,7 @@ def render_scorecard(group: ReportGroup, out_dir: Path) -> ReportSummary:
         "host": group.host, "stack": group.stack, "verdict": verdict, "date": group.date,
         "n_records": len(group.records), "results_hint": f"<results>/{slug(group.stack)}/{slug(group.host)}/",
         "findings_table": tables.findings_table(assessments),
+        "registry_table": tables.registry_table(assessments),
         "experiments": [_experiment_context(group, e, target / "img") for e in group.experiments],
         "failures": tables.failures_table(group), "provenance": tables.provenance_table(group),
         "peaks": tables.peaks_used_table(group), "packages": tables.packages_table(group),

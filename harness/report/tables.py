@@ -44,7 +44,7 @@ def values(records: Sequence[RunRecord], getter: Getter) -> list[float]:
 def summary(data: Sequence[float], digits: int = 1) -> str:
     if not data:
         return NONE
-    if len(data) == 1:
+    if len(data) == 1 or min(data) == max(data):
         return f"{data[0]:.{digits}f}"
     return f"{stats.mean(data):.{digits}f} [{min(data):.{digits}f}–{max(data):.{digits}f}]"
 
@@ -112,7 +112,7 @@ def experiment_table(setups: Sequence[SetupRuns]) -> str:
             s.setup, f"{len(ok)}/{len(s.runs)}", summary(values(ok, baseline_em)), summary(values(ok, trained_em)),
             summary(values(ok, gain)), summary(values(ok, trained_semantic)), summary(values(ok, train_seconds), 0),
             summary(values(ok, peak_vram_gib), 2), summary(values(ok, tokens_per_s), 0),
-            summary(values(ok, mfu_percent), 1),
+            summary(values(ok, mfu_percent), 2),
         ])  # fmt: skip
     headers = ["setup", "ok / runs", "baseline EM %", "trained EM %", "gain (points)", "semantic %",
                "train time (s)", "peak VRAM (GiB)", "tokens/s", "MFU %"]  # fmt: skip
@@ -173,12 +173,20 @@ def comparison_table(setups: Sequence[SetupRuns]) -> str | None:
 
 def findings_table(assessments: Sequence[Assessment]) -> str:
     rows = [
-        [a.finding.category, a.finding.platform, a.finding.title, a.result.status, a.result.evidence,
-         a.finding.workaround, a.finding.detected, a.finding.source]
+        [_where(a), a.finding.title, f"**{a.result.status}**", a.result.evidence, a.finding.workaround]
         for a in assessments
     ]  # fmt: skip
-    return table(
-        rows, ["category", "platform", "finding", "status", "evidence", "workaround", "detected by", "source"]
+    return table(rows, ["category", "finding", "status", "evidence", "workaround"])
+
+
+def registry_table(assessments: Sequence[Assessment]) -> str:
+    rows = [[a.finding.id, _where(a), a.finding.detected, a.finding.source] for a in assessments]
+    return table(rows, ["id", "category", "detected by", "source"])
+
+
+def _where(a: Assessment) -> str:
+    return (
+        a.finding.category if a.finding.platform == "any" else f"{a.finding.category} ({a.finding.platform})"
     )
 
 
