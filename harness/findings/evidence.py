@@ -1,0 +1,97 @@
+"""What a probe gets (the records of one host × stack, with helpers) and what it returns (a status and
+the evidence behind it). A probe may only claim what the records show: no evidence → "not tested"."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.results import CheckVerdict, RunRecord
+
+FindingStatus = Literal["works as-is", "works with a workaround", "caught", "not used", "not tested"]
+# Display and sort order. "caught": the problem showed up and a check or the harness named it.
+STATUS_ORDER: tuple[FindingStatus, ...] = (
+    "works as-is", "works with a workaround", "caught", "not used", "not tested",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    status: FindingStatus
+    evidence: str
+
+
+def not_tested(why: str) -> ProbeResult:
+    return ProbeResult("not tested", why)
+
+
+def not_used(why: str) -> ProbeResult:
+    return ProbeResult("not used", why)
+
+
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    """Leading numeric release of a version string: '2.9.1+rocm7.2' → (2, 9, 1); None if absent."""
+    if not text:
+        return None
+    match = re.match(r"\d+(?:\.\d+)*", text)
+    return tuple(int(part) for part in match.group(0).split(".")) if match else None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The records of one host × stack, in a stable order (experiment, setup, seed)."""
+
+    records: tuple[RunRecord, ...]
+
+    @classmethod
+    def of(cls, records: Iterable[RunRecord]) -> Evidence:
+        return cls(tuple(sorted(records, key=lambda r: (r.experiment, r.setup_name, r.seed, r.created))))
+
+    @property
+    def host(self) -> dict[str, Any]:
+        return self.records[0].provenance.get("host", {}) if self.records else {}
+
+    @property
+    def packages(self) -> dict[str, str]:
+        """Installed versions; the newest record wins when the stack changed between runs."""
+        newest = max(self.records, key=lambda r: r.created, default=None)
+        return dict(newest.provenance.get("stack", {}).get("packages", {})) if newest else {}
+
+    def version(self, package: str) -> tuple[int, ...] | None:
+        return parse_version(self.packages.get(package))
+
+    @property
+    def runtime(self) -> str:
+        """'hip', 'cuda' or 'cpu' (what torch was built for)."""
+        return str(self.host.get("runtime") or "cpu")
+
+    @property
+    def gpus(self) -> list[dict[str, Any]]:
+        return list(self.host.get("gpus") or [])
+
+    @property
+    def archs(self) -> list[str]:
+        return [str(g.get("arch") or "") for g in self.gpus]
+
+    def label(self, record: RunRecord) -> str:
+        return f"{record.experiment}/{record.setup_name} seed {record.seed}"
+
+    def verdicts(self, check: str) -> list[tuple[RunRecord, CheckVerdict]]:
+        return [(r, r.checks[check]) for r in self.records if check in r.checks]
+
+    def where(self, **setup: Any) -> list[RunRecord]:
+        """Records whose setup has these top-level values (e.g. backend='unsloth', precision='4bit')."""
+        return [r for r in self.records if all(r.setup.get(k) == v for k, v in setup.items())]
+
+    def multi_gpu(self) -> list[RunRecord]:
+        return [r for r in self.records if int(r.setup.get("gpus") or 1) > 1]
+
+    def ok(self, records: Iterable[RunRecord] | None = None) -> list[RunRecord]:
+        return [r for r in (self.records if records is None else records) if r.status == "ok"]
+
+    def reason_matches(self, pattern: str, records: Iterable[RunRecord] | None = None) -> list[RunRecord]:
+        regex = re.compile(pattern, re.IGNORECASE)
+        pool = self.records if records is None else records
+        return [r for r in pool if r.reason and regex.search(r.reason)]

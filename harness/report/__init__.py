@@ -1,0 +1,2 @@
+"""Reports: one Markdown scorecard per host × stack (`scorecard`), its tables, charts and miss analysis,
+and the index `reports/README.md` (`index`). `write_reports` is the whole pipeline."""

@@ -1,0 +1,119 @@
+"""Charts as PNG files with alt text: loss curves (with a zoom on the first steps), peak memory, train time.
+
+Drawn with matplotlib's object API on an Agg canvas (no pyplot, no global backend switch), at a fixed
+size and dpi, without a "Software" stamp in the PNG, so the same records give the same bytes on the
+same matplotlib and fonts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness import stats
+from harness.report.groups import SetupRuns
+from harness.report.tables import Getter, peak_vram_gib, train_seconds, values
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+DPI = 100
+ZOOM_STEPS = 20
+# Colour-blind-safe (Okabe–Ito), one per setup in name order.
+COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+
+@dataclass(frozen=True)
+class Chart:
+    path: Path
+    alt: str
+
+
+def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[Axes]]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, list(axes)
+
+
+def _save(fig: Figure, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, format="png", metadata={"Software": None})
+
+
+def loss_chart(experiment: str, setups: Sequence[SetupRuns], path: Path) -> Chart | None:
+    curves = [(i, s, r) for i, s in enumerate(setups) for r in s.records if r.train and r.train.loss]
+    if not curves:
+        return None
+    from matplotlib.ticker import MaxNLocator
+
+    fig, (full, zoom) = _figure(10, 3.8, ncols=2)
+    labelled: set[str] = set()
+    for index, setup, record in curves:
+        losses = record.train.loss if record.train else []
+        steps = list(range(1, len(losses) + 1))
+        colour = COLOURS[index % len(COLOURS)]
+        label = None if setup.setup in labelled else setup.setup
+        labelled.add(setup.setup)
+        full.plot(steps, losses, color=colour, linewidth=1.0, alpha=0.85, label=label)
+        zoom.plot(
+            steps[:ZOOM_STEPS], losses[:ZOOM_STEPS], color=colour, linewidth=1.2, marker=".", alpha=0.85
+        )
+    full.set(title=f"{experiment}: training loss, every seed", xlabel="step", ylabel="loss")
+    zoom.set(title=f"first {ZOOM_STEPS} steps", xlabel="step", ylabel="loss")
+    full.legend(fontsize="small")
+    for ax in (full, zoom):
+        ax.grid(alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _save(fig, path)
+    parts = []
+    for setup in setups:
+        runs = [r for r in setup.records if r.train and r.train.loss]
+        if runs:
+            firsts = [r.train.loss[0] for r in runs if r.train]
+            finals = [r.train.final_loss or r.train.loss[-1] for r in runs if r.train]
+            steps = max(len(r.train.loss) for r in runs if r.train)
+            parts.append(
+                f"{setup.setup} ({len(runs)} seeds): first loss {min(firsts):.2f}–{max(firsts):.2f}, "
+                f"final {min(finals):.2f}–{max(finals):.2f} after up to {steps} steps"
+            )
+    alt = (
+        f"Line chart of training loss per step for {experiment}, with a zoom on the first {ZOOM_STEPS} steps. "
+        + "; ".join(parts)
+    )
+    return Chart(path, alt)
+
+
+def _bars(
+    experiment: str, setups: Sequence[SetupRuns], getter: Getter, what: str, unit: str, path: Path
+) -> Chart | None:
+    data = [(s.setup, values(s.ok, getter)) for s in setups]
+    data = [(name, v) for name, v in data if v]
+    if not data:
+        return None
+    fig, (ax,) = _figure(8, 0.6 + 0.45 * len(data))
+    names = [name for name, _ in data][::-1]
+    means = [stats.mean(v) for _, v in data][::-1]
+    low = [stats.mean(v) - min(v) for _, v in data][::-1]
+    high = [max(v) - stats.mean(v) for _, v in data][::-1]
+    colours = [COLOURS[i % len(COLOURS)] for i in range(len(data))][::-1]
+    ax.barh(names, means, xerr=[low, high], color=colours, capsize=3)
+    ax.set(title=f"{experiment}: {what} (mean, bars min–max over ok seeds)", xlabel=unit)
+    ax.grid(axis="x", alpha=0.3)
+    _save(fig, path)
+    described = "; ".join(f"{name} {stats.mean(v):.2f} {unit} (n={len(v)})" for name, v in data)
+    return Chart(path, f"Bar chart of {what} per setup for {experiment}: {described}")
+
+
+def memory_chart(experiment: str, setups: Sequence[SetupRuns], path: Path) -> Chart | None:
+    return _bars(experiment, setups, peak_vram_gib, "peak VRAM", "GiB", path)
+
+
+def time_chart(experiment: str, setups: Sequence[SetupRuns], path: Path) -> Chart | None:
+    return _bars(experiment, setups, train_seconds, "train time", "s", path)

@@ -1,0 +1,136 @@
+"""Compare two sets of records setup by setup: per metric the ratio new/old, whether the change is
+significant, and whether it is a regression (significant and in the worse direction).
+
+Exact match uses an exact McNemar test on per-question outcomes paired by seed and question (seeds
+present on both sides, predictions needed); other metrics use Welch's t-test over seeds, which needs
+two or more seeds a side: with one, a change is shown but never called significant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness import stats
+from harness.errors import UserError
+from harness.report.groups import LoadedRecord, SetupRuns
+from harness.report.tables import (
+    Getter,
+    mfu_percent,
+    peak_vram_gib,
+    tokens_per_s,
+    train_seconds,
+    trained_em,
+    values,
+)
+from harness.tasks.sql.misses import load_predictions
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    getter: Getter
+    higher_is_better: bool
+
+
+METRICS = (
+    Metric("exact match %", trained_em, True),
+    Metric("train time (s)", train_seconds, False),
+    Metric("tokens/s", tokens_per_s, True),
+    Metric("peak VRAM (GiB)", peak_vram_gib, False),
+    Metric("MFU %", mfu_percent, True),
+)
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    setup: str  # experiment/setup
+    metric: str
+    old: float
+    new: float
+    n_old: int
+    n_new: int
+    method: str
+    p_value: float | None
+    is_significant: bool
+    is_regression: bool
+
+    @property
+    def ratio(self) -> float | None:
+        return self.new / self.old if self.old else None
+
+
+def _by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]:
+    groups: dict[str, list[LoadedRecord]] = {}
+    for item in loaded:
+        groups.setdefault(f"{item.record.experiment}/{item.record.setup_name}", []).append(item)
+    out = {}
+    for key, items in sorted(groups.items()):
+        origins = sorted({f"{i.record.host} × {i.record.stack}" for i in items})
+        if len(origins) > 1:
+            raise UserError(
+                f"{side}: {key} has records from {', '.join(origins)}; pass one host × stack folder per side"
+            )
+        experiment, setup = key.split("/", 1)
+        out[key] = SetupRuns(experiment, setup, tuple(sorted(items, key=lambda i: i.record.seed)))
+    return out
+
+
+def _exact_by_seed(setup: SetupRuns) -> dict[int, dict[int, bool]]:
+    return {
+        item.record.seed: {int(r["index"]): bool(r["exact"]) for r in load_predictions(item.predictions)}
+        for item in setup.runs
+        if item.record.status == "ok" and item.predictions is not None
+    }
+
+
+def _accuracy_test(old: SetupRuns, new: SetupRuns) -> stats.TestResult | None:
+    po, pn = _exact_by_seed(old), _exact_by_seed(new)
+    xs: list[bool] = []
+    ys: list[bool] = []
+    for seed in sorted(set(po) & set(pn)):
+        for index in sorted(set(po[seed]) & set(pn[seed])):
+            xs.append(po[seed][index])
+            ys.append(pn[seed][index])
+    return stats.mcnemar_exact(xs, ys) if xs else None
+
+
+def _change(
+    key: str, metric: Metric, old: SetupRuns, new: SetupRuns, tolerance: float
+) -> MetricChange | None:
+    a, b = values(old.ok, metric.getter), values(new.ok, metric.getter)
+    if not a or not b:
+        return None
+    test = _accuracy_test(old, new) if metric.getter is trained_em else None
+    if test is None:
+        test = stats.welch_test(a, b)
+    p = test.p_value if test else None
+    method = test.method if test else "too few seeds to test"
+    old_mean, new_mean = stats.mean(a), stats.mean(b)
+    significant = p is not None and p < ALPHA
+    worse = new_mean < old_mean if metric.higher_is_better else new_mean > old_mean
+    relative = abs(new_mean - old_mean) / abs(old_mean) if old_mean else float("inf")
+    # Accuracy: any significant drop counts. Costs: also beyond the tolerance, so a significant 0.5%
+    # slowdown on a quiet machine is reported but does not fail CI.
+    beyond = metric.getter is trained_em or relative > tolerance
+    return MetricChange(key, metric.name, old_mean, new_mean, len(a), len(b), method, p, significant,
+                        significant and worse and beyond)  # fmt: skip
+
+
+def compare_records(
+    old: Sequence[LoadedRecord], new: Sequence[LoadedRecord], tolerance: float = 0.02,
+    metrics: Sequence[Metric] = METRICS,
+) -> tuple[list[MetricChange], list[str]]:  # fmt: skip
+    """Changes for every setup on both sides, and the setups found on one side only."""
+    before, after = _by_setup(old, "OLD"), _by_setup(new, "NEW")
+    changes = [
+        change
+        for key in sorted(set(before) & set(after))
+        for metric in metrics
+        if (change := _change(key, metric, before[key], after[key], tolerance)) is not None
+    ]
+    unmatched = [f"{key} (only in OLD)" for key in sorted(set(before) - set(after))]
+    unmatched += [f"{key} (only in NEW)" for key in sorted(set(after) - set(before))]
+    return changes, unmatched

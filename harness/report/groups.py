@@ -1,0 +1,84 @@
+"""Records grouped the way reports are: one group per host × stack, setups inside per experiment.
+
+Orders are stable (host, stack, experiment, setup, seed) so the same records always render the same
+report, byte for byte."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.results import RunRecord, find_records, load_record, predictions_path
+
+
+@dataclass(frozen=True)
+class LoadedRecord:
+    record: RunRecord
+    path: Path
+
+    @property
+    def predictions(self) -> Path | None:
+        path = predictions_path(self.path)
+        return path if self.record.predictions_file and path.is_file() else None
+
+
+@dataclass(frozen=True)
+class SetupRuns:
+    experiment: str
+    setup: str
+    runs: tuple[LoadedRecord, ...]  # every seed, sorted by seed
+
+    @property
+    def ok(self) -> tuple[RunRecord, ...]:
+        return tuple(r.record for r in self.runs if r.record.status == "ok")
+
+    @property
+    def records(self) -> tuple[RunRecord, ...]:
+        return tuple(r.record for r in self.runs)
+
+
+@dataclass(frozen=True)
+class ReportGroup:
+    host: str
+    stack: str
+    runs: tuple[LoadedRecord, ...]
+
+    @property
+    def records(self) -> tuple[RunRecord, ...]:
+        return tuple(r.record for r in self.runs)
+
+    @property
+    def experiments(self) -> tuple[str, ...]:
+        return tuple(sorted({r.record.experiment for r in self.runs}))
+
+    def setups(self, experiment: str) -> tuple[SetupRuns, ...]:
+        names = sorted({r.record.setup_name for r in self.runs if r.record.experiment == experiment})
+        return tuple(
+            SetupRuns(experiment, name, tuple(r for r in self.runs if r.record.experiment == experiment and r.record.setup_name == name))
+            for name in names
+        )  # fmt: skip
+
+    @property
+    def date(self) -> str:
+        """The newest record's creation date: the report's date, taken from records, not the clock."""
+        return max(r.record.created for r in self.runs)[:10]
+
+
+def _sort_key(item: LoadedRecord) -> tuple[str, str, int, str]:
+    r = item.record
+    return (r.experiment, r.setup_name, r.seed, r.created)
+
+
+def group_records(loaded: Iterable[LoadedRecord]) -> tuple[ReportGroup, ...]:
+    by_key: dict[tuple[str, str], list[LoadedRecord]] = {}
+    for item in loaded:
+        by_key.setdefault((item.record.host, item.record.stack), []).append(item)
+    return tuple(
+        ReportGroup(host, stack, tuple(sorted(items, key=_sort_key)))
+        for (host, stack), items in sorted(by_key.items())
+    )
+
+
+def load_records(paths: Iterable[Path]) -> tuple[LoadedRecord, ...]:
+    return tuple(LoadedRecord(load_record(p), p) for p in find_records(paths))

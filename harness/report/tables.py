@@ -1,0 +1,271 @@
+"""The scorecard's tables, as GitHub-flavoured Markdown (tabulate "github"), from records only.
+
+Numbers over seeds are shown as `mean [min–max]` with n: three seeds make the range the honest
+spread. A cell is `–` when no ok record holds the number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+from harness import mfu as mfu_table
+from harness import stats
+from harness.findings import Assessment
+from harness.report.groups import ReportGroup, SetupRuns
+from harness.results import RunRecord
+from harness.tasks.sql.misses import load_predictions
+
+GIB = 1024**3
+NONE = "–"
+Getter = Callable[[RunRecord], float | None]
+
+
+def md_cell(text: object) -> str:
+    """Table cells must not break the table: escape pipes, no newlines."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
+    return tabulate(
+        [[md_cell(c) for c in row] for row in rows],
+        headers=list(headers),
+        tablefmt="github",
+        disable_numparse=True,
+    )
+
+
+def values(records: Sequence[RunRecord], getter: Getter) -> list[float]:
+    return [v for v in (getter(r) for r in records) if v is not None]
+
+
+def summary(data: Sequence[float], digits: int = 1) -> str:
+    if not data:
+        return NONE
+    if len(data) == 1 or min(data) == max(data):
+        return f"{data[0]:.{digits}f}"
+    return f"{stats.mean(data):.{digits}f} [{min(data):.{digits}f}–{max(data):.{digits}f}]"
+
+
+# --- getters: every number a table shows comes through one of these ---
+
+
+def baseline_em(r: RunRecord) -> float | None:
+    return r.baseline.exact_match if r.baseline else None
+
+
+def trained_em(r: RunRecord) -> float | None:
+    return r.trained.exact_match if r.trained else None
+
+
+def trained_semantic(r: RunRecord) -> float | None:
+    return r.trained.semantic if r.trained else None
+
+
+def gain(r: RunRecord) -> float | None:
+    return r.gain
+
+
+def train_seconds(r: RunRecord) -> float | None:
+    return r.train.train_s if r.train and r.train.train_s else r.timings.train_s
+
+
+def peak_vram_gib(r: RunRecord) -> float | None:
+    return r.memory.peak_vram_bytes / GIB if r.memory and r.memory.peak_vram_bytes else None
+
+
+def tokens_per_s(r: RunRecord) -> float | None:
+    return r.train.tokens_per_s if r.train else None
+
+
+def n_gpus(r: RunRecord) -> int:
+    return int(r.setup.get("gpus") or 1)
+
+
+def mfu_percent(r: RunRecord) -> float | None:
+    """The record's MFU, else computed from its tokens, parameters and train time against `harness.mfu`."""
+    if r.train is None:
+        return None
+    if r.train.mfu is not None:
+        return 100 * r.train.mfu
+    gpus = r.provenance.get("host", {}).get("gpus") or []
+    seconds = train_seconds(r)
+    if not (
+        gpus and seconds and r.train.tokens and r.train.total_params and r.train.trainable_params is not None
+    ):
+        return None
+    checkpointing = bool(r.setup.get("recipe", {}).get("gradient_checkpointing"))
+    flops = mfu_table.training_flops(
+        r.train.total_params, r.train.trainable_params, r.train.tokens, checkpointing
+    )
+    value = mfu_table.mfu(flops / seconds, str(gpus[0].get("name", "")), n_gpus(r))
+    return None if value is None else 100 * value
+
+
+def experiment_table(setups: Sequence[SetupRuns]) -> str:
+    rows = []
+    for s in setups:
+        ok = s.ok
+        rows.append([
+            s.setup, f"{len(ok)}/{len(s.runs)}", summary(values(ok, baseline_em)), summary(values(ok, trained_em)),
+            summary(values(ok, gain)), summary(values(ok, trained_semantic)), summary(values(ok, train_seconds), 0),
+            summary(values(ok, peak_vram_gib), 2), summary(values(ok, tokens_per_s), 0),
+            summary(values(ok, mfu_percent), 2),
+        ])  # fmt: skip
+    headers = ["setup", "ok / runs", "baseline EM %", "trained EM %", "gain (points)", "semantic %",
+               "train time (s)", "peak VRAM (GiB)", "tokens/s", "MFU %"]  # fmt: skip
+    return table(rows, headers)
+
+
+def _paired_outcomes(a: SetupRuns, b: SetupRuns) -> tuple[list[bool], list[bool], list[int]]:
+    """Per-question exact match of two setups, paired by seed and question index (seeds in both)."""
+
+    def by_seed(s: SetupRuns) -> dict[int, dict[int, bool]]:
+        out = {}
+        for item in s.runs:
+            if item.record.status == "ok" and item.predictions is not None:
+                out[item.record.seed] = {
+                    int(row["index"]): bool(row["exact"]) for row in load_predictions(item.predictions)
+                }
+        return out
+
+    pa, pb = by_seed(a), by_seed(b)
+    xs: list[bool] = []
+    ys: list[bool] = []
+    seeds = sorted(set(pa) & set(pb))
+    for seed in seeds:
+        for index in sorted(set(pa[seed]) & set(pb[seed])):
+            xs.append(pa[seed][index])
+            ys.append(pb[seed][index])
+    return xs, ys, seeds
+
+
+def comparison_table(setups: Sequence[SetupRuns]) -> str | None:
+    """Each setup against the experiment's first (by name): speedup in train time with a seeded bootstrap
+    interval, and the exact-match difference with an exact McNemar test on paired per-question outcomes."""
+    if len(setups) < 2:
+        return None
+    ref = setups[0]
+    ref_times = values(ref.ok, train_seconds)
+    rows = []
+    for s in setups[1:]:
+        times = values(s.ok, train_seconds)
+        if ref_times and times:
+            ci = stats.bootstrap_ratio_ci(ref_times, times, seed=0)
+            speed = f"{stats.mean(ref_times) / stats.mean(times):.2f}× [{ci.low:.2f}–{ci.high:.2f}]"
+        else:
+            speed = NONE
+        xs, ys, seeds = _paired_outcomes(ref, s)
+        if xs:
+            test = stats.mcnemar_exact(xs, ys)
+            diff = f"{test.diff:+.1f}"
+            detail = f"{test.only_a} / {test.only_b} of {test.n} (seeds {', '.join(map(str, seeds))})"
+            p = f"{test.p_value:.3g}"
+        else:
+            diff, detail, p = NONE, "no paired predictions", NONE
+        rows.append([f"{s.setup} vs {ref.setup}", speed, diff, detail, p])
+    headers = ["setups", "speedup (train time, 95% bootstrap)", "EM difference (points)",
+               "only ref right / only setup right", "McNemar p"]  # fmt: skip
+    return table(rows, headers)
+
+
+def findings_table(assessments: Sequence[Assessment]) -> str:
+    rows = [
+        [_where(a), a.finding.title, f"**{a.result.status}**", a.result.evidence, a.finding.workaround]
+        for a in assessments
+    ]  # fmt: skip
+    return table(rows, ["category", "finding", "status", "evidence", "workaround"])
+
+
+def registry_table(assessments: Sequence[Assessment]) -> str:
+    rows = [[a.finding.id, _where(a), a.finding.detected, a.finding.source] for a in assessments]
+    return table(rows, ["id", "category", "detected by", "source"])
+
+
+def _where(a: Assessment) -> str:
+    return (
+        a.finding.category if a.finding.platform == "any" else f"{a.finding.category} ({a.finding.platform})"
+    )
+
+
+def failures_table(group: ReportGroup) -> str | None:
+    rows = [
+        [r.experiment, r.setup_name, r.seed, r.status, r.reason or ""]
+        for r in group.records
+        if r.status != "ok"
+    ]  # fmt: skip
+    return table(rows, ["experiment", "setup", "seed", "status", "reason"]) if rows else None
+
+
+def _distinct(records: Sequence[RunRecord], getter: Callable[[RunRecord], Any]) -> str:
+    seen: dict[str, int] = {}
+    for r in records:
+        value = getter(r)
+        key = NONE if value in (None, "") else str(value)
+        seen[key] = seen.get(key, 0) + 1
+    if len(seen) == 1:
+        return next(iter(seen))
+    return "; ".join(f"{k} ({n} runs)" for k, n in sorted(seen.items()))
+
+
+def _host(r: RunRecord) -> dict[str, Any]:
+    return r.provenance.get("host", {})
+
+
+def _stack(r: RunRecord) -> dict[str, Any]:
+    return r.provenance.get("stack", {})
+
+
+def _gpus(r: RunRecord) -> str:
+    gpus = _host(r).get("gpus") or []
+    return (
+        ", ".join(f"{g.get('name')} ({g.get('arch')}, {g.get('vram_bytes', 0) / GIB:.0f} GiB)" for g in gpus)
+        or "none"
+    )
+
+
+def provenance_table(group: ReportGroup) -> str:
+    records = group.records
+    rows = [
+        ["GPUs", _distinct(records, _gpus)],
+        ["runtime", _distinct(records, lambda r: " ".join(filter(None, [_host(r).get("runtime"), _host(r).get("runtime_version")])))],
+        ["driver", _distinct(records, lambda r: _host(r).get("driver"))],
+        ["kernel", _distinct(records, lambda r: _host(r).get("kernel"))],
+        ["CPU", _distinct(records, lambda r: _host(r).get("cpu", {}).get("model"))],
+        ["RAM", _distinct(records, lambda r: f"{_host(r)['ram_bytes'] / GIB:.0f} GiB" if _host(r).get("ram_bytes") else None)],
+        ["image", _distinct(records, lambda r: _stack(r).get("image"))],
+        ["image digest", _distinct(records, lambda r: _stack(r).get("image_digest"))],
+        ["lockfile", _distinct(records, lambda r: _stack(r).get("lockfile"))],
+        ["lockfile sha256", _distinct(records, lambda r: _stack(r).get("lockfile_sha256"))],
+        ["git", _distinct(records, lambda r: _git(r.provenance.get("git", {})))],
+    ]  # fmt: skip
+    return table(rows, ["what", "value"])
+
+
+def _git(git: dict[str, Any]) -> str | None:
+    if not git.get("sha"):
+        return None
+    return f"{str(git['sha'])[:12]}{' (dirty)' if git.get('dirty') else ''}"
+
+
+def packages_table(group: ReportGroup) -> str:
+    names = sorted({name for r in group.records for name in _stack(r).get("packages", {})})
+    rows = [
+        [name, _distinct(group.records, lambda r, n=name: _stack(r).get("packages", {}).get(n))]
+        for name in names
+    ]
+    return table(rows, ["package", "version"])
+
+
+def peaks_used_table(group: ReportGroup) -> str | None:
+    names = sorted({str(g.get("name")) for r in group.records for g in _host(r).get("gpus") or []})
+    rows = []
+    for name in names:
+        peak = mfu_table.find_peak(name)
+        if peak is None:
+            rows.append([name, NONE, "no peak known: MFU not computed", NONE])
+        else:
+            rows.append([name, f"{peak.bf16_dense_tflops:g}", peak.note or "", peak.source])
+    return table(rows, ["GPU", "bf16 dense peak (TFLOP/s)", "note", "source"]) if rows else None

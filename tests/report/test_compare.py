@@ -1,0 +1,64 @@
+"""`lorabench compare`: a slower stack and a less accurate one are flagged; an unchanged one is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import HOST_AMD, SEEDS, STACK_ROCM, make_record, predictions, write
+
+from harness.cli import main
+from harness.report.compare import MetricChange, compare_records
+from harness.report.groups import load_records
+
+
+def write_side(results: Path, train_s: tuple[float, ...], skill: int, broken: int = 0) -> Path:
+    for n, seed in enumerate(SEEDS):
+        rows = predictions(seed, skill)
+        for row in rows[6 : 6 + broken]:  # questions every seed got right, now wrong
+            row.update(exact=False, semantic=False, prediction=row["prediction"] + " LIMIT 0")
+        record = make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp-a", setup_name="smollm2-bf16",
+                             seed=seed, created=f"2026-11-28T10:0{n}:00+00:00", train_s=train_s[n], rows=rows)  # fmt: skip
+        write(results, record, rows)
+    return results
+
+
+def by_metric(old: Path, new: Path) -> dict[str, MetricChange]:
+    changes, _ = compare_records(load_records([old]), load_records([new]))
+    return {c.metric: c for c in changes}
+
+
+def test_slower_is_a_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_side(tmp_path / "old", (140.0, 143.0, 146.0), skill=0)
+    new = write_side(tmp_path / "new", (170.0, 172.0, 175.0), skill=0)
+    time = by_metric(old, new)["train time (s)"]
+    assert time.is_significant and time.is_regression
+    assert time.ratio == pytest.approx(517 / 429)
+    accuracy = by_metric(old, new)["exact match %"]
+    assert not accuracy.is_significant and accuracy.method == "exact McNemar"
+    assert main(["compare", str(old), str(new)]) == 0
+    assert main(["compare", str(old), str(new), "--fail-on-regression"]) == 1
+    assert "REGRESSION" in capsys.readouterr().out
+
+
+def test_faster_is_not_a_regression(tmp_path: Path) -> None:
+    old = write_side(tmp_path / "old", (170.0, 172.0, 175.0), skill=0)
+    new = write_side(tmp_path / "new", (140.0, 143.0, 146.0), skill=0)
+    assert main(["compare", str(old), str(new), "--fail-on-regression"]) == 0
+
+
+def test_accuracy_drop_is_a_regression(tmp_path: Path) -> None:
+    old = write_side(tmp_path / "old", (140.0, 143.0, 146.0), skill=0)
+    new = write_side(tmp_path / "new", (140.0, 143.0, 146.0), skill=0, broken=6)
+    accuracy = by_metric(old, new)["exact match %"]
+    # 18 questions (6 per seed) flip right → wrong, none the other way: p = 2 · 0.5^18.
+    assert accuracy.p_value == pytest.approx(2 * 0.5**18)
+    assert accuracy.is_regression
+    assert main(["compare", str(old), str(new), "--fail-on-regression"]) == 1
+
+
+def test_nothing_in_common_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_side(tmp_path / "old", (140.0, 143.0, 146.0), skill=0)
+    (tmp_path / "empty").mkdir()
+    assert main(["compare", str(old), str(tmp_path / "empty")]) == 2
+    assert "no run records" in capsys.readouterr().err

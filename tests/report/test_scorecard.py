@@ -1,0 +1,89 @@
+"""Golden files: records written here render to the checked-in Markdown exactly, twice over, and the
+charts come out as the same PNG bytes. Regenerate after an intended change with
+`LORABENCH_UPDATE_GOLDEN=1 pytest tests/report` and review the diff."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+from builders import write_story_results
+
+from harness.cli import main
+from harness.report.pipeline import write_reports
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+MARKDOWN = (
+    "README.md",
+    "amd-radeon-rx-7900-xtx/rocm7.2-hf5.5/scorecard.md",
+    "cpu-intel-r-xeon-r-platinum-8481c-cpu-2.70ghz-2c/cpu/scorecard.md",
+)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("story")
+    write_story_results(root / "results")
+    write_reports([root / "results"], root / "reports")
+    if os.environ.get("LORABENCH_UPDATE_GOLDEN"):
+        for name in MARKDOWN:
+            (GOLDEN / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / "reports" / name, GOLDEN / name)
+    return root
+
+
+@pytest.mark.parametrize("name", MARKDOWN)
+def test_markdown_matches_golden(rendered: Path, name: str) -> None:
+    assert (rendered / "reports" / name).read_text(encoding="utf-8") == (GOLDEN / name).read_text(
+        encoding="utf-8"
+    )
+
+
+def test_same_records_same_bytes(rendered: Path, tmp_path: Path) -> None:
+    # Through the CLI this time, into a fresh folder: Markdown and PNGs must be byte-identical.
+    assert main(["report", str(rendered / "results"), "-o", str(tmp_path)]) == 0
+    first = sorted(
+        p.relative_to(rendered / "reports") for p in (rendered / "reports").rglob("*") if p.is_file()
+    )
+    second = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert first == second
+    for rel in first:
+        assert (rendered / "reports" / rel).read_bytes() == (tmp_path / rel).read_bytes(), rel
+
+
+def test_charts_are_fixed_size_pngs(rendered: Path) -> None:
+    img = rendered / "reports" / "amd-radeon-rx-7900-xtx" / "rocm7.2-hf5.5" / "img"
+    assert sorted(p.name for p in img.iterdir()) == ["exp-a-loss.png", "exp-a-memory.png", "exp-a-time.png"]
+    header = (img / "exp-a-loss.png").read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", header[16:24]) == (1000, 380)
+    assert b"Software" not in (img / "exp-a-loss.png").read_bytes()
+
+
+def test_every_image_link_resolves(rendered: Path) -> None:
+    scorecard = rendered / "reports" / MARKDOWN[1]
+    links = [
+        line.rsplit("](", 1)[1].rstrip(")")
+        for line in scorecard.read_text().splitlines()
+        if line.startswith("![")
+    ]
+    assert len(links) == 3
+    for link in links:
+        assert (scorecard.parent / link).is_file()
+
+
+def test_index_keeps_reports_from_earlier_runs(rendered: Path, tmp_path: Path) -> None:
+    # Render the CPU results alone into a folder that already holds the AMD report: both stay listed.
+    out = tmp_path / "reports"
+    shutil.copytree(rendered / "reports", out)
+    write_reports([rendered / "results" / "cpu"], out)
+    assert (out / "README.md").read_text() == (GOLDEN / "README.md").read_text()
+
+
+def test_no_records_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "results").mkdir()
+    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports")]) == 2
+    assert "no run records" in capsys.readouterr().err
