@@ -106,6 +106,7 @@ class SetupConfig(Frozen):
         "auto", description="auto = bf16 on a GPU, fp32 on CPU (CPU bf16 matmuls are slower)"
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    gpus: int = Field(1, ge=1, description="data-parallel processes (DDP through torchrun), one GPU each")
     model: ModelConfig = ModelConfig()
     lora: LoraConfig = LoraConfig()
     recipe: RecipeConfig = RecipeConfig()

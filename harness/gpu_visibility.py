@@ -12,6 +12,7 @@ HIP_VISIBLE_DEVICES indexes when ROCR_VISIBLE_DEVICES is unset.
 
 from __future__ import annotations
 
+import os
 import re
 
 # gfx targets that only ship as APU/integrated graphics (LLVM AMDGPU processor table).
@@ -67,3 +68,25 @@ def describe_hidden(agents: list[dict[str, str]]) -> str | None:
         if is_integrated(a)
     ]
     return f"integrated GPU(s) {', '.join(hidden)} hidden from HIP: HIP_VISIBLE_DEVICES={value}"
+
+
+def hide_integrated_gpus(environ: dict[str, str] | None = None) -> str | None:
+    """Before torch first touches HIP: set HIP_VISIBLE_DEVICES so an iGPU next to a discrete GPU is not
+    used as an extra card. Respects a value the user already set. Returns the finding line, or None.
+    Skips quietly where rocminfo is absent (CUDA and CPU hosts)."""
+    import shutil
+    import subprocess
+
+    env = os.environ if environ is None else environ
+    if "HIP_VISIBLE_DEVICES" in env or not shutil.which("rocminfo"):
+        return None
+    try:
+        text = subprocess.run(["rocminfo"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    agents = parse_rocminfo(text)
+    value = hidden_integrated_gpus(agents)
+    if value is None:
+        return None
+    env["HIP_VISIBLE_DEVICES"] = value
+    return describe_hidden(agents)

@@ -18,6 +18,7 @@ from typing import Any
 from harness import checks
 from harness.config import SetupConfig
 from harness.generation import generate_answers
+from harness.mfu import mfu, training_flops
 from harness.models import cache_dir, resolve_model
 from harness.progress import Progress
 from harness.tasks.sql.data import Split, SqlExample, load_split
@@ -58,6 +59,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
         "precision": runtime.precision, "device": runtime.device,
     }  # fmt: skip
 
+    outcome.checks["end_of_turn"] = end_of_turn_check(tokenizer).to_dict()
+
     # The untrained model, scored the same way (cached per model + split + eval settings).
     base_answers: list[str] | None = None
     if setup.eval.enabled and setup.eval.baseline:
@@ -73,7 +76,7 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     trained = backend.train(model, tokenizer, split.train, setup, runtime, [o for o in (smoke, step_progress) if o])
     events.mark("train", "end")
     outcome.timings["train_s"] = round(trained.train_s, 2)
-    outcome.train = train_stats(trained, runtime)
+    outcome.train = train_stats(trained, runtime, setup)
     outcome.memory = memory_stats(runtime)
     if smoke:
         outcome.checks["smoke"] = smoke.final_verdict().to_dict()
@@ -140,7 +143,30 @@ def baseline(
     return answers, metrics
 
 
-def train_stats(trained: Any, runtime: Runtime) -> dict[str, Any]:
+def end_of_turn_check(tokenizer: Any) -> checks.Verdict:
+    """What ends an answer in training and generation, next to what the tokenizer calls EOS."""
+    eot = end_of_turn(tokenizer)
+    evidence = {"eos_token": tokenizer.eos_token, "end_of_turn": eot}
+    if eot == tokenizer.eos_token:
+        return checks.Verdict("pass", f"answers end with EOS {eot!r}", evidence)
+    return checks.Verdict(
+        "pass", f"answers end with the chat template's {eot!r}, not the tokenizer's EOS {tokenizer.eos_token!r}", evidence
+    )
+
+
+def model_flops_utilisation(trained: Any, runtime: Runtime, setup: SetupConfig) -> float | None:
+    """Model FLOPs per second against the GPUs' bf16 dense peak (None on CPU or an unknown GPU)."""
+    if runtime.device != "cuda" or not trained.tokens or not trained.train_s:
+        return None
+    import torch
+
+    flops = training_flops(trained.total_params, trained.trainable_params, trained.tokens,
+                           setup.recipe.gradient_checkpointing)  # fmt: skip
+    value = mfu(flops / trained.train_s, torch.cuda.get_device_name(0), setup.gpus)
+    return round(value, 4) if value is not None else None
+
+
+def train_stats(trained: Any, runtime: Runtime, setup: SetupConfig) -> dict[str, Any]:
     losses = [round(x, 5) for x in trained.losses]
     tail = losses[-max(1, len(losses) // 10) :] if losses else []
     seconds = trained.train_s or None
@@ -153,6 +179,7 @@ def train_stats(trained: Any, runtime: Runtime) -> dict[str, Any]:
         "tokens": trained.tokens,
         "tokens_per_s": round(trained.tokens / seconds, 1) if trained.tokens and seconds else None,
         "samples_per_s": round(trained.samples / seconds, 3) if seconds else None,
+        "mfu": model_flops_utilisation(trained, runtime, setup),
         "trainable_params": trained.trainable_params,
         "total_params": trained.total_params,
     }

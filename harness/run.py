@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.config import SetupConfig
 from harness.errors import UserError
+from harness.gpu_visibility import hide_integrated_gpus
 from harness.guard import GuardConfig, GuardVerdict, Sampler, offline_env, precheck, timed_lock
 from harness.memory import run_capped
 from harness.models import check_model_source
@@ -65,8 +66,11 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     created = datetime.now(UTC)
     started = time.perf_counter()
 
-    # 1. Provenance snapshot: host, stack, git.
+    # 1. Provenance snapshot: host, stack, git. An iGPU is hidden from HIP first, before torch looks.
+    hidden = hide_integrated_gpus()
     provenance = collect_provenance(options.stack)
+    if hidden:
+        provenance["host"]["hidden_gpus"] = hidden
     host = provenance["host"]["id"]
     fp = fingerprint(setup.fingerprint_payload(), options.stack, host)
     run_id = new_run_id(created, fp, setup.recipe.seed)
