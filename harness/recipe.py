@@ -8,6 +8,7 @@ broken run stops there instead of after the long phase.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -17,7 +18,9 @@ from typing import Any
 
 from harness import checks
 from harness.config import SetupConfig
+from harness.errors import UserError
 from harness.generation import generate_answers
+from harness.loadlock import staggered_load
 from harness.mfu import mfu, training_flops
 from harness.models import cache_dir, resolve_model
 from harness.progress import Progress
@@ -25,6 +28,7 @@ from harness.tasks.sql.data import Split, SqlExample, load_split
 from harness.tasks.sql.prompt import render_prompt
 from harness.tasks.sql.scoring import score_prediction, summarize
 from harness.training import Runtime, end_of_turn, resolve_runtime
+from harness.worker import is_main_process
 
 
 def backend_module(name: str) -> Any:
@@ -35,6 +39,8 @@ def backend_module(name: str) -> Any:
 def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, progress: Progress) -> None:
     runtime = resolve_runtime(setup.device, setup.precision)
     backend = backend_module(setup.backend)
+    main_process = is_main_process()
+    check_gpus(setup, runtime)
 
     # 3. Data: the story's split, hashed so runs compare only on equal splits.
     progress.phase("data")
@@ -49,8 +55,10 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     progress.phase(f"load {setup.model.source} ({runtime.device}, {runtime.precision})")
     events.mark("load", "start")
     started = time.perf_counter()
-    resolved = resolve_model(setup.model)
-    model, tokenizer = backend.load(setup, resolved.path, runtime)
+    # Ranks load one after another: several copies in host RAM at once overflowed it in the story.
+    with staggered_load() if setup.gpus > 1 else contextlib.nullcontext():
+        resolved = resolve_model(setup.model)
+        model, tokenizer = backend.load(setup, resolved.path, runtime)
     outcome.timings["load_s"] = round(time.perf_counter() - started, 2)
     events.mark("load", "end")
     outcome.model = {
@@ -63,7 +71,7 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
 
     # The untrained model, scored the same way (cached per model + split + eval settings).
     base_answers: list[str] | None = None
-    if setup.eval.enabled and setup.eval.baseline:
+    if setup.eval.enabled and setup.eval.baseline and main_process:
         base_answers, outcome.baseline = baseline(setup, runtime, resolved.path, split, test, model, tokenizer,
                                                   progress, events)  # fmt: skip
         outcome.timings["baseline_eval_s"] = outcome.baseline["eval_s"]
@@ -83,8 +91,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     if trained.stopped_reason:
         raise checks.RunStopped(smoke.status if smoke else "failed", trained.stopped_reason)
 
-    # 9. Evaluate the trained adapter.
-    if setup.eval.enabled:
+    # 9. Evaluate the trained adapter (rank 0 alone under DDP).
+    if setup.eval.enabled and main_process:
         answers, seconds = evaluate(trained.model, tokenizer, test, setup, progress, events, "eval")
         outcome.timings["eval_s"] = seconds
         outcome.trained = {**score(answers, test), "eval_s": seconds}
@@ -185,12 +193,28 @@ def train_stats(trained: Any, runtime: Runtime, setup: SetupConfig) -> dict[str,
     }
 
 
+def check_gpus(setup: SetupConfig, runtime: Runtime) -> None:
+    import torch
+
+    if setup.gpus > 1 and (runtime.device != "cuda" or torch.cuda.device_count() < setup.gpus):
+        raise UserError(
+            f"gpus: {setup.gpus} data-parallel processes need {setup.gpus} GPUs, this host has "
+            f"{torch.cuda.device_count()}; lower gpus or run on a bigger host"
+        )
+
+
 def memory_stats(runtime: Runtime) -> dict[str, Any]:
+    """Peak VRAM of this process's GPU; under DDP every rank's, gathered (memory per card)."""
     import torch
 
     stats: dict[str, Any] = {"device": runtime.device}
     if runtime.device == "cuda":
-        stats["peak_vram_bytes"] = int(torch.cuda.max_memory_allocated())
+        peak = int(torch.cuda.max_memory_allocated())
+        stats["peak_vram_bytes"] = peak
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            peaks: list[Any] = [None] * torch.distributed.get_world_size()
+            torch.distributed.all_gather_object(peaks, peak)
+            stats["peak_vram_per_gpu_bytes"] = peaks
     return stats
 
 

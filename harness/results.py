@@ -64,6 +64,7 @@ class MemoryStats(Record):
     device: str
     peak_vram_bytes: int | None = None
     peak_rss_bytes: int | None = None
+    peak_vram_per_gpu_bytes: list[int] | None = None
     cap_method: str | None = Field(None, description="how the trainer's memory was capped: systemd-run, rlimit or none")
     watchdog_reading: dict[str, int] | None = Field(None, description="available memory etc. when the watchdog killed")
 

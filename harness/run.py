@@ -153,8 +153,12 @@ def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None 
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
     # The child must import this very harness, also when it is run from a source tree.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), env.get("PYTHONPATH")]))
+    worker = ["-m", "harness.worker", str(job_file)]
+    if job.setup.gpus > 1:
+        # One process per GPU; the Trainer sees torchrun's variables and wraps the model in DDP.
+        worker = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={job.setup.gpus}", *worker]
     child = run_capped(
-        [sys.executable, "-m", "harness.worker", str(job_file)], env=env, cwd=None,
+        [sys.executable, *worker], env=env, cwd=None,
         cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes,
     )  # fmt: skip
     outcome = read_outcome(job.work_dir) or Outcome(

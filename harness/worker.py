@@ -8,7 +8,9 @@ sampler uses to find the timed window), `outcome.json` at the end, predictions b
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import resource
 import sys
 import time
@@ -71,11 +73,16 @@ def peak_rss_bytes() -> int:
 
 def execute_job(job: Job) -> Outcome:
     """Run steps 3–9; never raises for run failures — they become the outcome's status and reason."""
+    if job.setup.backend == "unsloth":
+        # Unsloth patches transformers, PEFT and TRL at import: it must come first.
+        with contextlib.suppress(ImportError):
+            import unsloth  # ruff: ignore[unused-import]
     from harness import recipe
 
     outcome = Outcome()
-    events = Events(job.work_dir / "events.jsonl")
-    progress = Progress(quiet=job.quiet)
+    main_process = is_main_process()
+    events = Events(job.work_dir / ("events.jsonl" if main_process else f"events-rank{os.environ['RANK']}.jsonl"))
+    progress = Progress(quiet=job.quiet or not main_process)
     try:
         recipe.run_phases(job.setup, job.work_dir, outcome, events, progress)
     except UserError as exc:
@@ -103,10 +110,27 @@ def read_outcome(work_dir: Path) -> Outcome | None:
     return Outcome(**json.loads(path.read_text(encoding="utf-8")))
 
 
+def is_main_process() -> bool:
+    """Rank 0 under torchrun (DDP), or the only process. Only it scores, stamps events and reports."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def bind_local_gpu() -> None:
+    """Under torchrun each rank drives the GPU of its local rank; "cuda" then means that one."""
+    if "LOCAL_RANK" in os.environ:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+
+
 def main(argv: list[str]) -> int:
     job = Job.from_json(Path(argv[0]).read_text(encoding="utf-8"))
-    write_outcome(execute_job(job), job.work_dir)
-    return 0
+    bind_local_gpu()
+    outcome = execute_job(job)
+    if is_main_process():
+        write_outcome(outcome, job.work_dir)
+    return 0 if outcome.status == "ok" else 1
 
 
 if __name__ == "__main__":

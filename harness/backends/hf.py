@@ -149,6 +149,18 @@ def train(
     model = wrap_lora(model, setup)
     if setup.recipe.gradient_checkpointing:
         model.enable_input_require_grads()
+    return run_sft(model, tokenizer, examples, setup, runtime, observers)
+
+
+def run_sft(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[SqlExample],
+    setup: SetupConfig,
+    runtime: Runtime,
+    observers: Sequence[StepObserver],
+) -> TrainOutcome:
+    """Train an already LoRA-wrapped model with SFTTrainer and time it (shared with the unsloth backend)."""
     model.config.use_cache = False
     outcome = TrainOutcome(model=model)
     outcome.trainable_params, outcome.total_params = count_params(model)
@@ -163,7 +175,7 @@ def train(
     outcome.train_s = time.perf_counter() - started
 
     outcome.tokens = int(trainer.state.num_input_tokens_seen) or None
-    outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum
+    outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.gpus
     outcome.model = trainer.model
     outcome.model.config.use_cache = True
     return outcome

@@ -20,7 +20,7 @@ CPU_PINS = {
     "torch": "2.13.0+cpu",
     "transformers": "5.17.0",
     "peft": "0.21.2",
-    "trl": "1.15.0",
+    "trl": "1.14.0",
     "datasets": "4.8.5",
     "accelerate": "1.15.0",
     "gguf": "0.19.0",
