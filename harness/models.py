@@ -40,6 +40,24 @@ PRESETS: dict[str, GgufPreset] = {
 }
 
 
+# Architectures with random weights, for speed and memory cases only: no accuracy is ever claimed from
+# them (the record says `weights: random`). The vocabulary is SmolLM2's, whose tokenizer they use.
+ARCH_PRESETS: dict[str, dict[str, object]] = {
+    "llama-1b-random": {
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048,
+        "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "max_position_embeddings": 4096, "rope_theta": 500000.0,
+        "tie_word_embeddings": True, "rms_norm_eps": 1e-5,
+    },
+    "qwen3-4b-random": {
+        "model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 2560,
+        "intermediate_size": 9728, "num_hidden_layers": 36, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 4096, "rope_theta": 1000000.0,
+        "tie_word_embeddings": True, "rms_norm_eps": 1e-6,
+    },
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ResolvedModel:
     source: str
@@ -124,6 +142,9 @@ def check_model_source(config: ModelConfig) -> None:
     """Cheap checks before any process starts: the preset's package is installed, the path exists,
     or the source has the form of a hub id. Raises UserError naming the fix."""
     source = config.source
+    if source in ARCH_PRESETS:
+        preset_gguf("smollm2-135m")  # its tokenizer
+        return
     if source in PRESETS:
         preset_gguf(source)
         return
@@ -131,16 +152,44 @@ def check_model_source(config: ModelConfig) -> None:
     if path.suffix == ".gguf" and not path.is_file():
         raise UserError(f"model.source: GGUF file not found: {path}")
     if not path.exists() and (source.startswith((".", "/", "~")) or source.count("/") != 1):
-        known = ", ".join(sorted(PRESETS))
+        known = ", ".join(sorted({*PRESETS, *ARCH_PRESETS}))
         raise UserError(
             f"model.source: {source!r} is neither a preset ({known}), an existing folder or .gguf file, "
             "nor a hub id of the form owner/name"
         )
 
 
+def architecture_folder(name: str) -> Path:
+    """A folder holding only the preset's config and SmolLM2's tokenizer: enough to build random weights."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    target = cache_dir() / "models" / name
+    if (target / "config.json").is_file():
+        return target
+    tokenizer_dir = convert_gguf(preset_gguf("smollm2-135m"), expected_sha256=PRESETS["smollm2-135m"].sha256)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    settings = dict(ARCH_PRESETS[name])
+    config = AutoConfig.for_model(
+        settings.pop("model_type"), vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, **settings,
+    )  # fmt: skip
+    tmp = target.with_name(target.name + ".tmp")
+    config.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    os.replace(tmp, target)
+    return target
+
+
 def resolve_model(config: ModelConfig) -> ResolvedModel:
     """Map the configured source to something `from_pretrained` reads. No network here."""
     source = config.source
+    if source in ARCH_PRESETS:
+        if not config.random_weights:
+            raise UserError(
+                f"model.source: {source!r} is an architecture with no weights; set model.random_weights = true "
+                "(speed and memory cases only)"
+            )
+        return ResolvedModel(source, architecture_folder(source))
     if source in PRESETS:
         preset = PRESETS[source]
         return ResolvedModel(source, convert_gguf(preset_gguf(source), expected_sha256=preset.sha256))
@@ -159,7 +208,7 @@ def resolve_model(config: ModelConfig) -> ResolvedModel:
             raise UserError(f"model.source: {path} has no config.json; give a model folder, a .gguf file or a hub id")
         return ResolvedModel(source, path)
     if source.startswith((".", "/", "~")) or source.count("/") != 1:
-        known = ", ".join(sorted(PRESETS))
+        known = ", ".join(sorted({*PRESETS, *ARCH_PRESETS}))
         raise UserError(
             f"model.source: {source!r} is neither a preset ({known}), an existing folder or .gguf file, "
             "nor a hub id of the form owner/name"

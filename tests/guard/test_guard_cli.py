@@ -49,7 +49,7 @@ def test_noisy_machine_exits_3_with_json(hermetic: list[str], tmp_path: Path) ->
         "--json",
         "--config",
         str(config),
-        before=f"{PYTHON} -c '{burner_code(4)}' & echo burner=$! >&2; ",
+        before=f"{PYTHON} -c '{burner_code(15)}' & echo burner=$! >&2; ",  # outlives a slow CLI start; the pid namespace ends it
     )
     assert done.returncode == 3, done.stdout + done.stderr
     verdict = json.loads(done.stdout)
