@@ -6,6 +6,7 @@ seconds; hand-written records (with the real fingerprint) stand in where a test 
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -58,7 +59,19 @@ def test_gain(lorabench_run, lorabench_setup, lorabench_seed):
 """
 
 STACK = "teststack"
-BASE_ARGS = ("--lorabench-seeds=3407", f"--lorabench-stack={STACK}", "--lorabench-results=results", "-p", "no:cacheprovider")
+BASE_ARGS = (
+    "--lorabench-seeds=3407",
+    f"--lorabench-stack={STACK}",
+    "--lorabench-results=results",
+    "-p",
+    "no:cacheprovider",
+)
+
+
+@pytest.fixture(scope="session")
+def bench_args() -> tuple[str, ...]:
+    """Arguments every suite run in these tests gets: one seed, a test stack, a results folder in the tmp dir."""
+    return BASE_ARGS
 
 
 @pytest.fixture(scope="session")
@@ -66,9 +79,8 @@ def _trainer_imported() -> None:
     # In-process pytester runs drop modules first imported inside them; `datasets` then registers its
     # pyarrow extension types a second time on the next inline run and fails. Importing the trainer's
     # stack here, once, keeps it loaded across runs.
-    import datasets  # noqa: F401
-    import peft  # noqa: F401
-    import trl  # noqa: F401
+    for name in ("datasets", "peft", "trl"):
+        importlib.import_module(name)
 
 
 @pytest.fixture
