@@ -1,0 +1,38 @@
+"""Exp A "it learns": LoRA on SmolLM2 gains ≥ 20 points of exact match on every seed, and the seeds agree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.suite.claims import assert_gain, assert_seed_spread
+from harness.suite.plugin import RunFixture
+from harness.suite.setups import BenchSetup
+
+SETUP = "setups/exp_a.toml"
+
+pytestmark = [pytest.mark.cpu_ok, pytest.mark.slow]
+
+
+def test_gain_on_every_seed(
+    lorabench_run: RunFixture,
+    lorabench_setup: Callable[[str | Path], BenchSetup],
+    lorabench_seed: int,
+    record_property: Callable[[str, object], None],
+) -> None:
+    record = lorabench_run(SETUP, lorabench_seed)
+    gains = assert_gain([record], min_points=lorabench_setup(SETUP).claim("min_gain"))
+    record_property("gain", gains[0])
+
+
+def test_seed_spread(
+    lorabench_run: RunFixture,
+    lorabench_setup: Callable[[str | Path], BenchSetup],
+    lorabench_seeds: tuple[int, ...],
+    record_property: Callable[[str, object], None],
+) -> None:
+    records = [lorabench_run(SETUP, seed) for seed in lorabench_seeds]
+    spread = assert_seed_spread(records, max_points=lorabench_setup(SETUP).claim("max_seed_spread"))
+    record_property("seed_spread", spread)

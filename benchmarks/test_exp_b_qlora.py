@@ -1,0 +1,64 @@
+"""Exp B "QLoRA": 4-bit base, bf16 adapter — no NaN, the accuracy of bf16 LoRA, and the memory it promised."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.suite.claims import assert_equivalent, assert_finite, assert_memory_saved
+from harness.suite.memory import predict_4bit_saving
+from harness.suite.plugin import RunFixture
+from harness.suite.setups import BenchSetup
+
+BF16 = "setups/exp_b_bf16.toml"
+QLORA = "setups/exp_b_4bit.toml"
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+
+
+@pytest.mark.parametrize("setup_file", [BF16, QLORA])
+def test_no_nan_in_training_or_generation(
+    lorabench_run: RunFixture, setup_file: str, lorabench_seed: int
+) -> None:
+    assert_finite([lorabench_run(setup_file, lorabench_seed)])
+
+
+def test_accuracy_equivalent_to_bf16(
+    lorabench_run: RunFixture,
+    lorabench_setup: Callable[[str | Path], BenchSetup],
+    lorabench_seeds: tuple[int, ...],
+    record_property: Callable[[str, object], None],
+) -> None:
+    # The runs this host may lack (and skip) first, before hours of the reference.
+    qlora = [lorabench_run(QLORA, seed) for seed in lorabench_seeds]
+    bf16 = [lorabench_run(BF16, seed) for seed in lorabench_seeds]
+    diff = assert_equivalent(bf16, qlora, margin=lorabench_setup(BF16).claim("equivalence_margin"))
+    record_property("exact_match_difference", diff)
+
+
+def test_memory_saved_as_predicted(
+    lorabench_run: RunFixture,
+    lorabench_setup: Callable[[str | Path], BenchSetup],
+    lorabench_seeds: tuple[int, ...],
+    record_property: Callable[[str, object], None],
+) -> None:
+    # The runs this host may lack (and skip) first, before hours of the reference.
+    qlora = [lorabench_run(QLORA, seed) for seed in lorabench_seeds]
+    bf16 = [lorabench_run(BF16, seed) for seed in lorabench_seeds]
+    assert bf16[0].model is not None
+    predicted = predict_4bit_saving(Path(bf16[0].model.resolved))
+    record_property("quantizable_fraction", round(predicted.fraction, 3))
+    share = assert_memory_saved(
+        bf16, qlora, predicted.saved_bytes, lorabench_setup(BF16).claim("min_saving_share")
+    )
+    record_property("saving_share_of_prediction", share)
+
+
+def test_adapter_scored_on_the_other_base_precision() -> None:
+    # The story: the 4-bit-trained adapter lost 2.8 points on the bf16 base. Needs an eval-only run
+    # (load a saved adapter onto another base precision), which the core does not offer yet.
+    pytest.skip(
+        "scoring a trained adapter on the other base precision needs an eval-only run in the core (not implemented yet)"
+    )

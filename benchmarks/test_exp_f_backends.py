@@ -1,0 +1,42 @@
+"""Exp F "backends": Unsloth against transformers + PEFT + TRL — the same accuracy, faster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.suite.claims import assert_equivalent, assert_speedup
+from harness.suite.plugin import RunFixture
+from harness.suite.setups import BenchSetup
+
+HF = "setups/exp_f_hf.toml"
+UNSLOTH = "setups/exp_f_unsloth.toml"
+
+pytestmark = [pytest.mark.gpu, pytest.mark.timed, pytest.mark.slow]
+
+
+def test_accuracy_equivalent(
+    lorabench_run: RunFixture,
+    lorabench_setup: Callable[[str | Path], BenchSetup],
+    lorabench_seeds: tuple[int, ...],
+) -> None:
+    # The runs this host may lack (and skip) first, before hours of the reference.
+    unsloth = [lorabench_run(UNSLOTH, seed) for seed in lorabench_seeds]
+    hf = [lorabench_run(HF, seed) for seed in lorabench_seeds]
+    assert_equivalent(hf, unsloth, margin=lorabench_setup(HF).claim("equivalence_margin"))
+
+
+def test_speedup(
+    lorabench_run: RunFixture,
+    lorabench_setup: Callable[[str | Path], BenchSetup],
+    lorabench_seeds: tuple[int, ...],
+    record_property: Callable[[str, object], None],
+) -> None:
+    # The runs this host may lack (and skip) first, before hours of the reference.
+    unsloth = [lorabench_run(UNSLOTH, seed) for seed in lorabench_seeds]
+    hf = [lorabench_run(HF, seed) for seed in lorabench_seeds]
+    record_property(
+        "speedup", assert_speedup(hf, unsloth, min_ratio=lorabench_setup(HF).claim("min_speedup"))
+    )

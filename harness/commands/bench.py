@@ -1,0 +1,54 @@
+"""`lorabench bench`: the benchmark suite (`pytest benchmarks`), then the report; exit status = the suite's."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+DEFAULT_SUITE = Path("benchmarks")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="run the benchmark suite (pytest benchmarks/), then render the report",
+        description=__doc__,
+        epilog="Everything after the options goes to pytest, e.g. `lorabench bench -- -k exp_a -x` "
+        "or `lorabench bench -- --lorabench-seeds=42`; see `pytest benchmarks --help`, group lorabench.",
+    )
+    parser.add_argument(
+        "--results", type=Path, default=Path("results"), help="results folder (default: results)"
+    )
+    parser.add_argument("--no-report", action="store_true", help="run the suite only")
+    parser.add_argument(
+        "pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST ARGS", help="passed to pytest"
+    )
+    parser.set_defaults(func=cmd_bench)
+
+
+def pytest_command(pytest_args: list[str], results: Path) -> list[str]:
+    args = pytest_args[1:] if pytest_args[:1] == ["--"] else list(pytest_args)
+    # With no test path given, the suite is benchmarks/ (a path is any argument naming an existing file or folder).
+    if not any(Path(a.split("::", 1)[0]).exists() for a in args if not a.startswith("-")):
+        args.append(str(DEFAULT_SUITE))
+    return [sys.executable, "-m", "pytest", f"--lorabench-results={results}", *args]
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    command = pytest_command(args.pytest_args, args.results)
+    print("lorabench bench: " + " ".join(command[1:]), flush=True)
+    status = subprocess.run(command, check=False).returncode
+    if args.no_report:
+        return status
+    if importlib.util.find_spec("harness.commands.report") is None:
+        print(
+            f"lorabench bench: the report step is not available in this lorabench yet; records are in {args.results}"
+        )
+        return status
+    from harness.cli import main
+
+    report_status = main(["report", str(args.results)])
+    return status or report_status

@@ -1,0 +1,157 @@
+"""The experiments' claims as assertions over run records, with messages that show every number.
+
+Deliberately minimal math (mean, max − min, ratios of means) until `harness.stats` lands; the places
+that should use a proper test are marked `STATS:`. Each function returns the figure it judged, so a
+test can hand it to the report (`record_property`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from harness.results import RunRecord
+
+GiB = 1024**3
+
+
+def label(record: RunRecord) -> str:
+    return f"{record.experiment}/{record.setup_name} seed {record.seed}"
+
+
+def mean(values: Sequence[float]) -> float:
+    if not values:
+        raise AssertionError("no values to average: the claim needs at least one run")
+    return sum(values) / len(values)
+
+
+def exact_match(record: RunRecord) -> float:
+    if record.trained is None:
+        raise AssertionError(
+            f"{label(record)}: no trained exact match in the record (status {record.status})"
+        )
+    return record.trained.exact_match
+
+
+def train_seconds(record: RunRecord) -> float:
+    seconds = record.train.train_s if record.train else None
+    if not seconds:
+        raise AssertionError(f"{label(record)}: no training time in the record")
+    return seconds
+
+
+def peak_vram(record: RunRecord) -> int:
+    peak = record.memory.peak_vram_bytes if record.memory else None
+    if peak is None:
+        raise AssertionError(
+            f"{label(record)}: no peak VRAM in the record (device {record.memory and record.memory.device})"
+        )
+    return peak
+
+
+def _table(records: Sequence[RunRecord], figure: Callable[[RunRecord], str]) -> str:
+    return "; ".join(f"{label(r)}: {figure(r)}" for r in records)
+
+
+def assert_gain(records: Sequence[RunRecord], min_points: float) -> list[float]:
+    """Exact match after training minus before, in points, at least `min_points` on every run."""
+    gains: list[float] = []
+    for record in records:
+        gain = record.gain
+        if gain is None:
+            raise AssertionError(f"{label(record)}: no baseline or trained score, cannot judge the gain")
+        gains.append(gain)
+    low = [(r, g) for r, g in zip(records, gains, strict=True) if g < min_points]
+    if low:
+        shown = "; ".join(
+            f"{label(r)}: {r.baseline.exact_match:.1f} → {r.trained.exact_match:.1f} (gain {g:+.1f})"  # type: ignore[union-attr]
+            for r, g in low
+        )
+        raise AssertionError(f"gain below {min_points:g} points: {shown}")
+    return gains
+
+
+def assert_seed_spread(records: Sequence[RunRecord], max_points: float) -> float:
+    """max − min of trained exact match over seeds, at most `max_points`."""
+    if len(records) < 2:
+        raise AssertionError(f"seed spread needs at least 2 seeds, got {len(records)}")
+    scores = [exact_match(r) for r in records]
+    spread = round(max(scores) - min(scores), 1)
+    if spread > max_points:
+        shown = _table(records, lambda r: f"{exact_match(r):.1f}")
+        raise AssertionError(f"seed spread {spread:.1f} points > bound {max_points:g}: {shown}")
+    return spread
+
+
+def assert_equivalent(a: Sequence[RunRecord], b: Sequence[RunRecord], margin: float) -> float:
+    """Same accuracy within ±`margin` points; returns mean(b) − mean(a).
+
+    STATS: swap in `harness.stats.tost` on the per-seed (paired by seed) differences, or
+    `tost_paired_accuracy` on the per-question predictions; a difference of means is not a test."""
+    diff = round(mean([exact_match(r) for r in b]) - mean([exact_match(r) for r in a]), 1)
+    if abs(diff) > margin:
+        raise AssertionError(
+            f"not equivalent within ±{margin:g} points: mean difference {diff:+.1f} "
+            f"(A: {_table(a, lambda r: f'{exact_match(r):.1f}')}) (B: {_table(b, lambda r: f'{exact_match(r):.1f}')})"
+        )
+    return diff
+
+
+def assert_speedup(baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], min_ratio: float) -> float:
+    """mean training time of `baseline` / that of `candidate`, at least `min_ratio`.
+
+    STATS: swap in `harness.stats.bootstrap_ratio_ci` and judge the interval's lower end."""
+    ratio = round(mean([train_seconds(r) for r in baseline]) / mean([train_seconds(r) for r in candidate]), 2)
+    if ratio < min_ratio:
+        raise AssertionError(
+            f"speedup {ratio:.2f}× < target {min_ratio:g}×: baseline {_table(baseline, lambda r: f'{train_seconds(r):.0f} s')}; "
+            f"candidate {_table(candidate, lambda r: f'{train_seconds(r):.0f} s')}"
+        )
+    return ratio
+
+
+def assert_time_ratio(
+    baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], max_ratio: float
+) -> float:
+    """How much slower `candidate` trains than `baseline` (ratio of means), at most `max_ratio`."""
+    ratio = round(mean([train_seconds(r) for r in candidate]) / mean([train_seconds(r) for r in baseline]), 2)
+    if ratio > max_ratio:
+        raise AssertionError(f"time ratio {ratio:.2f}× > bound {max_ratio:g}×")
+    return ratio
+
+
+def assert_memory(records: Sequence[RunRecord], max_bytes: float) -> int:
+    """Peak VRAM of every run within `max_bytes`; returns the largest peak."""
+    worst = max(peak_vram(r) for r in records)
+    if worst > max_bytes:
+        shown = _table(records, lambda r: f"{peak_vram(r) / GiB:.2f} GiB")
+        raise AssertionError(
+            f"peak VRAM {worst / GiB:.2f} GiB over the budget {max_bytes / GiB:.2f} GiB: {shown}"
+        )
+    return worst
+
+
+def assert_memory_saved(
+    baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], predicted_bytes: float, min_share: float
+) -> float:
+    """Peak VRAM saved by `candidate` is at least `min_share` of the predicted saving; returns saved / predicted."""
+    saved = mean([peak_vram(r) for r in baseline]) - mean([peak_vram(r) for r in candidate])
+    share = round(saved / predicted_bytes, 2) if predicted_bytes > 0 else 0.0
+    if share < min_share:
+        raise AssertionError(
+            f"peak VRAM saved {saved / GiB:.2f} GiB = {share:.2f} of the predicted {predicted_bytes / GiB:.2f} GiB, "
+            f"below {min_share:g}"
+        )
+    return share
+
+
+def assert_finite(records: Sequence[RunRecord]) -> None:
+    """No NaN or inf in any training loss, and a scored generation on every run."""
+    for record in records:
+        losses = record.train.loss if record.train else []
+        bad = [i for i, x in enumerate(losses, start=1) if not math.isfinite(x)]
+        if bad:
+            raise AssertionError(f"{label(record)}: non-finite training loss at step(s) {bad[:10]}")
+        if not losses:
+            raise AssertionError(f"{label(record)}: no training losses recorded")
+        exact_match(record)  # generation ran and was scored

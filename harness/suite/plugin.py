@@ -1,0 +1,334 @@
+"""pytest plugin for `benchmarks/`: options, markers, host skips and the run fixtures.
+
+Load it from `benchmarks/conftest.py` with `pytest_plugins = ["harness.suite.plugin"]`. A case asks for
+records through `lorabench_run(setup_file, seed)`; the run cache (`harness.suite.cache`) decides whether
+that trains or re-reads a record, so a second `pytest benchmarks` re-asserts without re-training.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from harness.config import SetupConfig, parse_override
+from harness.errors import ConfigError, UserError
+from harness.results import RunRecord
+from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
+from harness.suite.runner import RunResult, SuiteRunner, SuiteSettings
+from harness.suite.setups import BenchSetup, override_strings
+
+DEFAULT_SEEDS = "3407,42,1234"
+DATA_ENV = "LORABENCH_DATA"
+STACK_ENV = "LORABENCH_STACK"
+DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
+RUN_FIXTURES = frozenset({"lorabench_run", "lorabench_record"})
+MARKERS = {
+    "gpu": "gpu: needs at least one GPU (CUDA or ROCm)",
+    "multi_gpu": "multi_gpu(n=2): needs n GPUs of one host; not under xdist (a worker holds one GPU)",
+    "cpu_ok": "cpu_ok: finishes on a CPU-only host (others skip there)",
+    "slow": "slow: trains a real model (minutes to hours); deselect with -m 'not slow'",
+    "timed": "timed: its runs are timed: quiet-machine guard, host-wide lock, never reuses an untimed record",
+}
+
+SETTINGS_KEY = pytest.StashKey[SuiteSettings]()
+RUNNER_KEY = pytest.StashKey[SuiteRunner]()
+CAPS_KEY = pytest.StashKey[HostCapabilities]()
+
+
+class RunFixture(Protocol):
+    def __call__(
+        self, setup_file: str | Path, seed: int, overrides: Mapping[str, object] | None = None
+    ) -> RunRecord: ...
+
+
+class RecordFixture(Protocol):
+    def __call__(
+        self, setup_file: str | Path, seed: int, *, stack: str, overrides: Mapping[str, object] | None = None
+    ) -> RunRecord: ...
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("lorabench", "lorabench benchmark suite")
+    group.addoption(
+        "--lorabench-stack",
+        default=os.environ.get(STACK_ENV, "cpu"),
+        metavar="NAME",
+        help=f"stack name runs are recorded and looked up under (default: ${STACK_ENV} or cpu)",
+    )
+    group.addoption(
+        "--lorabench-seeds",
+        default=DEFAULT_SEEDS,
+        metavar="N,N,…",
+        help=f"comma-separated seeds every case runs with (default: {DEFAULT_SEEDS})",
+    )
+    group.addoption(
+        "--lorabench-model",
+        default=None,
+        metavar="SOURCE",
+        help="model.source for every setup: preset, hub id, local folder or .gguf (default: each setup's own)",
+    )
+    group.addoption(
+        "--lorabench-data",
+        default=os.environ.get(DATA_ENV),
+        metavar="SOURCE",
+        help=f"data.source for every setup: hub dataset id or local .jsonl/.json/.parquet "
+        f"(default: ${DATA_ENV} if set, else each setup's own)",
+    )
+    group.addoption(
+        "--lorabench-results",
+        default="results",
+        metavar="DIR",
+        help="results folder records are read from and written to (default: results)",
+    )
+    group.addoption(
+        "--lorabench-set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a setup field in every setup, e.g. recipe.steps=20 (repeatable; counts in the fingerprint)",
+    )
+    group.addoption(
+        "--lorabench-rerun",
+        nargs="?",
+        const="all",
+        default="no",
+        choices=("no", "failed", "all"),
+        help="re-run instead of reusing cached records: all (the flag alone) or only failed "
+        "(any status but ok) (default: no)",
+    )
+    group.addoption(
+        "--lorabench-allow-noisy",
+        action="store_true",
+        default=False,
+        help="timed runs on a busy machine are recorded (marked untimed) instead of refused",
+    )
+    group.addoption(
+        "--lorabench-inline",
+        action="store_true",
+        default=False,
+        help="train in the pytest process instead of a child process (debugging)",
+    )
+    group.addoption(
+        "--lorabench-other-stack",
+        default=None,
+        metavar="NAME",
+        help="stack to compare against in Exp E; its records must already be in the results folder",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKERS.values():
+        config.addinivalue_line("markers", line)
+    settings = settings_from_config(config)
+    config.stash[SETTINGS_KEY] = settings
+    config.stash[RUNNER_KEY] = SuiteRunner(settings, worker=os.environ.get("PYTEST_XDIST_WORKER"))
+    config.pluginmanager.register(RunLog(), "lorabench-runlog")
+
+
+def settings_from_config(config: pytest.Config) -> SuiteSettings:
+    """The options, checked together; any misuse is a `pytest.UsageError` that names the fix."""
+    here = config.invocation_params.dir
+    problems: list[str] = []
+    seeds = _parse_seeds(config.getoption("lorabench_seeds"), problems)
+    overrides = tuple(config.getoption("lorabench_set"))
+    for text in overrides:
+        try:
+            parse_override(text)
+        except ConfigError as exc:
+            problems.append(f"--lorabench-set: {exc.problems[0]}")
+    data = config.getoption("lorabench_data")
+    if data and (data.endswith(DATA_SUFFIXES) or (here / data).exists()):
+        if not (here / data).is_file():
+            problems.append(f"--lorabench-data: no such file {data!r} (from the option or ${DATA_ENV}); "
+                            "give an existing .jsonl/.json/.parquet file or a hub dataset id")  # fmt: skip
+        data = str((here / data).resolve())
+    model = config.getoption("lorabench_model")
+    if model and (here / model).exists():
+        model = str((here / model).resolve())
+    results = here / config.getoption("lorabench_results")
+    if results.exists() and not results.is_dir():
+        problems.append(f"--lorabench-results: {results} is a file; give a folder")
+    stack = config.getoption("lorabench_stack")
+    other = config.getoption("lorabench_other_stack")
+    if other and other == stack:
+        problems.append(
+            f"--lorabench-other-stack: {other!r} is the stack under test; name the stack to compare against"
+        )
+    if problems:
+        raise pytest.UsageError("lorabench options:\n  " + "\n  ".join(problems))
+    return SuiteSettings(
+        stack=stack, seeds=seeds, results_dir=results.resolve(), model=model, data=data, overrides=overrides,
+        allow_noisy=config.getoption("lorabench_allow_noisy"), rerun=config.getoption("lorabench_rerun"),
+        inline=config.getoption("lorabench_inline"), quiet=config.getoption("capture") != "no", other_stack=other,
+    )  # fmt: skip
+
+
+def _parse_seeds(text: str, problems: list[str]) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    bad = [p for p in parts if not p.lstrip("-").isdigit()]
+    if bad or not parts:
+        problems.append(
+            f"--lorabench-seeds: {text!r} is not a list of integers; give e.g. --lorabench-seeds={DEFAULT_SEEDS}"
+        )
+        return ()
+    seeds = tuple(int(p) for p in parts)
+    if len(set(seeds)) != len(seeds):
+        problems.append(f"--lorabench-seeds: {text!r} repeats a seed; give each seed once")
+    return seeds
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "lorabench_seed" in metafunc.fixturenames:
+        seeds = metafunc.config.stash[SETTINGS_KEY].seeds
+        metafunc.parametrize("lorabench_seed", seeds, ids=[f"seed{s}" for s in seeds])
+
+
+def capabilities(config: pytest.Config) -> HostCapabilities:
+    if CAPS_KEY not in config.stash:
+        config.stash[CAPS_KEY] = detect_capabilities()
+    return config.stash[CAPS_KEY]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip, at collection, what this host cannot run, naming what is missing."""
+    for item in items:
+        if item.get_closest_marker("skip"):
+            continue  # the module's own reason (e.g. "not implemented yet") says more than the host's
+        reason = _host_skip_reason(config, item)
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _host_skip_reason(config: pytest.Config, item: pytest.Item) -> str | None:
+    multi = item.get_closest_marker("multi_gpu")
+    wants_gpu = item.get_closest_marker("gpu") is not None
+    runs = bool(RUN_FIXTURES & set(getattr(item, "fixturenames", ())))
+    if not (multi or wants_gpu or runs):
+        return None
+    caps = capabilities(config)
+    if multi:
+        needed = int(multi.kwargs.get("n", multi.args[0] if multi.args else 2))
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            return f"multi_gpu: needs all {needed} GPUs, but an xdist worker holds one; run these cases without -n"
+        if reason := caps.missing_gpus(needed):
+            return f"multi_gpu: {reason}"
+    if wants_gpu and (reason := caps.missing_gpus(1)):
+        return f"gpu: {reason}"
+    if runs and caps.gpu_count == 0 and item.get_closest_marker("cpu_ok") is None:
+        return "needs a GPU: not marked cpu_ok, and this host has torch.cuda.device_count() == 0"
+    return None
+
+
+@pytest.fixture(scope="session")
+def lorabench_settings(pytestconfig: pytest.Config) -> SuiteSettings:
+    return pytestconfig.stash[SETTINGS_KEY]
+
+
+@pytest.fixture(scope="session")
+def lorabench_seeds(lorabench_settings: SuiteSettings) -> tuple[int, ...]:
+    return lorabench_settings.seeds
+
+
+@pytest.fixture
+def lorabench_setup(request: pytest.FixtureRequest) -> Callable[[str | Path], BenchSetup]:
+    """`lorabench_setup("setups/exp_a.toml")`: the setup file (path relative to the test module) and its claims."""
+    runner = request.config.stash[RUNNER_KEY]
+
+    def load(setup_file: str | Path) -> BenchSetup:
+        path = (request.path.parent / setup_file).resolve()
+        try:
+            return runner.bench_setup(path)
+        except UserError as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+    return load
+
+
+@pytest.fixture
+def lorabench_run(
+    request: pytest.FixtureRequest, lorabench_setup: Callable[[str | Path], BenchSetup]
+) -> RunFixture:
+    """`lorabench_run(setup_file, seed, overrides=None) -> RunRecord`, session-cached and cached on disk.
+
+    Skips when the host cannot run the setup; fails when the record's status is not ok."""
+    runner = request.config.stash[RUNNER_KEY]
+    timed = request.node.get_closest_marker("timed") is not None
+
+    def run(setup_file: str | Path, seed: int, overrides: Mapping[str, object] | None = None) -> RunRecord:
+        setup = _resolve(runner, lorabench_setup(setup_file), seed, overrides)
+        missing = missing_for_setup(setup, capabilities(request.config))
+        if missing:
+            pytest.skip(f"{setup.experiment}/{setup.name}: " + "; ".join(missing))
+        result = runner.run(setup, timed=timed)
+        request.node.user_properties.append(("lorabench_run", result.line()))
+        return _ok_or_fail(result)
+
+    return run
+
+
+@pytest.fixture
+def lorabench_record(
+    request: pytest.FixtureRequest, lorabench_setup: Callable[[str | Path], BenchSetup]
+) -> RecordFixture:
+    """`lorabench_record(setup_file, seed, stack=NAME)`: a record of another stack on this host; never trains."""
+    runner = request.config.stash[RUNNER_KEY]
+
+    def read(
+        setup_file: str | Path, seed: int, *, stack: str, overrides: Mapping[str, object] | None = None
+    ) -> RunRecord:
+        setup = _resolve(runner, lorabench_setup(setup_file), seed, overrides)
+        record, path = runner.cached(setup, stack)
+        if record is None:
+            pytest.skip(f"no record of {setup.experiment}/{setup.name} seed {seed} on stack {stack!r} for this host "
+                        f"at {path}: run the suite on stack {stack!r} first")  # fmt: skip
+        return _ok_or_fail(RunResult(record, path, "reused"))
+
+    return read
+
+
+def _resolve(
+    runner: SuiteRunner, bench: BenchSetup, seed: int, overrides: Mapping[str, object] | None
+) -> SetupConfig:
+    try:
+        return runner.resolve(bench, seed, override_strings(overrides or {}))
+    except UserError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _ok_or_fail(result: RunResult) -> RunRecord:
+    record = result.record
+    if record.status != "ok":
+        pytest.fail(
+            f"{record.experiment}/{record.setup_name} seed {record.seed}: run {record.status}: {record.reason} "
+            f"(record: {result.path}; to run it again: --lorabench-rerun=failed)",
+            pytrace=False,
+        )
+    return record
+
+
+class RunLog:
+    """Collects the run lines from test reports (reports reach the xdist controller, so every worker's
+    runs are seen) and prints them after the tests."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, None] = {}  # ordered, deduplicated
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.lines.update(dict.fromkeys(str(v) for k, v in report.user_properties if k == "lorabench_run"))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.lines:
+            return
+        terminalreporter.write_sep("-", "lorabench runs")
+        for line in self.lines:
+            terminalreporter.write_line(line)
+        counts = {
+            how: sum(line.startswith(how) for line in self.lines) for how in ("trained", "re-ran", "reused")
+        }
+        terminalreporter.write_line(
+            f"lorabench: {counts['trained']} trained, {counts['re-ran']} re-ran, {counts['reused']} reused from cache"
+        )

@@ -1,0 +1,56 @@
+"""`lorabench bench` runs the suite in a real pytest process; its exit status follows the claims."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.commands.bench import pytest_command
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_exit_status_follows_the_claims(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], write_cached: Callable[..., Path],
+    bench_args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the child imports this worktree's harness
+    suite_args = [a for a in bench_args if not a.startswith("--lorabench-results")]
+    command = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "bench",
+        "--results",
+        "results",
+        "test_claims.py",
+        *suite_args,
+    ]
+
+    setup = bench_dir(min_gain=20.0)
+    write_cached(setup, pytester.path / "results", baseline=10.0, trained=40.0)  # gain 30: holds
+    passed = pytester.run(*command)
+    assert passed.ret == 0, passed.stdout.str()
+    passed.stdout.fnmatch_lines(["reused  exp_t/tiny seed 3407: ok → *", "*1 passed*"])
+    if importlib.util.find_spec("harness.commands.report") is None:
+        passed.stdout.fnmatch_lines(
+            ["lorabench bench: the report step is not available in this lorabench yet; *"]
+        )
+
+    write_cached(setup, pytester.path / "results", baseline=10.0, trained=25.0)  # gain 15: fails
+    failed = pytester.run(*command)
+    assert failed.ret == 1
+    failed.stdout.fnmatch_lines(
+        ["*gain below 20 points: exp_t/tiny seed 3407: 10.0 → 25.0 (gain +15.0)*", "*1 failed*"]
+    )
+
+
+def test_suite_folder_is_the_default_path() -> None:
+    assert pytest_command([], Path("r"))[-2:] == ["--lorabench-results=r", "benchmarks"]
+    assert pytest_command(["--", "-k", "exp_a"], Path("r"))[-3:] == ["-k", "exp_a", "benchmarks"]
+    here = str(Path(__file__))
+    assert pytest_command([f"{here}::test_suite_folder_is_the_default_path"], Path("r"))[-1].startswith(here)

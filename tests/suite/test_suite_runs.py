@@ -1,0 +1,119 @@
+"""The suite through real pytest (`pytester`): real tiny runs, the run cache, and honest failures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.results import load_record
+
+
+def only_record(pytester: pytest.Pytester) -> Path:
+    found = sorted((pytester.path / "results").rglob("exp_t/tiny/seed-3407.json"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_failing_claim_fails_cached_record_is_reused_changed_setup_reruns(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...]
+) -> None:
+    # 1. A real run in a child process; the tiny model cannot gain 20 points, so the claim fails.
+    bench_dir(steps=2, min_gain=20.0)
+    result = pytester.runpytest(*bench_args)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*AssertionError: gain below 20 points: exp_t/tiny seed 3407: * → * (gain *",
+        "trained exp_t/tiny seed 3407: ok → *seed-3407.json",
+        "lorabench: 1 trained, 0 re-ran, 0 reused from cache",
+    ])  # fmt: skip
+    first = load_record(only_record(pytester))
+    assert first.status == "ok" and first.train is not None and first.train.steps_done == 2
+
+    # 2. A bound is a claim, not part of the setup: the record is re-asserted, nothing trains.
+    bench_dir(steps=2, min_gain=-100.0)
+    result = pytester.runpytest(*bench_args, "--lorabench-inline")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["reused  exp_t/tiny seed 3407: ok → *", "lorabench: 0 trained, 0 re-ran, 1 reused from cache"]
+    )
+    assert load_record(only_record(pytester)).run_id == first.run_id
+
+    # 3. A changed setup has another fingerprint: it trains again, the old record is kept beside it.
+    bench_dir(steps=3, min_gain=-100.0)
+    result = pytester.runpytest(*bench_args, "--lorabench-inline")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["trained exp_t/tiny seed 3407: ok → *", "lorabench: 1 trained, 0 re-ran, 0 reused from cache"]
+    )
+    second = load_record(only_record(pytester))
+    assert second.run_id != first.run_id and second.train is not None and second.train.steps_done == 3
+    assert list(only_record(pytester).parent.glob("seed-3407.prev-*.json"))
+
+    # 4. --lorabench-rerun forces a run although the record matches.
+    result = pytester.runpytest(*bench_args, "--lorabench-inline", "--lorabench-rerun")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["re-ran  exp_t/tiny seed 3407: ok → *", "lorabench: 0 trained, 1 re-ran, 0 reused from cache"]
+    )
+    assert load_record(only_record(pytester)).run_id != second.run_id
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        ("refused", "network busy: 3.1 MB/s received on eth0"),
+        ("failed", "data.source: file not found"),
+        ("killed", "trainer process ended (signal SIGKILL) before reporting an outcome"),
+        ("diverged", "loss is NaN at step 4"),
+    ],
+)
+def test_cached_non_ok_record_fails_the_claim_with_its_status(
+    pytester: pytest.Pytester,
+    bench_dir: Callable[..., Path],
+    bench_args: tuple[str, ...],
+    write_cached: Callable[..., Path],
+    status: str,
+    reason: str,
+) -> None:
+    setup = bench_dir(min_gain=-100.0)  # a claim that would pass on any scored record
+    write_cached(setup, pytester.path / "results", status=status, reason=reason)
+    result = pytester.runpytest(*bench_args)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        f"*exp_t/tiny seed 3407: run {status}: {reason} (record: *seed-3407.json; to run it again: --lorabench-rerun=failed)",
+        f"reused  exp_t/tiny seed 3407: {status} ({reason}) → *",
+        "lorabench: 0 trained, 0 re-ran, 1 reused from cache",
+    ])  # fmt: skip
+
+
+def test_rerun_failed_reruns_only_records_that_are_not_ok(
+    pytester: pytest.Pytester,
+    bench_dir: Callable[..., Path],
+    bench_args: tuple[str, ...],
+    write_cached: Callable[..., Path],
+) -> None:
+    setup = bench_dir(min_gain=-100.0)
+    write_cached(setup, pytester.path / "results", status="ok")
+    result = pytester.runpytest(*bench_args, "--lorabench-rerun=failed")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["reused  exp_t/tiny seed 3407: ok → *"])
+
+    write_cached(setup, pytester.path / "results", status="refused", reason="CPU load 3.2 > 0.5")
+    result = pytester.runpytest(*bench_args, "--lorabench-rerun=failed", "--lorabench-inline")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["re-ran  exp_t/tiny seed 3407: ok → *"])
+    assert load_record(only_record(pytester)).status == "ok"
+
+
+def test_failed_run_is_reported_as_failed(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...]
+) -> None:
+    bench_dir(min_gain=-100.0, data=str(pytester.path / "no-such-rows.jsonl"))
+    result = pytester.runpytest(*bench_args, "--lorabench-inline")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*exp_t/tiny seed 3407: run failed: *no-such-rows.jsonl*", "trained exp_t/tiny seed 3407: failed (*"]
+    )
+    assert load_record(only_record(pytester)).status == "failed"
