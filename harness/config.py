@@ -186,7 +186,11 @@ def validate_setup(data: dict[str, Any], source: str = "setup") -> SetupConfig:
 
 
 def load_setup(path: Path | None, overrides: list[str] | None = None) -> SetupConfig:
-    """The file (if any), then `field.path=value` overrides, validated together."""
+    """The file (if any), then `field.path=value` overrides, validated together.
+
+    A benchmark setup file's `[claims]` table is the suite's (bounds to assert), not the run's: it is
+    set aside here and never enters the fingerprint."""
     data = read_config_file(path) if path else {}
+    data.pop("claims", None)
     data = apply_overrides(data, overrides or [])
     return validate_setup(data, source=str(path) if path else "flags")
