@@ -5,11 +5,19 @@ micro-batches (`num_items_in_batch`), `training_step` runs forward and backward 
 Trainer's loop does, but stops before the optimizer: the weights do not change, gradients are dropped.
 The story's bug: a forward that ignores `num_items_in_batch` while the Trainer believes it honours it,
 so each micro-batch's loss is a mean that nobody divides by G: loss and gradients G× too large.
+
+TRL 1.14's SFTTrainer defaults to `loss_type="chunked_nll"`, which replaces the model's forward (an
+instance attribute set in `SFTTrainer.__init__`) by its own chunked cross-entropy that honours
+`num_items_in_batch`; a model's own loss then never runs. With `loss_type="nll"` (Liger, older TRL)
+the model's forward computes the loss, and the bug can bite. The check tests whichever path the
+trainer it is given really uses.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +52,15 @@ def _accumulated(trainer: Any, batches: list[dict[str, Any]]) -> tuple[float, fl
     return loss, _grad_norm(model)
 
 
+def _probe(trainer: Any) -> Any:
+    """A shallow copy whose metric buffers are its own: the run's first logged token accuracy and token
+    count must not include the check's forwards."""
+    probe = copy.copy(trainer)
+    if isinstance(getattr(trainer, "_metrics", None), dict):
+        probe._metrics = {mode: defaultdict(list) for mode in trainer._metrics}
+    return probe
+
+
 def _factor_name(ratio: float, accum: int) -> str:
     if abs(ratio - accum) / accum < 0.1:
         return f"loss not divided over accumulation (×{accum}, G={accum})"
@@ -60,10 +77,15 @@ def accumulation_parity(
     batch: int,
     accum: int,
     tol: float = 0.02,
+    trainer: Any = None,
     setup: SetupConfig | None = None,
     runtime: Runtime | None = None,
 ) -> Verdict:
-    """`tol` is relative: fp32 agrees to ~1e-6, bf16 to ~1e-2; a ×G bug is off by ≥ 100%."""
+    """`tol` is relative: fp32 agrees to ~1e-6, bf16 to ~1e-2; a ×G bug is off by ≥ 100%.
+
+    With `trainer` (the run's own), its loss path and the first rows of its prepared dataset are used and
+    `examples` only bounds the count; without, a trainer is built from `examples` as `backends.hf` builds it
+    (note: building one re-patches the model's forward under TRL's chunked loss)."""
     from harness.backends.hf import build_trainer
 
     if accum < 2:
@@ -71,11 +93,13 @@ def accumulation_parity(
     needed = batch * accum
     if len(examples) < needed:
         return Verdict("skipped", f"needs {needed} examples (batch {batch} × accumulation {accum}), got {len(examples)}")
-    base = setup or SetupConfig()
-    recipe = base.recipe.model_dump() | {"batch_size": batch, "grad_accum": accum, "steps": 1}
-    setup = base.model_copy(update={"recipe": RecipeConfig(**recipe)})
     with untouched(model), no_dropout(model):
-        trainer = build_trainer(model, tokenizer, examples[:needed], setup, runtime or _runtime_of(model), [])
+        if trainer is None:
+            base = setup or SetupConfig()
+            recipe = base.recipe.model_dump() | {"batch_size": batch, "grad_accum": accum, "steps": 1}
+            setup = base.model_copy(update={"recipe": RecipeConfig(**recipe)})
+            trainer = build_trainer(model, tokenizer, examples[:needed], setup, runtime or _runtime_of(model), [])
+        trainer = _probe(trainer)
         rows = [trainer.train_dataset[i] for i in range(min(needed, len(trainer.train_dataset)))]
         if len(rows) < needed:
             return Verdict("skipped", f"the trainer kept {len(rows)} of {needed} examples (truncation dropped some)")
@@ -88,6 +112,7 @@ def accumulation_parity(
         "loss_single": round(single_loss, 6), "loss_accumulated": round(accum_loss, 6),
         "grad_norm_single": round(single_norm, 6), "grad_norm_accumulated": round(accum_norm, 6),
         "model_accepts_loss_kwargs": bool(getattr(trainer, "model_accepts_loss_kwargs", False)),
+        "loss_type": getattr(trainer.args, "loss_type", None),
     }  # fmt: skip
     if not (math.isfinite(single_loss) and math.isfinite(accum_loss)) or single_norm == 0:
         return Verdict("fail", f"loss or gradient not usable (loss {single_loss}, grad norm {single_norm})", evidence)

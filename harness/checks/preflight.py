@@ -48,7 +48,7 @@ def run_preflight(
     return {
         "mask_audit": _guarded(lambda: audit_mask(trainer, tokenizer, examples)),
         "accumulation_parity": _guarded(
-            lambda: accumulation_parity(model, tokenizer, examples, batch=batch, accum=accum, setup=setup, runtime=runtime)
+            lambda: accumulation_parity(model, tokenizer, examples, batch=batch, accum=accum, trainer=trainer)
         ),
         "cache_parity": _guarded(lambda: cache_parity(model, tokenizer, text)),
         "quantizable_fraction": _guarded(lambda: quantizable_fraction(model)),
