@@ -1,12 +1,28 @@
 """Checks that catch silent training bugs: preflight (before training), smoke (first steps), post (after).
 
 Each check returns a verdict with evidence; the recipe stores them all in the record. A failed smoke
-check stops the run before the long phase (`RunStopped`).
+check stops the run before the long phase (`RunStopped`). Checks never raise for a bug they detect.
 """
 
 from __future__ import annotations
 
+from harness.checks.accumulation import accumulation_parity
+from harness.checks.adapters import DeadAdapterTracker
+from harness.checks.cache import cache_parity
+from harness.checks.mask import audit_mask
+from harness.checks.preflight import run_preflight
+from harness.checks.quantizable import quantizable_fraction
 from harness.checks.smoke import SmokeObserver
 from harness.checks.verdict import RunStopped, Verdict
 
-__all__ = ["RunStopped", "SmokeObserver", "Verdict"]
+__all__ = [
+    "DeadAdapterTracker",
+    "RunStopped",
+    "SmokeObserver",
+    "Verdict",
+    "accumulation_parity",
+    "audit_mask",
+    "cache_parity",
+    "quantizable_fraction",
+    "run_preflight",
+]

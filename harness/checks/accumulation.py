@@ -1,0 +1,125 @@
+"""Accumulation parity: batch B·G in one step and batch B over G accumulated micro-steps must agree.
+
+Runs the trainer's own loss path — `get_batch_samples` counts the supervised tokens of all G
+micro-batches (`num_items_in_batch`), `training_step` runs forward and backward — exactly as the
+Trainer's loop does, but stops before the optimizer: the weights do not change, gradients are dropped.
+The story's bug: a forward that ignores `num_items_in_batch` while the Trainer believes it honours it,
+so each micro-batch's loss is a mean that nobody divides by G: loss and gradients G× too large.
+
+TRL 1.14's SFTTrainer defaults to `loss_type="chunked_nll"`, which replaces the model's forward (an
+instance attribute set in `SFTTrainer.__init__`) by its own chunked cross-entropy that honours
+`num_items_in_batch`; a model's own loss then never runs. With `loss_type="nll"` (Liger, older TRL)
+the model's forward computes the loss, and the bug can bite. The check tests whichever path the
+trainer it is given really uses.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from harness.checks.isolation import model_device, no_dropout, untouched
+from harness.checks.verdict import Verdict
+from harness.config import RecipeConfig, SetupConfig
+from harness.tasks.sql.data import SqlExample
+from harness.training import Runtime
+
+
+def _runtime_of(model: Any) -> Runtime:
+    param = next(model.parameters())
+    precision = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(param.dtype, "fp32")
+    return Runtime(param.device.type, precision)
+
+
+def _grad_norm(model: Any) -> float:
+    norms = [p.grad.detach().float().norm() for p in model.parameters() if p.grad is not None]
+    return float(torch.stack(norms).norm()) if norms else 0.0
+
+
+def _accumulated(trainer: Any, batches: list[dict[str, Any]]) -> tuple[float, float]:
+    """Loss (as the Trainer logs it: the sum of micro-step losses) and gradient norm after len(batches) micro-steps."""
+    model = trainer.model
+    for param in model.parameters():
+        param.grad = None
+    trainer.current_gradient_accumulation_steps = len(batches)
+    samples, num_items = trainer.get_batch_samples(iter(batches), len(batches), model_device(model))
+    loss = sum(float(trainer.training_step(model, batch, num_items)) for batch in samples)
+    return loss, _grad_norm(model)
+
+
+def _probe(trainer: Any) -> Any:
+    """A shallow copy whose metric buffers are its own: the run's first logged token accuracy and token
+    count must not include the check's forwards."""
+    probe = copy.copy(trainer)
+    if isinstance(getattr(trainer, "_metrics", None), dict):
+        probe._metrics = {mode: defaultdict(list) for mode in trainer._metrics}
+    return probe
+
+
+def _factor_name(ratio: float, accum: int) -> str:
+    if abs(ratio - accum) / accum < 0.1:
+        return f"loss not divided over accumulation (×{accum}, G={accum})"
+    if abs(ratio - 1 / accum) * accum < 0.1:
+        return f"loss divided by accumulation twice (×1/{accum}, G={accum})"
+    return f"accumulated gradient is ×{ratio:.3g} the single-batch one"
+
+
+def accumulation_parity(
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[SqlExample],
+    *,
+    batch: int,
+    accum: int,
+    tol: float = 0.02,
+    trainer: Any = None,
+    setup: SetupConfig | None = None,
+    runtime: Runtime | None = None,
+) -> Verdict:
+    """`tol` is relative: fp32 agrees to ~1e-6, bf16 to ~1e-2; a ×G bug is off by ≥ 100%.
+
+    With `trainer` (the run's own), its loss path and the first rows of its prepared dataset are used and
+    `examples` only bounds the count; without, a trainer is built from `examples` as `backends.hf` builds it
+    (note: building one re-patches the model's forward under TRL's chunked loss)."""
+    from harness.backends.hf import build_trainer
+
+    if accum < 2:
+        return Verdict("skipped", f"accumulation {accum}: nothing to compare")
+    needed = batch * accum
+    if len(examples) < needed:
+        return Verdict("skipped", f"needs {needed} examples (batch {batch} × accumulation {accum}), got {len(examples)}")
+    with untouched(model), no_dropout(model):
+        if trainer is None:
+            base = setup or SetupConfig()
+            recipe = base.recipe.model_dump() | {"batch_size": batch, "grad_accum": accum, "steps": 1}
+            setup = base.model_copy(update={"recipe": RecipeConfig(**recipe)})
+            trainer = build_trainer(model, tokenizer, examples[:needed], setup, runtime or _runtime_of(model), [])
+        trainer = _probe(trainer)
+        rows = [trainer.train_dataset[i] for i in range(min(needed, len(trainer.train_dataset)))]
+        if len(rows) < needed:
+            return Verdict("skipped", f"the trainer kept {len(rows)} of {needed} examples (truncation dropped some)")
+        collate = trainer.data_collator
+        single_loss, single_norm = _accumulated(trainer, [collate(rows)])
+        micro = [collate(rows[i : i + batch]) for i in range(0, needed, batch)]
+        accum_loss, accum_norm = _accumulated(trainer, micro)
+    evidence = {
+        "batch": batch, "accum": accum, "tol": tol,
+        "loss_single": round(single_loss, 6), "loss_accumulated": round(accum_loss, 6),
+        "grad_norm_single": round(single_norm, 6), "grad_norm_accumulated": round(accum_norm, 6),
+        "model_accepts_loss_kwargs": bool(getattr(trainer, "model_accepts_loss_kwargs", False)),
+        "loss_type": getattr(trainer.args, "loss_type", None),
+    }  # fmt: skip
+    if not (math.isfinite(single_loss) and math.isfinite(accum_loss)) or single_norm == 0:
+        return Verdict("fail", f"loss or gradient not usable (loss {single_loss}, grad norm {single_norm})", evidence)
+    loss_ratio, norm_ratio = accum_loss / single_loss, accum_norm / single_norm
+    evidence |= {"loss_ratio": round(loss_ratio, 6), "grad_norm_ratio": round(norm_ratio, 6)}
+    if abs(norm_ratio - 1) > tol or abs(loss_ratio - 1) > tol:
+        return Verdict("fail", f"{_factor_name(norm_ratio, accum)}: grad norm {accum_norm:.4g} vs {single_norm:.4g}, "
+                               f"loss {accum_loss:.4g} vs {single_loss:.4g}", evidence)  # fmt: skip
+    return Verdict("pass", f"batch {needed}×1 and {batch}×{accum}: loss and grad norm agree "
+                           f"(ratios {loss_ratio:.4f}, {norm_ratio:.4f})", evidence)  # fmt: skip

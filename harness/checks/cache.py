@@ -1,0 +1,79 @@
+"""Cache parity: the forward training uses (no KV cache, train mode) must give the logits generation uses.
+
+Training runs with `use_cache=False`; evaluation decodes with the cache. Models with KV sharing across
+layers (Gemma 3n style) have had layers that read K/V only from the cache, so without one they see
+zeros or stale values: training then optimises a different network than the one evaluated, silently.
+Three comparisons on one sequence, dropout off, eval mode unless named: (1) full forward without cache
+vs with cache, (2) full forward without cache vs prefix + one token at a time with the cache, (3) train
+mode vs eval mode without cache. The distance is max |Δlogit| over the spread (std) of the reference
+logits at that position, so it reads the same for a random tiny model and a trained one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from harness.checks.isolation import model_device, no_dropout, untouched
+from harness.checks.verdict import Verdict
+
+
+def _distance(reference: torch.Tensor, other: torch.Tensor) -> float:
+    reference, other = reference.float(), other.float()
+    spread = reference.std(dim=-1, keepdim=True).clamp_min(1e-6)
+    return float(((reference - other).abs() / spread).max())
+
+
+def _logits(model: Any, ids: torch.Tensor, **kwargs: Any) -> tuple[torch.Tensor, Any]:
+    out = model(input_ids=ids, **kwargs)
+    return out.logits[0], getattr(out, "past_key_values", None)
+
+
+def _incremental(model: Any, ids: torch.Tensor, prefix: int) -> torch.Tensor:
+    """Logits for positions prefix-1 … end, fed through the cache one token at a time."""
+    first, cache = _logits(model, ids[:, :prefix], use_cache=True)
+    steps = [first[-1:]]
+    for position in range(prefix, ids.shape[1] - 1):
+        logits, cache = _logits(model, ids[:, position : position + 1], past_key_values=cache, use_cache=True)
+        steps.append(logits)
+    return torch.cat(steps)
+
+
+def cache_parity(model: Any, tokenizer: Any, text_or_ids: str | list[int] | torch.Tensor, *, tol: float = 0.05) -> Verdict:
+    """`tol` on the spread-relative distance: fp32 gives ~1e-5, bf16 a few 1e-2; a layer blind to K/V gives ≫ 0.1."""
+    if isinstance(text_or_ids, str):
+        ids = tokenizer(text_or_ids, add_special_tokens=False, return_tensors="pt").input_ids
+    else:
+        ids = torch.as_tensor(text_or_ids).reshape(1, -1)
+    if ids.shape[1] < 4:
+        return Verdict("skipped", f"needs at least 4 tokens, got {ids.shape[1]}")
+    ids = ids.to(model_device(model))
+    prefix = ids.shape[1] // 2
+    with untouched(model), no_dropout(model), torch.no_grad():
+        model.eval()
+        reference, _ = _logits(model, ids, use_cache=False)
+        with_cache, _ = _logits(model, ids, use_cache=True)
+        stepped = _incremental(model, ids, prefix)
+        model.train()
+        trained, _ = _logits(model, ids, use_cache=False)
+    distances = {
+        "full_cache_vs_no_cache": _distance(reference, with_cache),
+        "incremental_cache_vs_no_cache": _distance(reference[prefix - 1 : -1], stepped),
+        "train_vs_eval_mode": _distance(reference, trained),
+    }
+    agree = float((reference[prefix - 1 : -1].argmax(-1) == stepped.argmax(-1)).float().mean())
+    evidence = {"tokens": int(ids.shape[1]), "prefix": prefix, "tol": tol, "argmax_agreement_incremental": agree,
+                "distances": {k: round(v, 6) for k, v in distances.items()}}  # fmt: skip
+    bad = {k: v for k, v in distances.items() if v > tol}
+    if not bad:
+        return Verdict("pass", f"logits agree with and without the KV cache and in train/eval mode "
+                               f"(max distance {max(distances.values()):.2g})", evidence)  # fmt: skip
+    named = []
+    if "full_cache_vs_no_cache" in bad or "incremental_cache_vs_no_cache" in bad:
+        named.append("layers read K/V only from the cache: the no-cache forward (training) differs from the cached "
+                     "one (generation)")  # fmt: skip
+    if "train_vs_eval_mode" in bad:
+        named.append("train mode changes the forward beyond dropout")
+    detail = "; ".join(named) + " (" + ", ".join(f"{k} {v:.3g}" for k, v in bad.items()) + f" > {tol})"
+    return Verdict("fail", detail, evidence)

@@ -1,0 +1,141 @@
+"""Mask audit: the tokens in the loss must be exactly the answer plus the end-of-turn marker.
+
+Looks at what the optimizer will really see: batches from the trainer's own dataloader (dataset
+preparation, truncation and collator included), not at our tokenization. Each row is matched back to
+its example by its input ids, so shuffling does not matter. Failures are named by where the supervised
+positions fall: before the answer (prompt in the loss — TRL 0.24 with transformers 5.x masked only 2
+prompt tokens), inside it but missing (answer masked; the end-of-turn marker masked means the model
+never learns to stop), or cut by truncation. Not covered: padding-free / packed batches (one row holds
+many examples); those are reported as skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from harness.checks.isolation import untouched
+from harness.checks.verdict import Verdict
+from harness.tasks.sql.data import SqlExample
+from harness.training import tokenize_examples
+
+IGNORE = -100
+MAX_EVIDENCE_ROWS = 4
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One example as the trainer should see it after truncation, in row coordinates."""
+
+    index: int
+    ids: tuple[int, ...]
+    answer_start: int  # first supervised position
+    answer_end: int  # one past the last supervised position
+    full_length: int  # before truncation
+
+
+def expected_rows(tokenizer: Any, examples: Sequence[SqlExample], max_length: int | None, mode: str) -> list[Expected]:
+    rows = []
+    for index, tokenized in enumerate(tokenize_examples(tokenizer, examples)):
+        ids = tokenized.input_ids
+        start = tokenized.completion_mask.index(1) if 1 in tokenized.completion_mask else len(ids)
+        end, offset = len(ids), 0
+        if max_length is not None and len(ids) > max_length:
+            offset = len(ids) - max_length if mode == "keep_end" else 0
+            ids = ids[offset : offset + max_length]
+        rows.append(Expected(index, tuple(ids), max(start - offset, 0), min(end - offset, len(ids)), end))
+    return rows
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else f"{text[: limit // 2]} … {text[-limit // 2 :]}"
+
+
+def diagnose_row(ids: list[int], labels: list[int], expected: Expected) -> str | None:
+    """None when the loss covers exactly the answer; else the failure's name with counts."""
+    supervised = [i for i, label in enumerate(labels) if label != IGNORE]
+    wanted = range(expected.answer_start, expected.answer_end)
+    problems = []
+    in_prompt = [i for i in supervised if i < expected.answer_start]
+    if in_prompt:
+        problems.append(f"prompt in the loss: {len(in_prompt)} of {expected.answer_start} prompt tokens supervised")
+    after = [i for i in supervised if i >= expected.answer_end]
+    if after:
+        problems.append(f"{len(after)} tokens after the answer supervised (padding or template tail)")
+    missing = [i for i in wanted if labels[i] == IGNORE]
+    if missing:
+        if missing == [expected.answer_end - 1] and expected.answer_end == expected.full_length:
+            problems.append("answer masked: the end-of-turn token is not in the loss (the model never learns to stop)")
+        else:
+            problems.append(f"answer masked: {len(missing)} of {len(wanted)} answer tokens not supervised")
+    wrong = [i for i in supervised if labels[i] != ids[i]]
+    if wrong:
+        problems.append(f"{len(wrong)} labels differ from the input ids (labels shifted twice?)")
+    if expected.full_length > len(ids) and expected.answer_end < expected.full_length:
+        cut = expected.full_length - len(ids)
+        problems.append(f"truncation cut the answer: {cut} tokens past max_length {len(ids)}")
+    return "; ".join(problems) or None
+
+
+def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[SqlExample], *, n_batches: int = 2) -> Verdict:
+    max_length = getattr(trainer.args, "max_length", None)
+    mode = getattr(trainer.args, "truncation_mode", "keep_start")
+    expected = expected_rows(tokenizer, examples, max_length, mode)
+    by_ids = {row.ids: row for row in expected}
+    too_long = [row for row in expected if max_length is not None and row.full_length > max_length]
+    evidence: dict[str, Any] = {
+        "n_examples": len(examples),
+        "n_in_dataset": len(trainer.train_dataset) if hasattr(trainer.train_dataset, "__len__") else None,
+        "max_length": max_length,
+        "n_truncated": len(too_long),
+        "n_answer_cut": sum(1 for row in too_long if row.answer_end < row.full_length),
+        "n_answer_gone": sum(1 for row in too_long if row.answer_start >= row.answer_end),
+    }
+    failures: list[dict[str, str]] = []
+    reasons: dict[str, int] = {}
+    checked = unmatched = 0
+    model = trainer.model
+    with untouched(model):  # the dataloader's sampler draws from torch's RNG
+        for batch in islice(trainer.get_train_dataloader(), n_batches):
+            if "attention_mask" not in batch:
+                return Verdict("skipped", "batches have no attention_mask (padding-free or packed): rows hold many examples", evidence)
+            for ids_row, mask_row, labels_row in zip(batch["input_ids"], batch["attention_mask"], batch["labels"], strict=True):
+                keep = mask_row.bool()
+                ids, labels = ids_row[keep].tolist(), labels_row[keep].tolist()
+                row = by_ids.get(tuple(ids))
+                if row is None:
+                    unmatched += 1
+                    continue
+                checked += 1
+                problem = diagnose_row(ids, labels, row)
+                if problem is None:
+                    continue
+                name = problem.split(":", 1)[0]
+                reasons[name] = reasons.get(name, 0) + 1
+                if len(failures) < MAX_EVIDENCE_ROWS:
+                    got = [t for t, label in zip(ids, labels, strict=True) if label != IGNORE]
+                    want = list(ids[row.answer_start : row.answer_end])
+                    failures.append({
+                        "example": str(row.index), "problem": problem,
+                        "supervised": _short(tokenizer.decode(got)), "expected": _short(tokenizer.decode(want)),
+                    })  # fmt: skip
+    evidence.update(rows_checked=checked, rows_unmatched=unmatched, failing_rows=failures, reasons=reasons)
+    if checked == 0:
+        return Verdict("fail", f"no batch row matched an example's input ids ({unmatched} rows): the data reaching "
+                               "the model is not what was tokenized", evidence)  # fmt: skip
+    dataset_note = ""
+    if evidence["n_answer_cut"]:
+        longest = max(row.full_length for row in expected)
+        dataset_note = (f"; {evidence['n_answer_cut']} of {len(examples)} examples have their answer cut by "
+                        f"max_length {max_length} (set recipe.max_length ≥ {longest})")  # fmt: skip
+    if failures or unmatched:
+        worst = max(reasons, key=lambda k: reasons[k]) if reasons else "unmatched rows"
+        detail = f"{sum(reasons.values())} of {checked} rows wrong — {failures[0]['problem'] if failures else worst}"
+        if unmatched:
+            detail += f"; {unmatched} rows match no example"
+        return Verdict("fail", detail + dataset_note, evidence)
+    if dataset_note:
+        return Verdict("fail", f"sampled rows exact{dataset_note}", evidence)
+    return Verdict("pass", f"{checked} rows: supervised tokens are exactly answer + end-of-turn", evidence)

@@ -1,0 +1,55 @@
+"""Preflight: the checks that run once, after LoRA wraps the model and before the first optimizer step.
+
+Each check is isolated: an exception in one becomes that check's "error" verdict and the others
+still run. None of them changes the weights, the RNG or the gradients the training starts from.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harness.checks.accumulation import accumulation_parity
+from harness.checks.cache import cache_parity
+from harness.checks.mask import audit_mask
+from harness.checks.quantizable import quantizable_fraction
+from harness.checks.verdict import Verdict
+from harness.config import SetupConfig
+from harness.tasks.sql.data import SqlExample
+from harness.tasks.sql.prompt import render_prompt
+from harness.training import Runtime, end_of_turn
+
+# Parity needs two micro-batches of different token counts, not the run's batch size: the bug it
+# looks for (a forward ignoring num_items_in_batch) scales the loss by G whatever B is.
+PARITY_BATCH = 2
+
+
+def parity_shape(setup: SetupConfig) -> tuple[int, int]:
+    """(batch, accumulation): the run's G when it accumulates, else G=2 — the check is cheap and a later
+    `--set recipe.grad_accum=8` must not be the first time the loss path is exercised."""
+    return min(setup.recipe.batch_size, PARITY_BATCH), max(setup.recipe.grad_accum, 2)
+
+
+def _guarded(check: Callable[[], Verdict]) -> Verdict:
+    try:
+        return check()
+    except Exception as exc:
+        tail = traceback.format_exc().strip().splitlines()[-6:]
+        return Verdict("error", f"{type(exc).__name__}: {exc}", {"traceback_tail": tail})
+
+
+def run_preflight(
+    model: Any, tokenizer: Any, examples: Sequence[SqlExample], setup: SetupConfig, runtime: Runtime, trainer: Any
+) -> dict[str, Verdict]:
+    batch, accum = parity_shape(setup)
+    sample = examples[0] if examples else None
+    text = render_prompt(tokenizer, sample) + sample.answer + (end_of_turn(tokenizer) or "") if sample else ""
+    return {
+        "mask_audit": _guarded(lambda: audit_mask(trainer, tokenizer, examples)),
+        "accumulation_parity": _guarded(
+            lambda: accumulation_parity(model, tokenizer, examples, batch=batch, accum=accum, trainer=trainer)
+        ),
+        "cache_parity": _guarded(lambda: cache_parity(model, tokenizer, text)),
+        "quantizable_fraction": _guarded(lambda: quantizable_fraction(model)),
+    }

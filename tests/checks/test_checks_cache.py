@@ -1,0 +1,54 @@
+"""Cache parity: cached and uncached logits agree on clean models; a layer reading K/V only from the cache fails."""
+
+from __future__ import annotations
+
+import checks_bugs
+import torch
+
+from harness.checks import cache_parity
+
+TEXT = 'SELECT name FROM table_1 WHERE year = "1990"'
+
+
+def test_clean_tiny_agrees(tiny):
+    model, tokenizer = tiny
+    verdict = cache_parity(model, tokenizer, TEXT)
+    assert verdict.verdict == "pass", verdict
+    assert verdict.evidence["argmax_agreement_incremental"] > 0.999
+
+
+def test_layer_reading_kv_only_from_cache_is_caught(tiny):
+    model, tokenizer = tiny
+    checks_bugs.break_cache_sharing(model, layer=1)
+    verdict = cache_parity(model, tokenizer, TEXT)
+    assert verdict.verdict == "fail"
+    assert "layers read K/V only from the cache" in verdict.detail
+    assert verdict.evidence["distances"]["full_cache_vs_no_cache"] > 0.5
+
+
+def test_train_mode_that_changes_the_forward_is_caught(tiny):
+    model, tokenizer = tiny
+
+    class TrainOnlyShift(torch.nn.Module):
+        # A norm that behaves differently in train mode, the way a stray BatchNorm would.
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+            out = self.inner(hidden)
+            return out * 3.0 if self.training else out
+
+    model.model.norm = TrainOnlyShift(model.model.norm)
+    verdict = cache_parity(model, tokenizer, TEXT)
+    assert verdict.verdict == "fail"
+    assert "train mode changes the forward" in verdict.detail
+    assert "K/V" not in verdict.detail
+
+
+def test_clean_smollm2_agrees(smollm2):
+    model, tokenizer = smollm2
+    ids = tokenizer(TEXT, add_special_tokens=False).input_ids[:8]
+    verdict = cache_parity(model, tokenizer, ids)
+    assert verdict.verdict == "pass", verdict
+    assert not model.training

@@ -1,0 +1,36 @@
+"""`lorabench checks` end to end on the tiny model: a verdict table and an exit code."""
+
+from __future__ import annotations
+
+import json
+
+from harness.cli import main
+
+RANDOM_INIT = ["--set", "checks.smoke.first_loss_min=9", "--set", "checks.smoke.first_loss_max=12.5"]
+
+
+def _argv(tiny_model_dir, sql_rows_file, *extra: str) -> list[str]:
+    return ["checks", "--model", str(tiny_model_dir), "--data", str(sql_rows_file),
+            "--set", "data.test_size=10", "--set", "recipe.batch_size=2", "--set", "recipe.warmup_steps=0",
+            "--set", "recipe.lr=0.02", "--set", "device=cpu", *extra]  # fmt: skip
+
+
+def test_clean_tiny_passes_every_check(tiny_model_dir, sql_rows_file, tmp_path, capsys):
+    out = tmp_path / "verdicts.json"
+    code = main([*_argv(tiny_model_dir, sql_rows_file, *RANDOM_INIT), "--json", str(out)])
+    table = capsys.readouterr().out
+    verdicts = json.loads(out.read_text())
+    assert list(verdicts) == ["mask_audit", "accumulation_parity", "cache_parity", "quantizable_fraction", "smoke",
+                              "dead_adapters"]  # fmt: skip
+    assert {name: v["verdict"] for name, v in verdicts.items()} == dict.fromkeys(verdicts, "pass"), table
+    assert code == 0
+    # The trainer prints its log dicts to stdout too; the table starts at its header.
+    assert any(line.split() == ["check", "verdict", "detail"] for line in table.splitlines())
+
+
+def test_default_band_fails_a_random_init_model_and_exits_non_zero(tiny_model_dir, sql_rows_file, capsys):
+    code = main(_argv(tiny_model_dir, sql_rows_file))
+    table = capsys.readouterr().out
+    assert code == 1
+    smoke_line = next(line for line in table.splitlines() if line.startswith("smoke"))
+    assert "fail" in smoke_line and "first loss" in smoke_line
