@@ -86,10 +86,12 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     outcome.timings["train_s"] = round(trained.train_s, 2)
     outcome.train = train_stats(trained, runtime, setup)
     outcome.memory = memory_stats(runtime)
+    outcome.checks.update({name: verdict.to_dict() for name, verdict in trained.checks.items()})
     if smoke:
         outcome.checks["smoke"] = smoke.final_verdict().to_dict()
     if trained.stopped_reason:
-        raise checks.RunStopped(smoke.status if smoke else "failed", trained.stopped_reason)
+        stopped_by_smoke = smoke is not None and trained.stopped_reason.startswith("smoke:")
+        raise checks.RunStopped(smoke.status if stopped_by_smoke else "failed", trained.stopped_reason)
 
     # 9. Evaluate the trained adapter (rank 0 alone under DDP).
     if setup.eval.enabled and main_process:

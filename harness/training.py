@@ -52,6 +52,7 @@ class TrainOutcome:
     samples: int = 0
     trainable_params: int = 0
     total_params: int = 0
+    checks: dict[str, Any] = field(default_factory=dict)  # name → Verdict, from preflight and post checks
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,13 @@ from typing import Any
 
 import torch
 
+from harness import checks
 from harness.config import SetupConfig
 from harness.tasks.sql.data import SqlExample
 from harness.training import Runtime, StepObserver, TrainOutcome, count_params, tokenize_examples
+
+# A failure of these means the long run would train the wrong thing: stop before the first step.
+STOPPING_CHECKS = ("mask_audit", "accumulation_parity", "cache_parity")
 
 
 def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[Any, Any]:
@@ -160,11 +164,25 @@ def run_sft(
     runtime: Runtime,
     observers: Sequence[StepObserver],
 ) -> TrainOutcome:
-    """Train an already LoRA-wrapped model with SFTTrainer and time it (shared with the unsloth backend)."""
+    """Train an already LoRA-wrapped model with SFTTrainer and time it (shared with the unsloth backend).
+
+    Preflight checks audit this very trainer before its first step; a failed one stops the run there.
+    The dead-adapter tracker rides along every optimizer step."""
     model.config.use_cache = False
     outcome = TrainOutcome(model=model)
     outcome.trainable_params, outcome.total_params = count_params(model)
-    trainer = build_trainer(model, tokenizer, examples, setup, runtime, [_step_callback(observers, outcome)])
+    callbacks = [_step_callback(observers, outcome)]
+    tracker = checks.DeadAdapterTracker(model) if setup.checks.dead_adapters else None
+    if tracker:
+        callbacks.append(tracker.callback())
+    trainer = build_trainer(model, tokenizer, examples, setup, runtime, callbacks)
+    if setup.checks.preflight:
+        found = checks.run_preflight(model, tokenizer, examples, setup, runtime, trainer)
+        outcome.checks.update(found)
+        failed = [f"{name}: {v.detail}" for name, v in found.items() if v.verdict == "fail" and name in STOPPING_CHECKS]
+        if failed:
+            outcome.stopped_reason = "preflight: " + "; ".join(failed)
+            return outcome
 
     if runtime.device == "cuda":
         torch.cuda.synchronize()
@@ -176,6 +194,8 @@ def run_sft(
 
     outcome.tokens = int(trainer.state.num_input_tokens_seen) or None
     outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.gpus
+    if tracker:
+        outcome.checks["dead_adapters"] = tracker.verdict(model)
     outcome.model = trainer.model
     outcome.model.config.use_cache = True
     return outcome

@@ -12,7 +12,7 @@ from harness.findings.evidence import Evidence, FindingStatus, ProbeResult, not_
 # record.checks keys the probes read; the checks module writes them.
 MASK_AUDIT = "mask_audit"
 CACHE_PARITY = "cache_parity"
-GRAD_ACCUM_PARITY = "grad_accum_parity"
+GRAD_ACCUM_PARITY = "accumulation_parity"
 DEAD_ADAPTERS = "dead_adapters"
 END_OF_TURN = "end_of_turn"
 CHECKS = (MASK_AUDIT, CACHE_PARITY, GRAD_ACCUM_PARITY, DEAD_ADAPTERS, END_OF_TURN)

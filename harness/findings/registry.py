@@ -60,7 +60,7 @@ FINDINGS: tuple[Finding, ...] = (
     Finding("kv-sharing-cache", "stack", "any", "KV sharing breaks with use_cache=False",
             "cache_parity check", "keep the cache on for KV-shared models", STORY, probes.kv_sharing_cache),
     Finding("num-items-in-batch", "stack", "any", "num_items_in_batch ignored (gradient accumulation scale)",
-            "grad_accum_parity check", "pass num_items_in_batch through the loss", STORY, probes.num_items_in_batch),
+            "accumulation_parity check", "pass num_items_in_batch through the loss", STORY, probes.num_items_in_batch),
     Finding("dead-lora-kv-shared", "stack", "any", "dead LoRA modules on KV-shared layers",
             "dead_adapters check", "leave k/v projections of KV-shared layers out of targets", STORY,
             probes.dead_lora_modules),
