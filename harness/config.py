@@ -59,7 +59,9 @@ class RecipeConfig(Frozen):
     warmup_steps: int = Field(10, ge=0)
     scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "linear"
     weight_decay: float = Field(0.0, ge=0)
-    optimizer: Literal["adamw_torch", "adamw_torch_fused", "adamw_8bit", "sgd"] = "adamw_torch"
+    optimizer: Literal["auto", "adamw_torch", "adamw_torch_fused", "adamw_8bit", "sgd"] = Field(
+        "auto", description="auto = AdamW, fused on a GPU (same math, fewer kernel launches)"
+    )
     gradient_checkpointing: bool = False
     max_length: int = Field(512, gt=8)
     seed: int = 3407

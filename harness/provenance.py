@@ -72,10 +72,10 @@ def collect_gpus() -> dict[str, Any]:
                 "multiprocessors": props.multi_processor_count,
             }
         )
-    driver = _nvidia_driver() if runtime == "cuda" else None
-    if driver:
-        info["driver"] = driver
-    return info
+    if runtime == "cuda":
+        info["driver"] = _nvidia_driver()
+        info["machine_gpus"] = machine_gpu_count()
+    return {k: v for k, v in info.items() if v is not None}
 
 
 def _nvidia_driver() -> str | None:
@@ -95,12 +95,23 @@ def collect_host() -> dict[str, Any]:
     return host
 
 
+def machine_gpu_count() -> int | None:
+    """GPUs in the machine, not only those visible to this process: a run pinned to one card
+    (CUDA_VISIBLE_DEVICES, a pytest-xdist worker) still belongs to the same host."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
 def host_id(host: dict[str, Any]) -> str:
-    """A short, stable label: the GPU model (×count), else the CPU model and core count."""
+    """A short, stable label: the GPU model (×count in the machine), else the CPU model and core count."""
     gpus = host.get("gpus") or []
     if gpus:
         name = gpus[0]["name"]
-        return slug(f"{name}x{len(gpus)}" if len(gpus) > 1 else name)
+        count = host.get("machine_gpus") or len(gpus)
+        return slug(f"{name}x{count}" if count > 1 else name)
     cpu = host.get("cpu", {})
     return slug(f"cpu-{cpu.get('model', platform.machine())}-{cpu.get('logical_cores', '')}c")
 

@@ -97,6 +97,12 @@ def _step_callback(observers: Sequence[StepObserver], outcome: TrainOutcome) -> 
     return ObserveSteps()
 
 
+def resolve_optimizer(name: str, runtime: Runtime) -> str:
+    if name != "auto":
+        return name
+    return "adamw_torch_fused" if runtime.device == "cuda" else "adamw_torch"
+
+
 def build_trainer(
     model: Any, tokenizer: Any, examples: Sequence[SqlExample], setup: SetupConfig, runtime: Runtime, callbacks: list
 ) -> Any:
@@ -119,7 +125,7 @@ def build_trainer(
         lr_scheduler_type=recipe.scheduler,
         warmup_steps=recipe.warmup_steps,
         weight_decay=recipe.weight_decay,
-        optim=recipe.optimizer,
+        optim=resolve_optimizer(recipe.optimizer, runtime),
         gradient_checkpointing=recipe.gradient_checkpointing,
         max_length=recipe.max_length,
         completion_only_loss=True,
