@@ -153,6 +153,10 @@ def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None 
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
     # The child must import this very harness, also when it is run from a source tree.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent), env.get("PYTHONPATH")]))
+    if "CUDA_VISIBLE_DEVICES" not in env:
+        # Exactly the GPUs the setup asks for: with more visible, Trainer would wrap one process in
+        # nn.DataParallel (which SFTTrainer refuses) instead of one process per GPU.
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(job.setup.gpus))
     worker = ["-m", "harness.worker", str(job_file)]
     if job.setup.gpus > 1:
         # One process per GPU; the Trainer sees torchrun's variables and wraps the model in DDP.

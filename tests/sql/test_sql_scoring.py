@@ -79,3 +79,11 @@ def test_summarize_rates_over_all_and_semantic_over_scorable() -> None:
         "n_unscorable": 1,
     }
     assert summarize([])["semantic"] is None
+
+
+def test_a_literal_too_big_for_sqlite_is_scored_not_raised() -> None:
+    # Seen on real SmolLM2 base output on the H200: a 30-digit literal made sqlite3 raise OverflowError.
+    context = "CREATE TABLE t (a VARCHAR, b VARCHAR)"
+    score = score_prediction("SELECT a FROM t WHERE b = 123456789012345678901234567890", "SELECT a FROM t WHERE b = 1", context)
+    assert score.semantic is False
+    assert score.executes is True

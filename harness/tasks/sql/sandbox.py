@@ -202,6 +202,17 @@ def parse_schema(context: str) -> Schema:
     return Schema(tables, ddl)
 
 
+SQLITE_INT_MAX = 2**63 - 1
+
+
+def _storable(value: object) -> object:
+    """SQLite integers are 64-bit: a bigger literal from model output (e.g. a 30-digit number) is stored
+    as a float, as SQLite itself does with such a literal in SQL text, instead of raising OverflowError."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > SQLITE_INT_MAX:
+        return float(value)
+    return value
+
+
 def build_database(context: str, rows: Mapping[str, Sequence[Sequence[object]]] | None = None) -> sqlite3.Connection:
     """A locked in-memory database with the context's tables and `rows` (table name -> rows, values in
     column order) inserted; only reads are allowed afterwards. Raises ContextError."""
@@ -213,7 +224,10 @@ def build_database(context: str, rows: Mapping[str, Sequence[Sequence[object]]] 
             table_rows = (rows or {}).get(table.name)
             if table_rows:
                 marks = ", ".join("?" * len(table.columns))
-                conn.executemany(f"INSERT INTO {quote_identifier(table.name)} VALUES ({marks})", table_rows)
+                conn.executemany(
+                    f"INSERT INTO {quote_identifier(table.name)} VALUES ({marks})",
+                    [tuple(map(_storable, row)) for row in table_rows],
+                )
     except sqlite3.Error as exc:
         conn.close()
         raise ContextError(f"context does not build: {exc}") from exc

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.tasks.sql.sandbox import run_sql
-from harness.tasks.sql.semantic import compare_queries
+from harness.tasks.sql.semantic import SemanticVerdict, compare_queries
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -54,7 +54,10 @@ class QuestionScore:
 
 
 def score_prediction(pred: str, gold: str, context: str, *, seed: int = 0) -> QuestionScore:
-    verdict = compare_queries(pred, gold, context, seed=seed)
+    try:
+        verdict = compare_queries(pred, gold, context, seed=seed)
+    except Exception as exc:  # untrusted output must never stop a run's scoring; the miss is named
+        verdict = SemanticVerdict(False, f"semantic check failed on this prediction: {type(exc).__name__}: {exc}")
     is_exact = exact_match(pred, gold)
     return QuestionScore(
         exact=is_exact,
