@@ -4,6 +4,7 @@ Same recipe (300 steps, batch 8, lr 2e-4, r16/alpha16 on all linear projections)
 same seeds. Each side gets its own GPU at the same time, one seed after another; the figure is the
 wall-clock of each whole command (load, baseline eval, training, eval), and the exact match each reports.
 Usage: python benchmarks/bench_vs_peer.py PEER_SCRIPT GGUF_DIR DATA RESULTS [SEED ...]
+$PEER_SEEDS (comma-separated) limits the peer to some of the seeds when time is short.
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ def main(peer: str, gguf_dir: str, data: str, results: str, seeds: list[int]) ->
                    "--data", data, "--results", results, "--quiet"]  # fmt: skip
             harness_s[seed] = timed(cmd, "0", out / f"harness-{seed}.log")
 
+    peer_seeds = [int(s) for s in os.environ.get("PEER_SEEDS", "").split(",") if s] or seeds
+
     def run_peer() -> None:
-        for seed in seeds:
+        for seed in peer_seeds:
             cmd = [sys.executable, peer, gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf", data, "300", str(seed)]
             peer_s[seed] = timed(cmd, "1", out / f"peer-{seed}.log")
 
@@ -63,6 +66,9 @@ def main(peer: str, gguf_dir: str, data: str, results: str, seeds: list[int]) ->
     for seed in seeds:
         rec = records.get(seed)
         ours = f"{rec.baseline.exact_match}→{rec.trained.exact_match}" if rec and rec.trained and rec.baseline else "n/a"
+        if seed not in peer_s:
+            print(f"{seed} | {harness_s[seed]:.0f} | not run | | {ours} |")
+            continue
         base, lora = peer_exact_match(out / f"peer-{seed}.log")
         ratio = peer_s[seed] / harness_s[seed]
         print(f"{seed} | {harness_s[seed]:.0f} | {peer_s[seed]:.0f} | {ratio:.2f}× | {ours} | {base}→{lora}")
