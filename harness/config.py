@@ -79,14 +79,14 @@ class DataConfig(Frozen):
 class EvalConfig(Frozen):
     enabled: bool = True
     baseline: bool = Field(True, description="also score the untrained model (cached per model + split)")
-    batch_size: int = Field(32, gt=0)
+    batch_size: int = Field(64, gt=0, description="questions decoded together (the peer script's 64)")
     max_new_tokens: int = Field(64, gt=0)
     limit: int | None = Field(None, gt=0, description="score only the first N test questions")
 
 
 class SmokeConfig(Frozen):
     enabled: bool = True
-    steps: int = Field(10, gt=1)
+    steps: int = Field(20, gt=1, description="steps the loss must fall over (see harness/checks/smoke.py)")
     first_loss_min: float = Field(0.3, ge=0)
     first_loss_max: float = Field(5.0, gt=0)
 

@@ -39,6 +39,16 @@ def _guarded(check: Callable[[], Verdict]) -> Verdict:
         return Verdict("error", f"{type(exc).__name__}: {exc}", {"traceback_tail": tail})
 
 
+def cache_tolerance(model: Any) -> float:
+    """fp32 logits agree to ~1e-5; half precision does not: clean SmolLM2 in bf16 on an H200 measured
+    0.206 (incremental decoding vs one full forward), which the fp32 bound of 0.05 called a bug. A layer
+    blind to K/V moves the logits by far more than their spread, so 0.5 still catches it."""
+    import torch
+
+    dtype = next(model.parameters()).dtype
+    return 0.05 if dtype == torch.float32 else 0.5
+
+
 def run_preflight(
     model: Any, tokenizer: Any, examples: Sequence[SqlExample], setup: SetupConfig, runtime: Runtime, trainer: Any
 ) -> dict[str, Verdict]:
@@ -50,6 +60,6 @@ def run_preflight(
         "accumulation_parity": _guarded(
             lambda: accumulation_parity(model, tokenizer, examples, batch=batch, accum=accum, trainer=trainer)
         ),
-        "cache_parity": _guarded(lambda: cache_parity(model, tokenizer, text)),
+        "cache_parity": _guarded(lambda: cache_parity(model, tokenizer, text, tol=cache_tolerance(model))),
         "quantizable_fraction": _guarded(lambda: quantizable_fraction(model)),
     }

@@ -3,6 +3,11 @@
 In the story a 10-step look caught four silent bugs: first loss 102 (wrong labels), loss stuck at 14,
 gradients 8× too large, adapters that never learned. The band's default suits a pretrained model; a
 random-init model starts near ln(vocab size) and needs its own band.
+
+The look spans 20 steps by default, not 10: with the story's 10 warm-up steps and batch 8, the loss of
+healthy runs rose over the first 10 steps on an H200 (seeds 3407 and 42: mean of steps 1–3 0.96, of
+steps 8–10 1.01), so a 10-step "falling" test stopped good runs. By step 20 the rate is full and a
+learning run has clearly fallen (CPU, seed 3407: 1.2 → 0.3 by step 26).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from harness.backends import hf
 from harness.checks import SmokeObserver
 from harness.config import SmokeConfig
 
-RANDOM_INIT_BAND = SmokeConfig(first_loss_min=9.0, first_loss_max=12.5)
+RANDOM_INIT_BAND = SmokeConfig(first_loss_min=9.0, first_loss_max=12.5, steps=10)
 
 
 def test_clean_tiny_run_passes_with_a_configured_band(tiny, examples, runtime):

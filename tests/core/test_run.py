@@ -20,7 +20,7 @@ from harness.run import RunOptions, run_setup
 def tiny_setup(model: Path, data: Path, *extra: str):
     return load_setup(None, [
         f"model.source={model}", f"data.source={data}", "data.test_size=6", "recipe.steps=10",
-        "recipe.batch_size=4", "eval.max_new_tokens=6", "checks.smoke.first_loss_max=20", *extra,
+        "recipe.batch_size=4", "eval.max_new_tokens=6", "checks.smoke.first_loss_max=20", "checks.smoke.steps=10", *extra,
     ])  # fmt: skip
 
 
