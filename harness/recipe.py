@@ -151,3 +151,88 @@ def baseline(
     tmp.write_text(json.dumps({"answers": answers, "eval_s": seconds}), encoding="utf-8")
     tmp.replace(path)
     return answers, {**score(answers, test), "eval_s": seconds}
+
+
+def end_of_turn_check(tokenizer: Any) -> checks.Verdict:
+    """What ends an answer in training and generation, next to what the tokenizer calls EOS."""
+    eot = end_of_turn(tokenizer)
+    evidence = {"eos_token": tokenizer.eos_token, "end_of_turn": eot}
+    if eot == tokenizer.eos_token:
+        return checks.Verdict("pass", f"answers end with EOS {eot!r}", evidence)
+    return checks.Verdict(
+        "pass", f"answers end with the chat template's {eot!r}, not the tokenizer's EOS {tokenizer.eos_token!r}", evidence
+    )
+
+
+def model_flops_utilisation(trained: Any, runtime: Runtime, setup: SetupConfig) -> float | None:
+    """Model FLOPs per second against the GPUs' bf16 dense peak (None on CPU or an unknown GPU)."""
+    if runtime.device != "cuda" or not trained.tokens or not trained.train_s:
+        return None
+    import torch
+
+    flops = training_flops(trained.total_params, trained.trainable_params, trained.tokens,
+                           setup.recipe.gradient_checkpointing)  # fmt: skip
+    value = mfu(flops / trained.train_s, torch.cuda.get_device_name(0), setup.gpus)
+    return round(value, 4) if value is not None else None
+
+
+def train_stats(trained: Any, runtime: Runtime, setup: SetupConfig) -> dict[str, Any]:
+    losses = [round(x, 5) for x in trained.losses]
+    tail = losses[-max(1, len(losses) // 10) :] if losses else []
+    seconds = trained.train_s or None
+    return {
+        "steps_done": len(losses),
+        "loss": losses,
+        "first_loss": losses[0] if losses else None,
+        "final_loss": round(sum(tail) / len(tail), 5) if tail else None,
+        "train_s": round(trained.train_s, 2),
+        "tokens": trained.tokens,
+        "tokens_per_s": round(trained.tokens / seconds, 1) if trained.tokens and seconds else None,
+        "samples_per_s": round(trained.samples / seconds, 3) if seconds else None,
+        "mfu": model_flops_utilisation(trained, runtime, setup),
+        "trainable_params": trained.trainable_params,
+        "total_params": trained.total_params,
+    }
+
+
+def check_gpus(setup: SetupConfig, runtime: Runtime) -> None:
+    import torch
+
+    if setup.gpus > 1 and (runtime.device != "cuda" or torch.cuda.device_count() < setup.gpus):
+        raise UserError(
+            f"gpus: {setup.gpus} data-parallel processes need {setup.gpus} GPUs, this host has "
+            f"{torch.cuda.device_count()}; lower gpus or run on a bigger host"
+        )
+
+
+def memory_stats(runtime: Runtime) -> dict[str, Any]:
+    """Peak VRAM of this process's GPU; under DDP every rank's, gathered (memory per card)."""
+    import torch
+
+    stats: dict[str, Any] = {"device": runtime.device}
+    if runtime.device == "cuda":
+        peak = int(torch.cuda.max_memory_allocated())
+        stats["peak_vram_bytes"] = peak
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            peaks: list[Any] = [None] * torch.distributed.get_world_size()
+            torch.distributed.all_gather_object(peaks, peak)
+            stats["peak_vram_per_gpu_bytes"] = peaks
+    return stats
+
+
+def write_predictions(
+    path: Path, test: tuple[SqlExample, ...], answers: list[str], base_answers: list[str] | None
+) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for index, (ex, answer) in enumerate(zip(test, answers, strict=True)):
+            scored = score_prediction(answer, ex.answer, ex.context)
+            base = base_answers[index] if base_answers else None
+            base_scored = score_prediction(base, ex.answer, ex.context) if base is not None else None
+            row = {
+                "index": index, "question": ex.question, "context": ex.context, "gold": ex.answer,
+                "prediction": answer, "base_prediction": base,
+                "exact": scored.exact, "executes": scored.executes, "semantic": scored.semantic,
+                "base_exact": base_scored.exact if base_scored else None,
+                "base_semantic": base_scored.semantic if base_scored else None,
+            }  # fmt: skip
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
