@@ -16,7 +16,7 @@ $(VENV)/.installed-$(STACK): lockfiles/$(STACK).txt scripts/install.sh pyproject
 setup: $(VENV)/.installed-$(STACK)
 
 bench: setup  ## the suite's CPU cases (Exp A: SmolLM2, 3 seeds), then the scorecard
-	$(VENV)/bin/lorabench bench -m cpu_ok
+	$(VENV)/bin/lorabench bench --results reports/results -- -m cpu_ok
 
 test: setup
 	$(PY) -m pytest tests -q -n 2 --dist loadfile

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from harness import stats
 from harness.results import RunRecord
 
 GiB = 1024**3
@@ -84,27 +85,35 @@ def assert_seed_spread(records: Sequence[RunRecord], max_points: float) -> float
 
 
 def assert_equivalent(a: Sequence[RunRecord], b: Sequence[RunRecord], margin: float) -> float:
-    """Same accuracy within ±`margin` points; returns mean(b) − mean(a).
-
-    STATS: swap in `harness.stats.tost` on the per-seed (paired by seed) differences, or
-    `tost_paired_accuracy` on the per-question predictions; a difference of means is not a test."""
-    diff = round(mean([exact_match(r) for r in b]) - mean([exact_match(r) for r in a]), 1)
-    if abs(diff) > margin:
+    """Same accuracy within ±`margin` points by two one-sided tests (TOST) on the per-seed differences,
+    paired by seed; returns the mean difference b − a. "Not significantly different" is never taken
+    as "the same": with three seeds the interval is wide, and a claim may fail for want of evidence."""
+    by_seed = {r.seed: r for r in a}
+    pairs = [(by_seed[r.seed], r) for r in b if r.seed in by_seed]
+    if len(pairs) < 2:
+        raise AssertionError(f"equivalence needs at least two seeds run on both sides, got {len(pairs)}")
+    result = stats.tost([exact_match(y) - exact_match(x) for x, y in pairs], margin)
+    diff = round(result.diff, 1)
+    if not result.is_equivalent:
         raise AssertionError(
-            f"not equivalent within ±{margin:g} points: mean difference {diff:+.1f} "
-            f"(A: {_table(a, lambda r: f'{exact_match(r):.1f}')}) (B: {_table(b, lambda r: f'{exact_match(r):.1f}')})"
+            f"not shown equivalent within ±{margin:g} points: mean difference {diff:+.1f}, "
+            f"90% interval [{result.interval.low:+.1f}, {result.interval.high:+.1f}] (TOST p={result.p_value:.3f}, "
+            f"n={result.n} seeds) (A: {_table(a, lambda r: f'{exact_match(r):.1f}')}) "
+            f"(B: {_table(b, lambda r: f'{exact_match(r):.1f}')})"
         )
     return diff
 
 
 def assert_speedup(baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], min_ratio: float) -> float:
-    """mean training time of `baseline` / that of `candidate`, at least `min_ratio`.
-
-    STATS: swap in `harness.stats.bootstrap_ratio_ci` and judge the interval's lower end."""
-    ratio = round(mean([train_seconds(r) for r in baseline]) / mean([train_seconds(r) for r in candidate]), 2)
-    if ratio < min_ratio:
+    """Mean training time of `baseline` / that of `candidate`; the lower end of its 95% bootstrap
+    interval must reach `min_ratio` (a lucky mean alone does not pass). Returns the ratio of means."""
+    old, new = [train_seconds(r) for r in baseline], [train_seconds(r) for r in candidate]
+    ratio = round(mean(old) / mean(new), 2)
+    interval = stats.bootstrap_ratio_ci(old, new)
+    if interval.low < min_ratio:
         raise AssertionError(
-            f"speedup {ratio:.2f}× < target {min_ratio:g}×: baseline {_table(baseline, lambda r: f'{train_seconds(r):.0f} s')}; "
+            f"speedup {ratio:.2f}× (95% interval {interval.low:.2f}–{interval.high:.2f}×) does not reach "
+            f"{min_ratio:g}×: baseline {_table(baseline, lambda r: f'{train_seconds(r):.0f} s')}; "
             f"candidate {_table(candidate, lambda r: f'{train_seconds(r):.0f} s')}"
         )
     return ratio

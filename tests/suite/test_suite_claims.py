@@ -50,14 +50,18 @@ def test_equivalence_within_the_margin_only() -> None:
     assert claims.assert_equivalent(
         bf16, [record(1, em=44.0), record(2, em=45.0)], margin=3
     ) == pytest.approx(-2.0)
-    with pytest.raises(AssertionError, match=r"not equivalent within ±3 points: mean difference -3.5"):
+    with pytest.raises(AssertionError, match=r"not shown equivalent within ±3 points: mean difference -3.5"):
         claims.assert_equivalent(bf16, [record(1, em=43.0), record(2, em=43.0)], margin=3)
+    # A mean inside the margin is not enough: seeds that disagree this much prove nothing (TOST).
+    noisy = [record(1, em=48.5), record(2, em=44.5), record(3, em=47.0)]
+    with pytest.raises(AssertionError, match=r"not shown equivalent .* mean difference \+0\.3"):
+        claims.assert_equivalent([*bf16, record(3, em=45.0)], noisy, margin=3)
 
 
 def test_speedup_time_ratio_and_memory() -> None:
     one, two = [record(train_s=163.0)], [record(train_s=100.0)]
     assert claims.assert_speedup(one, two, min_ratio=1.5) == pytest.approx(1.63)
-    with pytest.raises(AssertionError, match=r"speedup 1.63× < target 1.8×"):
+    with pytest.raises(AssertionError, match=r"speedup 1.63× \(95% interval 1.63–1.63×\) does not reach 1.8×"):
         claims.assert_speedup(one, two, min_ratio=1.8)
     with pytest.raises(AssertionError, match=r"time ratio 1.63× > bound 1.5×"):
         claims.assert_time_ratio(two, one, max_ratio=1.5)
