@@ -84,7 +84,6 @@ def test_cases_the_host_cannot_run_skip_naming_what_is_missing(
         "SKIPPED * multi_gpu: needs 2 GPUs; this host has torch.cuda.device_count() == 0",
         "SKIPPED * exp_t/tiny: precision '4bit' needs the bitsandbytes package (not importable here); "
         "precision '4bit' needs a GPU; this host has torch.cuda.device_count() == 0",
-        "SKIPPED * exp_t/tiny: backend 'unsloth': harness.backends.unsloth is not in this lorabench yet; "
-        "backend 'unsloth' needs the unsloth package (not importable here); *",
+        "SKIPPED * exp_t/tiny: backend 'unsloth' needs the unsloth package (not importable here); *",
     ])  # fmt: skip
     assert "lorabench runs" not in result.stdout.str()

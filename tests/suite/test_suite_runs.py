@@ -110,10 +110,14 @@ def test_rerun_failed_reruns_only_records_that_are_not_ok(
 def test_failed_run_is_reported_as_failed(
     pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...]
 ) -> None:
-    bench_dir(min_gain=-100.0, data=str(pytester.path / "no-such-rows.jsonl"))
+    # Rows without the task's fields: the run starts, fails inside, and leaves a failed record.
+    bad_rows = pytester.path / "bad-rows.jsonl"
+    bad_rows.write_text('{"question": "q"}\n' * 20)
+    bench_dir(min_gain=-100.0, data=str(bad_rows))
     result = pytester.runpytest(*bench_args, "--lorabench-inline")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*exp_t/tiny seed 3407: run failed: *no-such-rows.jsonl*", "trained exp_t/tiny seed 3407: failed (*"]
-    )
+        ["*exp_t/tiny seed 3407: run failed: *row 1 lacks text field(s) context, answer*",
+         "trained exp_t/tiny seed 3407: failed (*"]
+    )  # fmt: skip
     assert load_record(only_record(pytester)).status == "failed"
