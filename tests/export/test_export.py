@@ -66,14 +66,19 @@ def test_smollm2_round_trip_gives_identical_answers(
 
 
 def test_a_corrupted_merge_is_caught(
-    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    smollm2_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from peft import PeftModel
+    from peft.tuners.tuners_utils import BaseTuner
 
-    adapter = save_test_adapter(tiny_model_dir, tmp_path / "adapter", "eval.max_new_tokens=8")
-    merge = PeftModel.merge_and_unload
+    from harness.testing import build_tiny_model
 
-    def merge_wrong(self: PeftModel, *args: object, **kwargs: object) -> object:
+    # Untied: with the input embedding as its output head a random tiny model repeats the prompt's last
+    # token, a newline, and every answer is empty — nothing a corrupted merge could change.
+    tiny = build_tiny_model(tmp_path / "tiny-untied", smollm2_dir, seed=0, tie_word_embeddings=False)
+    adapter = save_test_adapter(tiny, tmp_path / "adapter", "eval.max_new_tokens=8")
+    merge = BaseTuner.merge_and_unload  # what PeftModel.merge_and_unload forwards to
+
+    def merge_wrong(self: BaseTuner, *args: object, **kwargs: object) -> object:
         merged = merge(self, *args, **kwargs)
         with torch.no_grad():
             merged.lm_head.weight.add_(
@@ -81,7 +86,7 @@ def test_a_corrupted_merge_is_caught(
             )
         return merged
 
-    monkeypatch.setattr(PeftModel, "merge_and_unload", merge_wrong)
+    monkeypatch.setattr(BaseTuner, "merge_and_unload", merge_wrong)
     result = export_adapter(adapter, tmp_path / "merged", limit=6, gguf=False)
     assert not result.is_identical and result.mismatches
     assert json.loads((tmp_path / "merged" / "export.json").read_text())["is_identical"] is False
