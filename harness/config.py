@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import ConfigError
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 SQL_CREATE_CONTEXT = "b-mc2/sql-create-context"
+VERDICT_CORPUS = "verdict-corpus"  # the corpus shipped in harness/tasks/verdict/
 
 
 class Frozen(BaseModel):
@@ -102,7 +103,7 @@ class SetupConfig(Frozen):
 
     name: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     experiment: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    task: Literal["sql"] = "sql"
+    task: Literal["sql", "verdict"] = "sql"
     backend: Literal["hf", "unsloth"] = "hf"
     precision: Literal["auto", "fp32", "bf16", "fp16", "4bit"] = Field(
         "auto", description="auto = bf16 on a GPU, fp32 on CPU (CPU bf16 matmuls are slower)"
@@ -115,6 +116,16 @@ class SetupConfig(Frozen):
     data: DataConfig = DataConfig()
     eval: EvalConfig = EvalConfig()
     checks: ChecksConfig = ChecksConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task_default_data(cls, data: Any) -> Any:
+        # A verdict setup that names no data means the shipped corpus, not the SQL dataset.
+        if isinstance(data, dict) and data.get("task") == "verdict":
+            section = data.get("data") if isinstance(data.get("data"), dict) else {}
+            if "source" not in section and not isinstance(data.get("data"), BaseModel):
+                data = {**data, "data": {**section, "source": VERDICT_CORPUS}}
+        return data
 
     def fingerprint_payload(self) -> str:
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))

@@ -24,9 +24,7 @@ from harness.loadlock import staggered_load
 from harness.mfu import mfu, training_flops
 from harness.models import cache_dir, resolve_model
 from harness.progress import Progress
-from harness.tasks.sql.data import Split, SqlExample, load_split
-from harness.tasks.sql.prompt import render_prompt
-from harness.tasks.sql.scoring import score_prediction, summarize
+from harness.tasks.registry import render_prompt, task_module
 from harness.training import Runtime, end_of_turn, resolve_runtime
 from harness.worker import is_main_process
 
@@ -42,9 +40,10 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     main_process = is_main_process()
     check_gpus(setup, runtime)
 
-    # 3. Data: the story's split, hashed so runs compare only on equal splits.
+    # 3. Data: the story's split, hashed so runs compare only on equal splits. The task reads and scores it.
     progress.phase("data")
-    split = load_split(setup.data)
+    task = task_module(setup.task)
+    split = task.load_split(setup.data)
     test = split.test[: setup.eval.limit] if setup.eval.limit else split.test
     outcome.data = {
         "source": split.source, "split_hash": split.hash, "n_rows": split.n_rows,
@@ -73,7 +72,7 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     base_answers: list[str] | None = None
     if setup.eval.enabled and setup.eval.baseline and main_process:
         base_answers, outcome.baseline = baseline(setup, runtime, resolved.path, split, test, model, tokenizer,
-                                                  progress, events)  # fmt: skip
+                                                  progress, events, task)  # fmt: skip
         outcome.timings["baseline_eval_s"] = outcome.baseline["eval_s"]
 
     # 5. Preflight checks, 6–7. smoke riding along the timed training.
@@ -93,12 +92,16 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
         stopped_by_smoke = smoke is not None and trained.stopped_reason.startswith("smoke:")
         raise checks.RunStopped(smoke.status if stopped_by_smoke else "failed", trained.stopped_reason)
 
+    # The adapter, for `lorabench export` (the parent decides whether it is kept beside the record).
+    if main_process:
+        save_adapter(trained.model, work_dir / "adapter", setup, runtime, resolved.path)
+
     # 9. Evaluate the trained adapter (rank 0 alone under DDP).
     if setup.eval.enabled and main_process:
         answers, seconds = evaluate(trained.model, tokenizer, test, setup, progress, events, "eval")
         outcome.timings["eval_s"] = seconds
-        outcome.trained = {**score(answers, test), "eval_s": seconds}
-        write_predictions(work_dir / "predictions.jsonl", test, answers, base_answers)
+        outcome.trained = {**task.score(answers, test), "eval_s": seconds}
+        write_predictions(work_dir / "predictions.jsonl", task.prediction_rows(test, answers, base_answers))
 
 
 class _ProgressObserver:
@@ -111,7 +114,7 @@ class _ProgressObserver:
 
 
 def evaluate(
-    model: Any, tokenizer: Any, test: tuple[SqlExample, ...], setup: SetupConfig, progress: Progress, events: Any,
+    model: Any, tokenizer: Any, test: tuple[Any, ...], setup: SetupConfig, progress: Progress, events: Any,
     phase: str,
 ) -> tuple[list[str], float]:  # fmt: skip
     progress.phase(phase, total=len(test))
@@ -126,14 +129,9 @@ def evaluate(
     return answers, round(time.perf_counter() - started, 2)
 
 
-def score(answers: list[str], test: tuple[SqlExample, ...]) -> dict[str, Any]:
-    scores = [score_prediction(a, ex.answer, ex.context) for a, ex in zip(answers, test, strict=True)]
-    return summarize(scores)
-
-
 def baseline(
-    setup: SetupConfig, runtime: Runtime, model_path: Path, split: Split, test: tuple[SqlExample, ...],
-    model: Any, tokenizer: Any, progress: Progress, events: Any,
+    setup: SetupConfig, runtime: Runtime, model_path: Path, split: Any, test: tuple[Any, ...],
+    model: Any, tokenizer: Any, progress: Progress, events: Any, task: Any,
 ) -> tuple[list[str], dict[str, Any]]:  # fmt: skip
     key_payload = json.dumps(
         [str(model_path), setup.model.model_dump(mode="json"), runtime.precision, split.hash, len(test),
@@ -144,13 +142,13 @@ def baseline(
     # The answers are cached, not their scores: scoring is cheap and may improve between runs.
     if path.is_file():
         cached = json.loads(path.read_text(encoding="utf-8"))
-        return cached["answers"], {**score(cached["answers"], test), "eval_s": cached["eval_s"], "cached": True}
+        return cached["answers"], {**task.score(cached["answers"], test), "eval_s": cached["eval_s"], "cached": True}
     answers, seconds = evaluate(model, tokenizer, test, setup, progress, events, "baseline eval")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"answers": answers, "eval_s": seconds}), encoding="utf-8")
     tmp.replace(path)
-    return answers, {**score(answers, test), "eval_s": seconds}
+    return answers, {**task.score(answers, test), "eval_s": seconds}
 
 
 def end_of_turn_check(tokenizer: Any) -> checks.Verdict:
@@ -220,19 +218,15 @@ def memory_stats(runtime: Runtime) -> dict[str, Any]:
     return stats
 
 
-def write_predictions(
-    path: Path, test: tuple[SqlExample, ...], answers: list[str], base_answers: list[str] | None
-) -> None:
+def write_predictions(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w", encoding="utf-8") as handle:
-        for index, (ex, answer) in enumerate(zip(test, answers, strict=True)):
-            scored = score_prediction(answer, ex.answer, ex.context)
-            base = base_answers[index] if base_answers else None
-            base_scored = score_prediction(base, ex.answer, ex.context) if base is not None else None
-            row = {
-                "index": index, "question": ex.question, "context": ex.context, "gold": ex.answer,
-                "prediction": answer, "base_prediction": base,
-                "exact": scored.exact, "executes": scored.executes, "semantic": scored.semantic,
-                "base_exact": base_scored.exact if base_scored else None,
-                "base_semantic": base_scored.semantic if base_scored else None,
-            }  # fmt: skip
+        for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def save_adapter(model: Any, target: Path, setup: SetupConfig, runtime: Runtime, base_path: Path) -> None:
+    """The LoRA weights PEFT saves, plus what an export needs to rebuild base + adapter: the base model's
+    folder, the precision it was trained in, and the setup (for the test split)."""
+    model.save_pretrained(str(target))
+    info = {"base_model": str(base_path), "precision": runtime.precision, "setup": setup.model_dump(mode="json")}
+    (target / "lorabench.json").write_text(json.dumps(info, indent=1), encoding="utf-8")

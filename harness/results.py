@@ -37,13 +37,16 @@ class Metrics(Record):
     """Scores on the test split, percentages with one decimal."""
 
     exact_match: float
-    executes: float
+    executes: float  # verdict: the output-contract rate
     semantic: float | None = None
     n: int
     n_scorable: int | None = None
     n_unscorable: int | None = None
     eval_s: float | None = None
     cached: bool = Field(False, description="taken from the baseline cache (same model, split and eval settings)")
+    # Task `verdict` only (left out of the JSON otherwise, so SQL records are unchanged): contract, false
+    # blocks, catches, tag match, abstentions — see harness/tasks/verdict/scoring.py.
+    gate: dict[str, float | int | None] | None = Field(None, exclude_if=lambda value: value is None)
 
 
 class TrainStats(Record):

@@ -9,8 +9,8 @@ from typing import Any, Protocol
 
 import torch
 
+from harness.tasks.registry import render_prompt
 from harness.tasks.sql.data import SqlExample
-from harness.tasks.sql.prompt import render_prompt
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 

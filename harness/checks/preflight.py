@@ -16,8 +16,8 @@ from harness.checks.mask import audit_mask
 from harness.checks.quantizable import quantizable_fraction
 from harness.checks.verdict import Verdict
 from harness.config import SetupConfig
+from harness.tasks.registry import render_prompt
 from harness.tasks.sql.data import SqlExample
-from harness.tasks.sql.prompt import render_prompt
 from harness.training import Runtime, end_of_turn
 
 # Parity needs two micro-batches of different token counts, not the run's batch size: the bug it

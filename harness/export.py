@@ -1,0 +1,196 @@
+"""Merge a run's LoRA adapter into its base model and check the merge changed nothing.
+
+The base is loaded in the precision the adapter was trained in (4-bit runs merge into a bf16 base:
+a merge into 4-bit weights would round the adapter away), base + adapter answers the test split, the
+merged model is saved as safetensors, read back from disk, and answers the same questions again;
+every differing answer is named. GGUF conversion runs llama.cpp's `convert_hf_to_gguf.py` when one is
+found (`$LORABENCH_GGUF_CONVERTER`, or on PATH); lorabench does not ship a converter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.config import SetupConfig
+from harness.errors import UserError
+
+ADAPTER_INFO = "lorabench.json"
+GGUF_OUTTYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}
+CONVERTER_NAMES = ("convert_hf_to_gguf.py", "convert_hf_to_gguf", "convert-hf-to-gguf.py")
+
+
+@dataclass(frozen=True)
+class AdapterSource:
+    adapter_dir: Path
+    base_model: str
+    precision: str  # trained in
+    setup: SetupConfig
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    index: int
+    question: str
+    adapter_answer: str
+    merged_answer: str
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    out_dir: Path
+    adapter_dir: Path
+    base_model: str
+    precision: str
+    n_compared: int
+    mismatches: tuple[Mismatch, ...]
+    gguf_file: Path | None
+    gguf_note: str
+    eval_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def is_identical(self) -> bool:
+        return not self.mismatches
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(out_dir=str(self.out_dir), adapter_dir=str(self.adapter_dir),
+                    gguf_file=str(self.gguf_file) if self.gguf_file else None, is_identical=self.is_identical)  # fmt: skip
+        return data
+
+
+def find_adapter(run: Path) -> Path:
+    """RUN is an adapter folder, or a record `seed-N.json` with `seed-N.adapter/` beside it."""
+    if (run / "adapter_config.json").is_file():
+        return run
+    if run.is_dir() and (run / "adapter" / "adapter_config.json").is_file():
+        return run / "adapter"
+    if run.suffix == ".json" and run.is_file():
+        beside = run.with_name(run.stem + ".adapter")
+        if (beside / "adapter_config.json").is_file():
+            return beside
+        raise UserError(
+            f"RUN {run}: no adapter folder {beside.name}/ beside the record; pass the adapter folder itself"
+        )
+    raise UserError(f"RUN {run}: not an adapter folder (no adapter_config.json) nor a run record seed-N.json")
+
+
+def read_adapter(adapter_dir: Path) -> AdapterSource:
+    info_file = adapter_dir / ADAPTER_INFO
+    if not info_file.is_file():
+        raise UserError(
+            f"RUN {adapter_dir}: no {ADAPTER_INFO} (base model, precision, setup); was it saved by a lorabench run?"
+        )
+    info = json.loads(info_file.read_text(encoding="utf-8"))
+    return AdapterSource(
+        adapter_dir, info["base_model"], info["precision"], SetupConfig.model_validate(info["setup"])
+    )
+
+
+def find_gguf_converter() -> Path | None:
+    configured = os.environ.get("LORABENCH_GGUF_CONVERTER")
+    if configured:
+        path = Path(configured).expanduser()
+        if not path.is_file():
+            raise UserError(
+                f"$LORABENCH_GGUF_CONVERTER: {configured} does not exist; point it at llama.cpp's convert_hf_to_gguf.py"
+            )
+        return path
+    for name in CONVERTER_NAMES:
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    return None
+
+
+def convert_to_gguf(merged_dir: Path, precision: str) -> tuple[Path | None, str]:
+    converter = find_gguf_converter()
+    if converter is None:
+        return None, ("GGUF: not converted — no converter installed. Get llama.cpp's convert_hf_to_gguf.py and set "
+                      "LORABENCH_GGUF_CONVERTER to it (or put it on PATH), then export again.")  # fmt: skip
+    target = merged_dir / "model.gguf"
+    command = [sys.executable, str(converter)] if converter.suffix == ".py" else [str(converter)]
+    command += [str(merged_dir), "--outfile", str(target), "--outtype", GGUF_OUTTYPES.get(precision, "bf16")]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not target.is_file():
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return None, f"GGUF: {converter} failed (exit {done.returncode}): {' | '.join(tail)}"
+    return target, f"GGUF: {target} ({GGUF_OUTTYPES.get(precision, 'bf16')}, by {converter})"
+
+
+def _answers(model: Any, tokenizer: Any, test: tuple[Any, ...], setup: SetupConfig) -> list[str]:
+    from harness.generation import generate_answers
+    from harness.tasks.registry import render_prompt
+    from harness.training import end_of_turn
+
+    prompts = [render_prompt(tokenizer, ex) for ex in test]
+    return generate_answers(model, tokenizer, prompts, batch_size=setup.eval.batch_size,
+                            max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer))  # fmt: skip
+
+
+def export_adapter(
+    run: Path, out_dir: Path, *, limit: int | None = None, device: str = "cpu", gguf: bool = True
+) -> ExportResult:
+    import time
+
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from harness.tasks.registry import task_module
+    from harness.training import resolve_runtime
+
+    source = read_adapter(find_adapter(run))
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise UserError(
+            f"--out {out_dir}: exists and is not empty; choose a new folder (an export never overwrites)"
+        )
+    precision = "bf16" if source.precision == "4bit" else source.precision
+    runtime = resolve_runtime(device, precision)
+    setup = source.setup
+    test = task_module(setup.task).load_split(setup.data).test
+    test = test[: limit or setup.eval.limit or len(test)]
+
+    tokenizer = AutoTokenizer.from_pretrained(source.base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    base = AutoModelForCausalLM.from_pretrained(source.base_model, dtype=runtime.dtype).to(runtime.device)
+    model = PeftModel.from_pretrained(base, str(source.adapter_dir))
+    started = time.perf_counter()
+    adapter_answers = _answers(model, tokenizer, test, setup)
+    seconds = {"adapter_eval_s": round(time.perf_counter() - started, 2)}
+
+    merged = model.merge_and_unload()
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    merged.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    del model, merged, base
+    # Read back from disk: the check covers what will be served, not the object in memory.
+    reloaded = AutoModelForCausalLM.from_pretrained(str(tmp), dtype=runtime.dtype).to(runtime.device)
+    started = time.perf_counter()
+    merged_answers = _answers(reloaded, tokenizer, test, setup)
+    seconds["merged_eval_s"] = round(time.perf_counter() - started, 2)
+    del reloaded
+    if runtime.device == "cuda":
+        torch.cuda.empty_cache()
+
+    mismatches = tuple(
+        Mismatch(i, getattr(ex, "question", None) or getattr(ex, "situation", ""), a, m)
+        for i, (ex, a, m) in enumerate(zip(test, adapter_answers, merged_answers, strict=True))
+        if a != m
+    )
+    os.replace(tmp, out_dir)
+    gguf_file, note = (
+        convert_to_gguf(out_dir, precision) if gguf else (None, "GGUF: not requested (--no-gguf)")
+    )
+    result = ExportResult(out_dir, source.adapter_dir, source.base_model, precision, len(test), mismatches,
+                          gguf_file, note, seconds)  # fmt: skip
+    (out_dir / "export.json").write_text(json.dumps(result.to_dict(), indent=1), encoding="utf-8")
+    return result

@@ -1,0 +1,128 @@
+"""Load chat-format JSONL for the verdict task and split it.
+
+A row is `{"messages": [{"role": "system", …}, {"role": "user", …}, {"role": "assistant", …}]}`: every
+message before the last is the prompt, the last (the assistant's) is the gold answer. The system
+message is optional. Rows may carry `"split": "train" | "test"` — a fixed held-out split, used as is
+(train capped at `data.train_size`) when every row has one; otherwise the story's split applies
+(shuffle with `split_seed`, last `test_size` rows = test). `verdict-corpus` names the small corpus
+shipped with lorabench (62 situations written for the project, 16 held out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.config import VERDICT_CORPUS as CORPUS_NAME
+from harness.config import DataConfig
+from harness.errors import UserError
+
+CORPUS_FILE = Path(__file__).with_name("corpus.jsonl")
+ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class VerdictExample:
+    prompt: tuple[tuple[str, str], ...]  # (role, content) of every message before the answer
+    answer: str
+
+    def prompt_messages(self) -> list[dict[str, str]]:
+        return [{"role": role, "content": content} for role, content in self.prompt]
+
+    @property
+    def situation(self) -> str:
+        return next(content for role, content in reversed(self.prompt) if role == "user")
+
+
+@dataclass(frozen=True)
+class VerdictSplit:
+    source: str
+    n_rows: int
+    train: tuple[VerdictExample, ...]
+    test: tuple[VerdictExample, ...]
+    hash: str
+
+
+def source_path(source: str) -> Path:
+    return CORPUS_FILE if source == CORPUS_NAME else Path(source).expanduser()
+
+
+def _example(row: object, where: str) -> tuple[VerdictExample, str | None]:
+    messages = row.get("messages") if isinstance(row, dict) else None
+    if not isinstance(messages, list) or len(messages) < 2:
+        raise UserError(
+            f"{where}: needs a `messages` list (system?, user, assistant); got {str(row)[:120]!r}"
+        )
+    pairs = []
+    for message in messages:
+        if (
+            not isinstance(message, dict)
+            or message.get("role") not in ROLES
+            or not isinstance(message.get("content"), str)
+        ):
+            raise UserError(
+                f"{where}: every message needs a role ({', '.join(ROLES)}) and text content; got {message!r}"
+            )
+        pairs.append((message["role"], message["content"]))
+    if pairs[-1][0] != "assistant" or pairs[-2][0] != "user":
+        raise UserError(f"{where}: the last two messages must be user then assistant (the gold answer)")
+    split = row.get("split")
+    if split not in (None, "train", "test"):
+        raise UserError(f"{where}: split must be 'train' or 'test', got {split!r}")
+    return VerdictExample(tuple(pairs[:-1]), pairs[-1][1].strip()), split
+
+
+def load_rows(source: str) -> list[tuple[VerdictExample, str | None]]:
+    path = source_path(source)
+    if path.suffix != ".jsonl" or not path.is_file():
+        raise UserError(
+            f"data.source: {source!r} is not an existing chat-format .jsonl file; the verdict task reads one "
+            f"(or `{CORPUS_NAME}`, the corpus shipped with lorabench)"
+        )
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(_example(json.loads(line), f"{source}:{number}"))
+            except json.JSONDecodeError as exc:
+                raise UserError(
+                    f"{source}:{number}: not valid JSON ({exc.msg}); one JSON object per line"
+                ) from None
+    return rows
+
+
+def split_hash(train: tuple[VerdictExample, ...], test: tuple[VerdictExample, ...]) -> str:
+    digest = hashlib.sha256()
+    for part, examples in (("train", train), ("test", test)):
+        digest.update(part.encode())
+        for ex in examples:
+            digest.update(json.dumps([ex.prompt, ex.answer]).encode())
+    return digest.hexdigest()[:16]
+
+
+def make_split(rows: list[tuple[VerdictExample, str | None]], config: DataConfig) -> VerdictSplit:
+    if rows and all(split is not None for _, split in rows):
+        test = tuple(ex for ex, split in rows if split == "test")
+        train = tuple(ex for ex, split in rows if split == "train")[: config.train_size]
+    else:
+        if len(rows) <= config.test_size:
+            raise UserError(
+                f"data.test_size: {config.test_size} test rows leave none to train on ({len(rows)} rows in "
+                f'{config.source}); lower data.test_size, or mark rows with "split": "train"/"test"'
+            )
+        shuffled = [ex for ex, _ in rows]
+        random.Random(config.split_seed).shuffle(shuffled)
+        test = tuple(shuffled[-config.test_size :])
+        train = tuple(shuffled[: -config.test_size][: config.train_size])
+    if not train or not test:
+        raise UserError(
+            f"data.source: {config.source} gives {len(train)} train and {len(test)} test rows; both must be > 0"
+        )
+    return VerdictSplit(config.source, len(rows), train, test, split_hash(train, test))
+
+
+def load_split(config: DataConfig) -> VerdictSplit:
+    return make_split(load_rows(config.source), config)
