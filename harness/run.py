@@ -120,9 +120,21 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     path = write_record(options.results_dir, record)
     if produced.is_file():
         os.replace(produced, predictions_path(path))
+    keep_adapter(work_dir / "adapter", path)
     if not outcome.traceback:
         shutil.rmtree(work_dir, ignore_errors=True)
     return record, path
+
+
+def keep_adapter(adapter: Path, record_file: Path) -> None:
+    """The trained LoRA weights beside the record as `seed-<n>.adapter/` (what `lorabench export` reads).
+    An adapter already there belongs to the previous record and is kept under a `prev-` name."""
+    if not adapter.is_dir():
+        return
+    target = record_file.with_name(record_file.stem + ".adapter")
+    if target.exists():
+        os.replace(target, target.with_name(f"{target.name}.prev-{int(target.stat().st_mtime)}"))
+    shutil.move(str(adapter), target)
 
 
 def train_window(work_dir: Path) -> tuple[float, float] | None:

@@ -35,6 +35,7 @@ def test_inline_run_writes_a_complete_record(tiny_model_dir: Path, sql_rows_file
     assert record.checks["smoke"].verdict == "pass"
     assert {"mask_audit", "accumulation_parity", "cache_parity", "dead_adapters", "end_of_turn"} <= set(record.checks)
     assert record.checks["mask_audit"].verdict == "pass", record.checks["mask_audit"]
+    assert (path.parent / "seed-3407.adapter" / "adapter_config.json").is_file()
     assert record.provenance["stack"]["packages"]["torch"]
     rows = [json.loads(line) for line in predictions_path(path).read_text().splitlines()]
     assert len(rows) == 6 and {"prediction", "base_prediction", "gold", "exact", "semantic"} <= set(rows[0])
