@@ -10,7 +10,7 @@ from typing import Any
 from tabulate import tabulate
 
 from harness.errors import UserError
-from harness.tasks.sql.misses import MissAnalysis, analyze_misses, load_predictions
+from harness.tasks.sql.misses import MissAnalysis, analyze_misses, category_rows, load_predictions
 
 _PREDICTIONS_SUFFIX = ".predictions.jsonl"
 
@@ -47,20 +47,7 @@ def predictions_path(path: Path) -> Path:
 
 def render_table(analysis: MissAnalysis) -> str:
     n = analysis.n_questions
-
-    def row(name: str, indices: tuple[int, ...]) -> list[object]:
-        shown = ", ".join(map(str, indices[:8])) + (" …" if len(indices) > 8 else "")
-        return [name, len(indices), f"{100 * len(indices) / n:.1f}" if n else "-", shown]
-
-    table = [
-        row("always right", analysis.always_right),
-        row("  fixed by every run", analysis.fixed_by_every_run),
-        row("always wrong", analysis.always_wrong),
-        row("  style misses (semantic right)", analysis.style_misses),
-        row("mixed", analysis.mixed),
-        row("style-only fixes", analysis.style_only_fixes),
-        row("bad-gold candidates", tuple(c.index for c in analysis.bad_gold_candidates)),
-    ]
+    table = category_rows(analysis, shown=8, empty="-")
     lines = [
         f"{len(analysis.labels)} run(s), {n} questions in every run"
         + (f" ({analysis.n_not_in_every_run} more not in every run, left out)" if analysis.n_not_in_every_run else ""),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from harness.report.groups import SetupRuns
 from harness.report.tables import table
-from harness.tasks.sql.misses import MissAnalysis, analyze_misses, load_predictions
+from harness.tasks.sql.misses import MissAnalysis, analyze_misses, category_rows, load_predictions
 
 SHOWN_INDICES = 10
 
@@ -19,23 +19,7 @@ class MissSection:
 
     def render(self) -> str:
         a = self.analysis
-        n = a.n_questions
-
-        def row(name: str, indices: tuple[int, ...]) -> list[object]:
-            shown = ", ".join(map(str, indices[:SHOWN_INDICES])) + (
-                " …" if len(indices) > SHOWN_INDICES else ""
-            )
-            return [name, len(indices), f"{100 * len(indices) / n:.1f}" if n else "–", shown]
-
-        rows = [
-            row("always right", a.always_right),
-            row("fixed by every run (base wrong)", a.fixed_by_every_run),
-            row("always wrong", a.always_wrong),
-            row("style misses (semantically right)", a.style_misses),
-            row("mixed (depends on the seed)", a.mixed),
-            row("style-only fixes", a.style_only_fixes),
-            row("bad-gold candidates", tuple(c.index for c in a.bad_gold_candidates)),
-        ]
+        rows = category_rows(a, shown=SHOWN_INDICES)
         return table(rows, ["category", "questions", "%", "question indices"])
 
 

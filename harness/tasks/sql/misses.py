@@ -187,3 +187,23 @@ def analyze_misses(runs: Sequence[RunPredictions], *, labels: Sequence[str] | No
         bad_gold_candidates=tuple(bad),
         estimated_exact_match_ceiling=round(100.0 * (n - len(bad)) / n, 1) if n else None,
     )
+
+
+def category_rows(analysis: MissAnalysis, *, shown: int, empty: str = "–") -> list[list[object]]:
+    """One table row per category: name, count, share in %, the first `shown` question indices.
+    Shared by `lorabench misses` and the scorecard so both name and count the categories alike."""
+    n = analysis.n_questions
+    categories = [
+        ("always right", analysis.always_right),
+        ("fixed by every run (base wrong)", analysis.fixed_by_every_run),
+        ("always wrong", analysis.always_wrong),
+        ("style misses (semantically right)", analysis.style_misses),
+        ("mixed (depends on the seed)", analysis.mixed),
+        ("style-only fixes", analysis.style_only_fixes),
+        ("bad-gold candidates", tuple(c.index for c in analysis.bad_gold_candidates)),
+    ]
+    rows: list[list[object]] = []
+    for name, indices in categories:
+        listed = ", ".join(map(str, indices[:shown])) + (" …" if len(indices) > shown else "")
+        rows.append([name, len(indices), f"{100 * len(indices) / n:.1f}" if n else empty, listed])
+    return rows
