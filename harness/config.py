@@ -13,13 +13,28 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness.errors import ConfigError
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 SQL_CREATE_CONTEXT = "b-mc2/sql-create-context"
 VERDICT_CORPUS = "verdict-corpus"  # the corpus shipped in harness/tasks/verdict/
+
+
+# The meaning of the fingerprint payload (see SetupConfig.fingerprint_payload). 2: defaults left out.
+FINGERPRINT_VERSION = 2
+
+# A local copy of the data that stands in for the hub dataset (offline machines, CI).
+DATA_ENV = "LORABENCH_DATA"
 
 
 class Frozen(BaseModel):
@@ -80,7 +95,16 @@ class DataConfig(Frozen):
 class EvalConfig(Frozen):
     enabled: bool = True
     baseline: bool = Field(True, description="also score the untrained model (cached per model + split)")
-    batch_size: int = Field(64, gt=0, description="questions decoded together (the peer script's 64)")
+    batch_size: PositiveInt | Literal["auto"] = Field(
+        "auto",
+        description="questions decoded together; auto = 64 on CPU (the peer script's), every question at once "
+        "on a GPU (up to 512), where a decode step costs about the same for 64 rows as for 300",
+    )
+    merge_adapter: bool | Literal["auto"] = Field(
+        "auto",
+        description="decode with the LoRA weights merged into the base (fewer kernels per token); "
+        "auto = on a GPU only. Equivalence to unmerged decoding is measured by benchmarks/bench_eval.py",
+    )
     max_new_tokens: int = Field(64, gt=0)
     limit: int | None = Field(None, gt=0, description="score only the first N test questions")
 
@@ -128,7 +152,10 @@ class SetupConfig(Frozen):
         return data
 
     def fingerprint_payload(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # Fields at their default stay out, so adding a field whose default keeps the old behaviour
+        # leaves every cached record valid. Changing what a default does must bump FINGERPRINT_VERSION.
+        body = self.model_dump(mode="json", exclude_defaults=True)
+        return json.dumps({"fingerprint_version": FINGERPRINT_VERSION, **body}, sort_keys=True, separators=(",", ":"))
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

@@ -127,10 +127,11 @@ def convert_to_gguf(merged_dir: Path, precision: str) -> tuple[Path | None, str]
 def _answers(model: Any, tokenizer: Any, test: tuple[Any, ...], setup: SetupConfig) -> list[str]:
     from harness.generation import generate_answers
     from harness.tasks.registry import render_prompt
-    from harness.training import end_of_turn
+    from harness.training import end_of_turn, eval_batch_size
 
     prompts = [render_prompt(tokenizer, ex) for ex in test]
-    return generate_answers(model, tokenizer, prompts, batch_size=setup.eval.batch_size,
+    batch_size = eval_batch_size(setup.eval.batch_size, next(model.parameters()).device.type)
+    return generate_answers(model, tokenizer, prompts, batch_size=batch_size,
                             max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer))  # fmt: skip
 
 

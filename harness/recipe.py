@@ -19,13 +19,13 @@ from typing import Any
 from harness import checks
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.generation import generate_answers
+from harness.generation import adapter_merged, generate_answers
 from harness.loadlock import staggered_load
 from harness.mfu import mfu, training_flops
 from harness.models import cache_dir, resolve_model
 from harness.progress import Progress
 from harness.tasks.registry import render_prompt, task_module
-from harness.training import Runtime, end_of_turn, resolve_runtime
+from harness.training import Runtime, end_of_turn, eval_batch_size, merges_adapter, resolve_runtime
 from harness.worker import is_main_process
 
 
@@ -121,10 +121,14 @@ def evaluate(
     events.mark(phase, "start")
     started = time.perf_counter()
     prompts = [render_prompt(tokenizer, ex) for ex in test]
-    answers = generate_answers(
-        model, tokenizer, prompts, batch_size=setup.eval.batch_size, max_new_tokens=setup.eval.max_new_tokens,
-        end_of_turn=end_of_turn(tokenizer), on_batch=lambda n: progress.advance(n),
-    )  # fmt: skip
+    device = next(model.parameters()).device.type
+    merge = merges_adapter(setup.eval.merge_adapter, device) and setup.backend == "hf" and setup.precision != "4bit"
+    with adapter_merged(model, merge):
+        answers = generate_answers(
+            model, tokenizer, prompts, batch_size=eval_batch_size(setup.eval.batch_size, device),
+            max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer),
+            on_batch=lambda n: progress.advance(n),
+        )  # fmt: skip
     events.mark(phase, "end")
     return answers, round(time.perf_counter() - started, 2)
 

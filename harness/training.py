@@ -28,6 +28,23 @@ class Runtime:
         return DTYPES.get(self.precision, torch.bfloat16)
 
 
+# Every test question decoded in one batch on a GPU, up to this many (KV cache for SmolLM2: ~1 GB at 300).
+GPU_EVAL_BATCH = 512
+CPU_EVAL_BATCH = 64
+
+
+def eval_batch_size(configured: int | str, device: str) -> int:
+    """`eval.batch_size`, with auto resolved for the device (see EvalConfig)."""
+    if configured != "auto":
+        return int(configured)
+    return GPU_EVAL_BATCH if device == "cuda" else CPU_EVAL_BATCH
+
+
+def merges_adapter(configured: bool | str, device: str) -> bool:
+    """`eval.merge_adapter`, with auto resolved for the device (see EvalConfig)."""
+    return device == "cuda" if configured == "auto" else bool(configured)
+
+
 def resolve_runtime(device: str, precision: str) -> Runtime:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -9,8 +9,12 @@ from typing import Any
 
 from tabulate import tabulate
 
+from harness.config import DATA_ENV
 from harness.errors import UserError
+from harness.results import load_record
+from harness.tasks.sql.data import SqlExample
 from harness.tasks.sql.misses import MissAnalysis, analyze_misses, category_rows, load_predictions
+from harness.tasks.sql.resolve import resolve_test_rows
 
 _PREDICTIONS_SUFFIX = ".predictions.jsonl"
 
@@ -27,6 +31,12 @@ def register(subparsers: Any) -> None:
         metavar="RUN",
         type=Path,
         help="a *.predictions.jsonl file, or a run record seed-N.json with seed-N.predictions.jsonl beside it",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="FILE",
+        help=f"a local copy of the runs' data, when the path their record names is not here (default ${DATA_ENV}); "
+        "used only when its split hash matches the record's",
     )
     parser.add_argument("--json", action="store_true", help="print the analysis as JSON instead of a table")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="also write the analysis as JSON to FILE")
@@ -45,6 +55,21 @@ def predictions_path(path: Path) -> Path:
     raise UserError(f"RUN {path}: expected a *{_PREDICTIONS_SUFFIX} file or a run record *.json")
 
 
+def _test_rows(paths: list[Path], data: str | None) -> tuple[SqlExample, ...] | None:
+    """The test rows the first run was scored on, through the record beside its predictions."""
+    record_file = paths[0].with_name(paths[0].name.removesuffix(_PREDICTIONS_SUFFIX) + ".json")
+    if not record_file.is_file():
+        return None
+    try:
+        record = load_record(record_file)
+    except (UserError, ValueError):
+        return None
+    setup = dict(record.setup)
+    if data:
+        setup["data"] = {**dict(setup.get("data") or {}), "source": data}
+    return resolve_test_rows(setup, record.data.split_hash if record.data else None)
+
+
 def render_table(analysis: MissAnalysis) -> str:
     n = analysis.n_questions
     table = category_rows(analysis, shown=8, empty="-")
@@ -54,13 +79,16 @@ def render_table(analysis: MissAnalysis) -> str:
         tabulate(table, headers=["category", "questions", "%", "indices"]),
         f"estimated exact-match ceiling: {analysis.estimated_exact_match_ceiling}%",
     ]
+    if not analysis.rows_resolved:
+        lines.append(f"test rows not at hand (no record beside the predictions, or its data is elsewhere: --data or ${DATA_ENV}): answers agree by text only")
     return "\n".join(lines)
 
 
 def cmd_misses(args: argparse.Namespace) -> int:
     paths = [predictions_path(p) for p in args.runs]
     runs = [load_predictions(p) for p in paths]
-    analysis = analyze_misses(runs, labels=[str(p) for p in paths])
+    test_rows = _test_rows(paths, args.data)
+    analysis = analyze_misses(runs, labels=[str(p) for p in paths], test_rows=test_rows)
     data = json.dumps(analysis.to_dict(), indent=2)
     if args.output is not None:
         args.output.write_text(data + "\n", encoding="utf-8")

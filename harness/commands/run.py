@@ -6,12 +6,11 @@ import argparse
 import os
 from pathlib import Path
 
-from harness.config import load_setup, read_config_file
+from harness.config import DATA_ENV, load_setup, read_config_file
 from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
 from harness.run import RunOptions, run_setup, summary_line
 
-DATA_ENV = "LORABENCH_DATA"
 EXIT_CODES = {"ok": 0, "refused": 3}
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from harness.report.groups import SetupRuns
 from harness.report.tables import table
 from harness.tasks.sql.misses import MissAnalysis, analyze_misses, category_rows, load_predictions
+from harness.tasks.sql.resolve import resolve_test_rows
 
 SHOWN_INDICES = 10
 
@@ -24,15 +25,15 @@ class MissSection:
 
 
 def miss_section(setup: SetupRuns) -> MissSection | None:
-    runs = [
-        (item.record.seed, item.predictions)
-        for item in setup.runs
-        if item.record.status == "ok" and item.predictions
-    ]
-    if not runs:
+    loaded = [item for item in setup.runs if item.record.status == "ok" and item.predictions]
+    if not loaded:
         return None
-    predictions = [load_predictions(path) for _, path in runs if path is not None]
-    labels = [f"seed {seed}" for seed, _ in runs]
+    predictions = [load_predictions(item.predictions) for item in loaded if item.predictions is not None]
+    labels = [f"seed {item.record.seed}" for item in loaded]
+    first = loaded[0].record
+    test_rows = resolve_test_rows(first.setup, first.data.split_hash if first.data else None)
     return MissSection(
-        setup.setup, tuple(seed for seed, _ in runs), analyze_misses(predictions, labels=labels)
+        setup.setup,
+        tuple(item.record.seed for item in loaded),
+        analyze_misses(predictions, labels=labels, test_rows=test_rows),
     )

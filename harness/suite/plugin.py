@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from harness.config import SetupConfig, parse_override
+from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
 from harness.results import RunRecord
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
@@ -22,7 +22,6 @@ from harness.suite.runner import RunResult, SuiteRunner, SuiteSettings
 from harness.suite.setups import BenchSetup, override_strings
 
 DEFAULT_SEEDS = "3407,42,1234"
-DATA_ENV = "LORABENCH_DATA"
 STACK_ENV = "LORABENCH_STACK"
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 RUN_FIXTURES = frozenset({"lorabench_run", "lorabench_record"})

@@ -1,9 +1,11 @@
+import json
 from pathlib import Path
 
 import pytest
 
-from harness.config import load_setup
+from harness.config import FINGERPRINT_VERSION, load_setup
 from harness.errors import ConfigError
+from harness.training import eval_batch_size, merges_adapter
 
 
 def test_defaults_are_the_storys_recipe() -> None:
@@ -47,3 +49,19 @@ def test_missing_and_malformed_files_say_what_to_do(tmp_path: Path) -> None:
 
 def test_fingerprint_payload_changes_with_the_setup() -> None:
     assert load_setup(None).fingerprint_payload() != load_setup(None, ["recipe.seed=42"]).fingerprint_payload()
+
+
+def test_fields_at_their_default_stay_out_of_the_fingerprint() -> None:
+    # A field added later with the old behaviour as its default must not invalidate cached records.
+    payload = json.loads(load_setup(None).fingerprint_payload())
+    assert payload == {"fingerprint_version": FINGERPRINT_VERSION}
+    explicit = load_setup(None, ["eval.batch_size=64"]).fingerprint_payload()
+    assert explicit != load_setup(None).fingerprint_payload()  # 64 is not auto: on a GPU it decodes differently
+
+
+def test_eval_autos_resolve_per_device() -> None:
+    assert eval_batch_size("auto", "cpu") == 64 and eval_batch_size("auto", "cuda") >= 300
+    assert eval_batch_size(16, "cuda") == 16
+    assert merges_adapter("auto", "cuda") and not merges_adapter("auto", "cpu") and merges_adapter(True, "cpu")
+    with pytest.raises(ConfigError, match="eval.batch_size"):
+        load_setup(None, ["eval.batch_size=0"])

@@ -38,7 +38,9 @@ def test_inline_run_writes_a_complete_record(tiny_model_dir: Path, sql_rows_file
     assert (path.parent / "seed-3407.adapter" / "adapter_config.json").is_file()
     assert record.provenance["stack"]["packages"]["torch"]
     rows = [json.loads(line) for line in predictions_path(path).read_text().splitlines()]
-    assert len(rows) == 6 and {"prediction", "base_prediction", "gold", "exact", "semantic"} <= set(rows[0])
+    assert len(rows) == 6 and {"row", "prediction", "base_prediction", "exact", "semantic"} <= set(rows[0])
+    # The data's text is never copied into results: predictions name rows by hash.
+    assert not {"question", "context", "gold"} & set(rows[0])
 
 
 def test_smoke_failure_stops_early_and_says_why(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:

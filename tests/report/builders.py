@@ -65,8 +65,8 @@ def predictions(seed: int, skill: int) -> list[dict[str, Any]]:
         right = i >= 6 or (2 <= i <= 5 and (i + seed + skill) % 3 != 0)
         base_right = i >= 20
         rows.append({
-            "index": i, "question": f"What is the name when the year is {1990 + i}?", "context": context,
-            "gold": gold, "prediction": gold if right else wrong, "base_prediction": gold if base_right else wrong,
+            "index": i, "row": hashlib.sha256(f"{context}|{gold}".encode()).hexdigest()[:12],
+            "prediction": gold if right else wrong, "base_prediction": gold if base_right else wrong,
             "exact": right, "executes": True, "semantic": right, "base_exact": base_right,
             "base_semantic": base_right,
         })  # fmt: skip

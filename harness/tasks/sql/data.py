@@ -111,6 +111,11 @@ def load_rows(source: str) -> list[SqlExample]:
     return _to_examples(rows, source)
 
 
+def row_id(example: SqlExample) -> str:
+    """A short hash naming one row, so per-question files can point at the data instead of copying it."""
+    return hashlib.sha256(json.dumps([example.question, example.context, example.answer]).encode()).hexdigest()[:12]
+
+
 def split_hash(train: tuple[SqlExample, ...], test: tuple[SqlExample, ...]) -> str:
     digest = hashlib.sha256()
     for part, examples in (("train", train), ("test", test)):

@@ -1,7 +1,10 @@
 """Miss analysis across runs: which questions every run gets wrong, which every run fixes, which
 depend on the seed; which fixes only changed style; which golds look wrong; and what exact match can
 practically reach on this test split. Input: the per-question predictions each run writes
-(`*.predictions.jsonl`, one JSON object per line, keys in `REQUIRED_KEYS`).
+(`*.predictions.jsonl`, one JSON object per line, keys in `REQUIRED_KEYS`) and, when at hand, the test
+rows they point at (`harness.tasks.sql.resolve`): predictions name a row by hash and never copy it.
+Without the rows, wrong answers agree only when their text is the same after normalisation (with
+them: by meaning on the question's schema), and bad-gold candidates carry no gold text.
 
 Right/wrong here means exact match (the headline metric); semantic scores qualify it.
 """
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.tasks.sql.data import SqlExample, row_id
 from harness.tasks.sql.scoring import normalize_sql
 from harness.tasks.sql.semantic import semantic_match
 
@@ -23,9 +27,7 @@ RunPredictions = Sequence[Mapping[str, Any]]
 
 REQUIRED_KEYS: Mapping[str, tuple[type, ...]] = {
     "index": (int,),
-    "question": (str,),
-    "context": (str,),
-    "gold": (str,),
+    "row": (str,),
     "prediction": (str,),
     "base_prediction": (str, type(None)),
     "exact": (bool,),
@@ -67,7 +69,8 @@ def load_predictions(path: str | Path) -> list[dict[str, Any]]:
 class BadGoldCandidate:
     index: int
     reason: str
-    gold: str
+    # None when the test rows were not at hand.
+    gold: str | None
     # The answer most runs agree on instead of the gold; None when the gold does not execute.
     agreed_prediction: str | None
 
@@ -92,6 +95,8 @@ class MissAnalysis:
     """
 
     labels: tuple[str, ...]
+    # Whether the test rows were at hand: answers then agree by meaning, not only by text.
+    rows_resolved: bool
     n_questions: int
     n_not_in_every_run: int
     always_right: tuple[int, ...]
@@ -105,29 +110,37 @@ class MissAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["format_version"] = 1
+        data["format_version"] = 2  # 2: rows_resolved; gold may be null
         return data
 
 
-def _check_same_question(index: int, rows: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> None:
+def _check_same_question(
+    index: int, rows: Sequence[Mapping[str, Any]], labels: Sequence[str], example: SqlExample | None
+) -> None:
     first = rows[0]
     for row, label in zip(rows[1:], labels[1:], strict=True):
-        for key in ("gold", "context"):
-            if row[key] != first[key]:
-                raise UserError(
-                    f"question {index}: {key} differs between {labels[0]} ({first[key]!r}) and {label} "
-                    f"({row[key]!r}); compare only runs of the same test split"
-                )
+        if row["row"] != first["row"]:
+            raise UserError(
+                f"question {index}: row differs between {labels[0]} ({first['row']!r}) and {label} "
+                f"({row['row']!r}); compare only runs of the same test split"
+            )
+    if example is not None and row_id(example) != first["row"]:
+        raise UserError(
+            f"question {index}: the predictions name row {first['row']!r}, the test rows given have "
+            f"{row_id(example)!r} there; give the test split the runs were scored on"
+        )
 
 
-def _agreeing_prediction(rows: Sequence[Mapping[str, Any]], n_runs: int) -> tuple[str, int] | None:
-    """The meaning most runs' wrong predictions share, when it is held by ≥2 runs and > half."""
+def _agreeing_prediction(rows: Sequence[Mapping[str, Any]], n_runs: int, context: str | None) -> tuple[str, int] | None:
+    """The meaning most runs' wrong predictions share, when it is held by ≥2 runs and > half.
+    Without the question's schema (`context`), only the same normalised text counts as agreement."""
     wrong = [r for r in rows if r["semantic"] is False and not r["exact"] and r["executes"]]
     classes: list[list[str]] = []
     for row in wrong:
         for members in classes:
             rep = members[0]
-            if normalize_sql(row["prediction"]) == normalize_sql(rep) or semantic_match(row["prediction"], rep, row["context"]):
+            same_text = normalize_sql(row["prediction"]) == normalize_sql(rep)
+            if same_text or (context is not None and semantic_match(row["prediction"], rep, context)):
                 members.append(row["prediction"])
                 break
         else:
@@ -138,9 +151,15 @@ def _agreeing_prediction(rows: Sequence[Mapping[str, Any]], n_runs: int) -> tupl
     return None
 
 
-def analyze_misses(runs: Sequence[RunPredictions], *, labels: Sequence[str] | None = None) -> MissAnalysis:
-    """Sort every question of the runs into the categories of `MissAnalysis`. Raises UserError when
-    there is no run or two runs disagree on a question's gold or context (different splits)."""
+def analyze_misses(
+    runs: Sequence[RunPredictions],
+    *,
+    labels: Sequence[str] | None = None,
+    test_rows: Sequence[SqlExample] | None = None,
+) -> MissAnalysis:
+    """Sort every question of the runs into the categories of `MissAnalysis`. `test_rows`: the test
+    split the runs were scored on, when at hand. Raises UserError when there is no run, or two runs
+    (or the runs and `test_rows`) name different rows for a question (different splits)."""
     if not runs:
         raise UserError("no runs given; pass at least one predictions file")
     labels = tuple(labels) if labels is not None else tuple(f"run {i + 1}" for i in range(len(runs)))
@@ -151,7 +170,11 @@ def analyze_misses(runs: Sequence[RunPredictions], *, labels: Sequence[str] | No
     bad: list[BadGoldCandidate] = []
     for index in sorted(common):
         rows = [run[index] for run in by_index]
-        _check_same_question(index, rows, labels)
+        example = test_rows[index] if test_rows is not None and index < len(test_rows) else None
+        if test_rows is not None and example is None:
+            raise UserError(f"question {index}: the test rows given have only {len(test_rows)}; give the split the runs were scored on")
+        _check_same_question(index, rows, labels, example)
+        gold = example.answer if example is not None else None
         exact = [bool(r["exact"]) for r in rows]
         if all(exact):
             cats["right"].append(index)
@@ -166,16 +189,17 @@ def analyze_misses(runs: Sequence[RunPredictions], *, labels: Sequence[str] | No
         if any(r["exact"] and r["base_exact"] is False and r["base_semantic"] is True for r in rows):
             cats["style_fix"].append(index)
         if any(r["semantic"] is None for r in rows):
-            bad.append(BadGoldCandidate(index, "gold does not execute", rows[0]["gold"], None))
+            bad.append(BadGoldCandidate(index, "gold does not execute", gold, None))
             continue
-        agreed = _agreeing_prediction(rows, len(rows))
+        agreed = _agreeing_prediction(rows, len(rows), example.context if example is not None else None)
         if agreed is not None:
             prediction, count = agreed
             reason = f"{count} of {len(rows)} runs agree on one answer that differs from the gold"
-            bad.append(BadGoldCandidate(index, reason, rows[0]["gold"], prediction))
+            bad.append(BadGoldCandidate(index, reason, gold, prediction))
     n = len(common)
     return MissAnalysis(
         labels=labels,
+        rows_resolved=test_rows is not None,
         n_questions=n,
         n_not_in_every_run=len(every) - n,
         always_right=tuple(cats["right"]),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.tasks.sql.data import SqlExample, load_split
+from harness.tasks.sql.data import SqlExample, load_split, row_id
 from harness.tasks.sql.scoring import score_prediction, summarize
 
 __all__ = ["load_split", "prediction_rows", "score"]
@@ -26,8 +26,8 @@ def prediction_rows(
         base = base_answers[index] if base_answers else None
         base_scored = score_prediction(base, ex.answer, ex.context) if base is not None else None
         rows.append({
-            "index": index, "question": ex.question, "context": ex.context, "gold": ex.answer,
-            "prediction": answer, "base_prediction": base,
+            # The row's text stays in the data (never copied into results): `row` names it.
+            "index": index, "row": row_id(ex), "prediction": answer, "base_prediction": base,
             "exact": scored.exact, "executes": scored.executes, "semantic": scored.semantic,
             "base_exact": base_scored.exact if base_scored else None,
             "base_semantic": base_scored.semantic if base_scored else None,

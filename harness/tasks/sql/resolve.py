@@ -1,0 +1,49 @@
+"""The test rows that a run's predictions point at, read back from the data.
+
+A predictions file names each question by a row hash (`row`) and never copies the question, schema or
+gold (the data's licence and DEVICE.md: point at the data, do not copy it). Whoever needs the text — the
+miss analysis compares answers by meaning on the question's schema — reads the split again: from the
+local file the record names, or, when that path does not exist here (a record made on another machine),
+from $LORABENCH_DATA. A split is used only when its hash equals the record's; a hub dataset id is not
+fetched here (the report must not touch the network): point $LORABENCH_DATA at a local copy instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from harness.config import DATA_ENV, DataConfig
+from harness.errors import UserError
+from harness.tasks.sql.data import SqlExample, load_split
+
+
+@lru_cache(maxsize=8)
+def _split(
+    source: str, split_seed: int, test_size: int, train_size: int
+) -> tuple[str, tuple[SqlExample, ...]] | None:
+    config = DataConfig(source=source, split_seed=split_seed, test_size=test_size, train_size=train_size)
+    try:
+        split = load_split(config)
+    except (UserError, OSError, ValueError):
+        return None
+    return split.hash, split.test
+
+
+def resolve_test_rows(setup: Mapping[str, Any], split_hash: str | None) -> tuple[SqlExample, ...] | None:
+    """The test rows of the run with this resolved setup and split hash, or None when no local copy of
+    its data with the same split hash is at hand."""
+    if not split_hash:
+        return None
+    data = dict(setup.get("data") or {})
+    params = {k: data[k] for k in ("split_seed", "test_size", "train_size") if k in data}
+    params = {**DataConfig().model_dump(include={"split_seed", "test_size", "train_size"}), **params}
+    candidates = [str(data.get("source", "")), os.environ.get(DATA_ENV, "")]
+    for source in dict.fromkeys(c for c in candidates if c and Path(c).expanduser().is_file()):
+        found = _split(source, params["split_seed"], params["test_size"], params["train_size"])
+        if found is not None and found[0] == split_hash:
+            return found[1]
+    return None
