@@ -101,9 +101,10 @@ class EvalConfig(Frozen):
         "on a GPU (up to 512), where a decode step costs about the same for 64 rows as for 300",
     )
     merge_adapter: bool | Literal["auto"] = Field(
-        "auto",
-        description="decode with the LoRA weights merged into the base (fewer kernels per token); "
-        "auto = on a GPU only. Equivalence to unmerged decoding is measured by benchmarks/bench_eval.py",
+        False,
+        description="decode with the LoRA weights folded into the base (fewer kernels per token). Off by "
+        "default: on the H200 in bf16 it made eval faster still but changed 15% of the answers "
+        "(benchmarks/bench_eval.py); exact enough in fp32. auto = on a GPU (records of 2026-11-30 used it)",
     )
     max_new_tokens: int = Field(64, gt=0)
     limit: int | None = Field(None, gt=0, description="score only the first N test questions")
