@@ -63,5 +63,5 @@ def test_eval_autos_resolve_per_device() -> None:
     assert eval_batch_size("auto", "cpu") == 64 and eval_batch_size("auto", "cuda") >= 300
     assert eval_batch_size(16, "cuda") == 16
     assert merges_adapter("auto", "cuda") and not merges_adapter("auto", "cpu") and merges_adapter(True, "cpu")
-    with pytest.raises(ConfigError, match="eval.batch_size"):
+    with pytest.raises(ConfigError, match=r"eval\.batch_size"):
         load_setup(None, ["eval.batch_size=0"])
