@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.findings import Assessment, assess_findings
 from harness.report import charts, tables
-from harness.report.groups import ReportGroup
+from harness.report.groups import ReportGroup, SetupRuns
 from harness.report.miss_section import miss_section
 from harness.results import slug
 
@@ -60,6 +61,26 @@ def _environment() -> Environment:
     )  # fmt: skip
 
 
+# The experiment the others (QLoRA, two cards, backends, …) are judged against: the plain LoRA run.
+REFERENCE_EXPERIMENT = "exp_a"
+
+
+def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
+    first = setup.records[0].setup
+    return (first.get("model") or {}).get("source"), first.get("task", "sql")
+
+
+def _against_reference(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> dict[str, str] | None:
+    """This experiment's setups against Exp A's setup of the same model and task, on this host and stack."""
+    if experiment == REFERENCE_EXPERIMENT:
+        return None
+    for reference in group.setups(REFERENCE_EXPERIMENT):
+        same = [s for s in setups if _model_and_task(s) == _model_and_task(reference)]
+        if same:
+            return {"reference": reference.setup, "table": tables.comparison_table(same, reference=reference) or ""}
+    return None
+
+
 def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path) -> dict[str, Any]:
     setups = group.setups(experiment)
     made = [
@@ -80,6 +101,7 @@ def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path) -> d
         "name": experiment,
         "table": tables.experiment_table(setups),
         "comparison": tables.comparison_table(setups),
+        "against_reference": _against_reference(group, experiment, setups),
         "reference": setups[0].setup,
         "charts": [
             {"alt": tables.md_cell(c.alt).replace("]", ")").replace("[", "("), "src": f"img/{c.path.name}"}

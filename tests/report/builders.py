@@ -136,19 +136,19 @@ def write_story_results(results: Path) -> None:
         rows = predictions(seed, skill=0)
         checks = {"mask_audit": {"verdict": "pass", "detail": "no prompt token in the loss", "evidence": {}},
                   "dead_adapters": {"verdict": "pass", "detail": "every LoRA module got a gradient", "evidence": {}}}  # fmt: skip
-        write(results, make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp-a", setup_name="smollm2-bf16",
+        write(results, make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp_a", setup_name="smollm2-bf16",
                                    seed=seed, created=f"2026-11-28T10:0{n}:00+00:00", train_s=140.0 + 3 * n,
                                    vram_gib=3.1 + 0.01 * n, rows=rows, checks=checks), rows)  # fmt: skip
         rows4 = predictions(seed, skill=1)
-        write(results, make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp-a", setup_name="smollm2-qlora",
+        write(results, make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp_b", setup_name="smollm2-qlora",
                                    seed=seed, created=f"2026-11-28T11:0{n}:00+00:00", precision="4bit",
                                    train_s=186.0 + 4 * n, vram_gib=2.2 + 0.02 * n, rows=rows4, checks=checks), rows4)  # fmt: skip
-    write(results, make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp-d", setup_name="gemma4-e2b", seed=3407,
+    write(results, make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp_d", setup_name="gemma4-e2b", seed=3407,
                                created="2026-11-29T09:00:00+00:00", status="failed", train_s=None, vram_gib=None,
                                model="google/gemma-4-e2b",
                                reason="model load failed: KeyError: 'gemma4_unified' (transformers 5.5.0)"), None)  # fmt: skip
     rows = predictions(3407, skill=2)
-    write(results, make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp-a", setup_name="smollm2-fp32",
+    write(results, make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp_a", setup_name="smollm2-fp32",
                                seed=3407, created="2026-11-27T18:30:00+00:00", precision="fp32", train_s=1710.0,
                                vram_gib=None, rows=rows, timed=False), rows)  # fmt: skip
 

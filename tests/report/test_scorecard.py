@@ -56,7 +56,9 @@ def test_same_records_same_bytes(rendered: Path, tmp_path: Path) -> None:
 
 def test_charts_are_fixed_size_pngs(rendered: Path) -> None:
     img = rendered / "reports" / "amd-radeon-rx-7900-xtx" / "rocm7.2-hf5.5" / "img"
-    assert sorted(p.name for p in img.iterdir()) == ["exp-a-loss.png", "exp-a-memory.png", "exp-a-time.png"]
+    assert sorted(p.name for p in img.iterdir()) == [
+        f"exp-{e}-{kind}.png" for e in "ab" for kind in ("loss", "memory", "time")
+    ]
     header = (img / "exp-a-loss.png").read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", header[16:24]) == (1000, 380)
@@ -70,7 +72,7 @@ def test_every_image_link_resolves(rendered: Path) -> None:
         for line in scorecard.read_text().splitlines()
         if line.startswith("![")
     ]
-    assert len(links) == 3
+    assert len(links) == 6  # exp_a and exp_b: loss, memory, time
     for link in links:
         assert (scorecard.parent / link).is_file()
 
