@@ -7,11 +7,15 @@ or died without a word. Nothing a run learned is lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,21 +88,29 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     work_dir.mkdir(parents=True, exist_ok=True)
     job = Job(setup, work_dir.resolve(), options.quiet)
     guard: dict[str, Any] = {"timed": options.timed}
-    if not options.timed:
-        outcome = run_trainer(job, options) if options.isolate else execute_job(job)
-    else:
-        # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
-        with timed_lock():
-            verdict = precheck(options.guard)
-            guard["precheck"] = verdict.to_dict()
-            if not verdict.ok and not options.allow_noisy:
-                shutil.rmtree(work_dir, ignore_errors=True)
-                record = RunRecord(**base, status="refused", reason=verdict.reason, guard=guard)
-                return record, write_record(options.results_dir, record)
-            # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
-            with Sampler(options.guard) as sampler:
-                outcome = run_trainer(job, options, extra_env=offline_env())
-            guard.update(timing_verdict(verdict, sampler, job.work_dir))
+    try:
+        with stop_signals_raise():
+            if not options.timed:
+                outcome = run_trainer(job, options) if options.isolate else execute_job(job)
+            else:
+                # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
+                with timed_lock():
+                    verdict = precheck(options.guard)
+                    guard["precheck"] = verdict.to_dict()
+                    if not verdict.ok and not options.allow_noisy:
+                        shutil.rmtree(work_dir, ignore_errors=True)
+                        record = RunRecord(**base, status="refused", reason=verdict.reason, guard=guard)
+                        return record, write_record(options.results_dir, record)
+                    # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
+                    with Sampler(options.guard) as sampler:
+                        outcome = run_trainer(job, options, extra_env=offline_env())
+                    guard.update(timing_verdict(verdict, sampler, job.work_dir))
+    except (Stopped, KeyboardInterrupt) as exc:
+        # The trainer's process group is already killed (run_capped); what it reported so far is kept.
+        signal_name = str(exc) if isinstance(exc, Stopped) else "SIGINT"
+        outcome = read_outcome(job.work_dir) or Outcome(status="killed")
+        outcome.status = "killed"
+        outcome.reason = f"stopped from outside by {signal_name} (a timeout, docker stop, a cancelled job) before the run ended"
 
     # 10. The record, atomically, predictions beside it.
     timings = {**outcome.timings, "total_s": round(time.perf_counter() - started, 2)}
@@ -124,6 +136,28 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     if not outcome.traceback:
         shutil.rmtree(work_dir, ignore_errors=True)
     return record, path
+
+
+class Stopped(Exception):
+    """SIGTERM reached the parent: the run is being stopped from outside."""
+
+
+@contextlib.contextmanager
+def stop_signals_raise() -> Generator[None]:
+    """SIGTERM raises `Stopped` in the main thread for the block, so that a run stopped by `timeout`,
+    `docker stop` or a cancelled CI job still ends with a `killed` record (the H200 lost one that way)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_stopped(signum: int, _frame: Any) -> None:
+        raise Stopped(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, raise_stopped)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def keep_adapter(adapter: Path, record_file: Path) -> None:

@@ -144,6 +144,9 @@ def build_trainer(
         disable_tqdm=True,
         dataloader_num_workers=0,
         include_num_input_tokens_seen="non_padding",
+        # Every LoRA weight is used in every forward (the dead-adapter check watches it), so DDP need
+        # not walk the autograd graph for unused ones each step; on the H200 it warned that it found none.
+        ddp_find_unused_parameters=False,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
     # Trainer prints every log dict to stdout when tqdm is off; lorabench shows its own progress on stderr.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -173,3 +174,38 @@ def test_quiet_timed_run_is_valid(tiny_model_dir: Path, sql_rows_file: Path, tmp
     assert record.status == "ok"
     assert record.guard["timing_valid"] is True, record.guard
     assert record.guard["sampler"]["n_samples"] >= 1
+
+
+def test_a_run_stopped_from_outside_leaves_a_killed_record(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+    """`timeout`, `docker stop` and cancelled CI jobs send SIGTERM to `lorabench run`: the trainer's
+    process group goes with it, and a `killed` record says why (on the H200 one run left nothing)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", "--model", str(tiny_model_dir), "--data", str(sql_rows_file),
+         "--steps", "5000", "--quiet", "--set", "data.test_size=4", "--set", "checks.smoke.enabled=false",
+         "--set", "checks.preflight=false", "--results", str(tmp_path)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def trainer_children() -> list[psutil.Process]:
+        found = []
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # short-lived helpers may be gone or zombies
+                if "harness.worker" in " ".join(child.cmdline()):
+                    found.append(child)
+        return found
+
+    deadline = time.monotonic() + 120
+    workers: list[psutil.Process] = []
+    while time.monotonic() < deadline and not workers:
+        workers = trainer_children()
+        time.sleep(0.2)
+    assert workers, "the trainer child never started"
+    time.sleep(2)
+    proc.terminate()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0, out + err
+    (path,) = tmp_path.glob("*/*/*/*/seed-3407.json")
+    record = load_record(path)
+    assert record.status == "killed"
+    assert "stopped from outside by SIGTERM" in record.reason, record.reason
+    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
