@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# H200 plan, second session, call 3 (after calls 1 and 2 carried the model): bitsandbytes, then Exp B's
-# three 4-bit seeds at once (two on GPU 0, one on GPU 1: Exp B claims accuracy and per-process peak
-# memory, not time). Exp C's speed pair runs in call 2 (benchmarks/gpu/call_exp_c_speed.sh).
+# H200 plan, call 3 (after the model was carried and joined): bitsandbytes, then Exp B's three 4-bit
+# seeds at once (two on GPU 0, one on GPU 1: Exp B claims accuracy and per-process peak memory, not
+# time), then Exp C's DDP accuracy run on SmolLM2 (both GPUs).
 set -uo pipefail
 source benchmarks/gpu/env.sh
 install_bundle .whl/b2
@@ -12,4 +12,6 @@ for s in 3407:0 42:0 1234:1; do
 done
 wait
 tail -n 1 "$OUT"/exp_b_*.log
+[ "${EXP_C_ACCURACY:-1}" = 1 ] && timeout 200 python3 -m harness.cli run benchmarks/setups/exp_c_two_cards.toml \
+  --seed 3407 --results "$R" --quiet 2>&1 | tail -n 1
 tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root results
