@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from harness import stats
 from harness.errors import UserError
-from harness.report.groups import LoadedRecord, SetupRuns
+from harness.report.groups import LoadedRecord, SetupRuns, exact_by_seed
 from harness.report.tables import (
     Getter,
     mfu_percent,
@@ -23,7 +23,6 @@ from harness.report.tables import (
     trained_em,
     values,
 )
-from harness.tasks.sql.misses import load_predictions
 
 ALPHA = 0.05
 
@@ -78,16 +77,8 @@ def _by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]
     return out
 
 
-def _exact_by_seed(setup: SetupRuns) -> dict[int, dict[int, bool]]:
-    return {
-        item.record.seed: {int(r["index"]): bool(r["exact"]) for r in load_predictions(item.predictions)}
-        for item in setup.runs
-        if item.record.status == "ok" and item.predictions is not None
-    }
-
-
 def _accuracy_test(old: SetupRuns, new: SetupRuns) -> stats.TestResult | None:
-    po, pn = _exact_by_seed(old), _exact_by_seed(new)
+    po, pn = exact_by_seed(old), exact_by_seed(new)
     xs: list[bool] = []
     ys: list[bool] = []
     for seed in sorted(set(po) & set(pn)):

@@ -5,10 +5,12 @@ report, byte for byte."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import UserError
 from harness.results import RunRecord, find_records, load_record, predictions_path
 
 
@@ -21,6 +23,29 @@ class LoadedRecord:
     def predictions(self) -> Path | None:
         path = predictions_path(self.path)
         return path if self.record.predictions_file and path.is_file() else None
+
+
+def exact_by_question(path: Path) -> dict[int, bool]:
+    """Question index → exact match, from any task's predictions file (every task writes both keys)."""
+    out: dict[int, bool] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            out[int(row["index"])] = bool(row["exact"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise UserError(f"{path}:{number}: not a predictions line with index and exact ({exc})") from None
+    return out
+
+
+def exact_by_seed(setup: SetupRuns) -> dict[int, dict[int, bool]]:
+    """Seed → per-question exact match, for the ok runs of a setup that kept predictions."""
+    return {
+        item.record.seed: exact_by_question(item.predictions)
+        for item in setup.runs
+        if item.record.status == "ok" and item.predictions is not None
+    }
 
 
 @dataclass(frozen=True)

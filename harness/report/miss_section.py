@@ -26,7 +26,8 @@ class MissSection:
 
 def miss_section(setup: SetupRuns) -> MissSection | None:
     loaded = [item for item in setup.runs if item.record.status == "ok" and item.predictions]
-    if not loaded:
+    # The categories (semantic match, bad gold) are the SQL task's; other tasks have none yet.
+    if not loaded or any(item.record.setup.get("task", "sql") != "sql" for item in loaded):
         return None
     predictions = [load_predictions(item.predictions) for item in loaded if item.predictions is not None]
     labels = [f"seed {item.record.seed}" for item in loaded]

@@ -14,9 +14,8 @@ from tabulate import tabulate
 from harness import mfu as mfu_table
 from harness import stats
 from harness.findings import Assessment
-from harness.report.groups import ReportGroup, SetupRuns
+from harness.report.groups import ReportGroup, SetupRuns, exact_by_seed
 from harness.results import RunRecord
-from harness.tasks.sql.misses import load_predictions
 
 GIB = 1024**3
 NONE = "–"
@@ -122,16 +121,7 @@ def experiment_table(setups: Sequence[SetupRuns]) -> str:
 def _paired_outcomes(a: SetupRuns, b: SetupRuns) -> tuple[list[bool], list[bool], list[int]]:
     """Per-question exact match of two setups, paired by seed and question index (seeds in both)."""
 
-    def by_seed(s: SetupRuns) -> dict[int, dict[int, bool]]:
-        out = {}
-        for item in s.runs:
-            if item.record.status == "ok" and item.predictions is not None:
-                out[item.record.seed] = {
-                    int(row["index"]): bool(row["exact"]) for row in load_predictions(item.predictions)
-                }
-        return out
-
-    pa, pb = by_seed(a), by_seed(b)
+    pa, pb = exact_by_seed(a), exact_by_seed(b)
     xs: list[bool] = []
     ys: list[bool] = []
     seeds = sorted(set(pa) & set(pb))

@@ -89,3 +89,23 @@ def test_no_records_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     (tmp_path / "results").mkdir()
     assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports")]) == 2
     assert "no run records" in capsys.readouterr().err
+
+
+def test_other_tasks_compare_without_the_sql_miss_analysis(tmp_path: Path) -> None:
+    """Two verdict-task setups: the comparison pairs per-question outcomes (any task writes index and
+    exact); the miss analysis, which is the SQL task's, is left out instead of failing the report."""
+    from builders import HOST_CPU, STACK_CPU, make_record, write
+
+    for name, skill in (("verdict-a", 0), ("verdict-b", 1)):
+        for seed in (3407, 42):
+            rows = [{"index": i, "prediction": "fair", "base_prediction": "x", "exact": (i + seed + skill) % 3 != 0,
+                     "contract": True, "decision": "fair", "tag": None, "base_exact": False} for i in range(12)]  # fmt: skip
+            record = make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp_g", setup_name=name, seed=seed,
+                                 created="2026-11-30T00:00:00+00:00", rows=rows)  # fmt: skip
+            record = record.model_copy(update={"setup": {**record.setup, "task": "verdict"}})
+            write(tmp_path / "results", record, rows)
+    write_reports([tmp_path / "results"], tmp_path / "reports")
+    (scorecard,) = (tmp_path / "reports").glob("*/*/scorecard.md")
+    text = scorecard.read_text()
+    assert "verdict-b vs verdict-a" in text and "of 24 (seeds 42, 3407)" in text
+    assert "### Misses" not in text
