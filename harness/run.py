@@ -107,10 +107,13 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
                     guard.update(timing_verdict(verdict, sampler, job.work_dir))
     except (Stopped, KeyboardInterrupt) as exc:
         # The trainer's process group is already killed (run_capped); what it reported so far is kept.
+        interrupted = exc
         signal_name = str(exc) if isinstance(exc, Stopped) else "SIGINT"
         outcome = read_outcome(job.work_dir) or Outcome(status="killed")
         outcome.status = "killed"
         outcome.reason = f"stopped from outside by {signal_name} (a timeout, docker stop, a cancelled job) before the run ended"
+    else:
+        interrupted = None
 
     # 10. The record, atomically, predictions beside it.
     timings = {**outcome.timings, "total_s": round(time.perf_counter() - started, 2)}
@@ -135,6 +138,10 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     keep_adapter(work_dir / "adapter", path)
     if not outcome.traceback:
         shutil.rmtree(work_dir, ignore_errors=True)
+    if interrupted is not None:
+        # The record is written; the stop goes on up, so a suite or a shell loop stops too.
+        print(summary_line(record, path), file=sys.stderr)
+        raise KeyboardInterrupt(str(interrupted)) from interrupted
     return record, path
 
 
@@ -145,7 +152,8 @@ class Stopped(Exception):
 @contextlib.contextmanager
 def stop_signals_raise() -> Generator[None]:
     """SIGTERM raises `Stopped` in the main thread for the block, so that a run stopped by `timeout`,
-    `docker stop` or a cancelled CI job still ends with a `killed` record (the H200 lost one that way)."""
+    `docker stop` or a cancelled CI job still ends with a `killed` record (the H200 lost one that way).
+    After the record, `run_setup` raises KeyboardInterrupt: the caller (CLI: exit 130, pytest) stops too."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
