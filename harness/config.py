@@ -48,6 +48,12 @@ class ModelConfig(Frozen):
     gguf_file: str | None = Field(None, description="file name inside `source` when it is a folder or hub id holding GGUFs")
     revision: str | None = None
     random_weights: bool = Field(False, description="build from the config with random weights: speed/memory cases only")
+    attention: Literal["sdpa", "eager"] = Field(
+        "sdpa",
+        description="transformers' attention implementation (same math): sdpa, its default, or eager, which "
+        "trained 1.2x faster per step on a 2-core CPU in bf16 for SmolLM2's short sequences (its backward beat "
+        "SDPA's CPU flash kernel)",
+    )
 
 
 class LoraConfig(Frozen):

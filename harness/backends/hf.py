@@ -36,11 +36,14 @@ def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[
         # Initialised where it will run: on the H200, 1B random weights took 47 s to initialise on the
         # CPU, and DDP ranks load one after another, so two cards spent 94 s before the first step.
         with torch.device("cuda" if runtime.device == "cuda" else "cpu"):
-            model = AutoModelForCausalLM.from_config(config, dtype=runtime.dtype)
+            model = AutoModelForCausalLM.from_config(
+                config, dtype=runtime.dtype, attn_implementation=setup.model.attention
+            )
     else:
         quant = _quantization_config(runtime) if runtime.precision == "4bit" else None
         model = AutoModelForCausalLM.from_pretrained(
-            str(model_path), dtype=runtime.dtype, quantization_config=quant, revision=setup.model.revision
+            str(model_path), dtype=runtime.dtype, quantization_config=quant, revision=setup.model.revision,
+            attn_implementation=setup.model.attention,
         )
     if runtime.precision != "4bit":
         model.to(runtime.device)
