@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -118,14 +120,24 @@ def test_timed_run_refused_on_a_busy_machine_keeps_the_reading(
 ) -> None:
     from harness.guard import GuardConfig
 
-    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    # The burner must not be our descendant: the guard leaves its caller's own process tree out, so a
+    # plain child passed this test only when the other xdist worker happened to be busy. The shell
+    # exits at once and the orphaned burner (which stops by itself after 60 s) is another job's.
+    started = subprocess.run(
+        ["sh", "-c", f"{sys.executable} -c 'import time\nt = time.time()\nwhile time.time() - t < 60: pass' "
+         ">/dev/null 2>&1 & echo $!"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    burner = int(started.stdout.strip())
     try:
+        assert burner not in {c.pid for c in psutil.Process().children(recursive=True)}
         guard = GuardConfig(checks=("cpu",), window_s=1, cpu_other_percent_limit=30)
         options = RunOptions(results_dir=tmp_path, isolate=False, timed=True, guard=guard)
         record, path = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), options)
     finally:
-        burner.kill()
-    assert record.status == "refused"
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(burner, signal.SIGKILL)
+    assert record.status == "refused", record.guard
     assert record.reason.startswith("refused to time:") and "--allow-noisy" in record.reason
     assert record.guard["precheck"]["ok"] is False
     assert load_record(path).status == "refused"
