@@ -9,9 +9,11 @@ Ways (same model, same adapter, same prompts, greedy, 64 new tokens at most, fir
   one-at-a-time `generate_answers` with batch 1, unmerged: the reference for equivalence
 
 Usage: python benchmarks/bench_eval.py RECORD [--ways peer,harness,unmerged,one-at-a-time]
-       [--repeats 3] [--limit N] [--one-at-a-time-limit N] [--device auto] [--json OUT]
+       [--repeats 3] [--limit N] [--one-at-a-time-limit N] [--device auto] [--precision P] [--json OUT]
 RECORD is a run record `seed-N.json` with its `seed-N.adapter/` beside it; the test rows are read from
 the data the record names (or $LORABENCH_DATA). Times are medians over --repeats after one warm-up.
+--precision decodes in another precision than the adapter was trained in (default: the same): in bf16
+on the H200 batching alone changed ~10% of answers, so identity is best judged in fp32.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="only the first N test questions")
     parser.add_argument("--one-at-a-time-limit", type=int, help="one-at-a-time on the first N questions only")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", choices=("fp32", "bf16", "fp16"), help="decode in this precision (default: the run's)")
     parser.add_argument("--json", type=Path, help="also write the figures and answers here")
     args = parser.parse_args(argv)
     ways = [w for w in args.ways.split(",") if w]
@@ -98,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.record}: its test rows are not at hand; set LORABENCH_DATA to a local copy of the data", file=sys.stderr)
         return 2
     test = test[: args.limit] if args.limit else test
-    runtime = resolve_runtime(args.device, source.precision)
+    trained_in = "bf16" if source.precision == "4bit" else source.precision
+    runtime = resolve_runtime(args.device, args.precision or trained_in)
     tokenizer = AutoTokenizer.from_pretrained(source.base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
