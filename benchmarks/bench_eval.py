@@ -101,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.record}: its test rows are not at hand; set LORABENCH_DATA to a local copy of the data", file=sys.stderr)
         return 2
     test = test[: args.limit] if args.limit else test
-    trained_in = "bf16" if source.precision == "4bit" else source.precision
-    runtime = resolve_runtime(args.device, args.precision or trained_in)
+    runtime = resolve_runtime(args.device, args.precision or source.base_precision)
     tokenizer = AutoTokenizer.from_pretrained(source.base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -112,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     setup = source.setup
     eot = end_of_turn(tokenizer)
     batch = eval_batch_size(setup.eval.batch_size, runtime.device)
-    merge = merges_adapter(setup.eval.merge_adapter, runtime.device)
+    merge = merges_adapter(setup, runtime.device)
 
     def ours(batch_size: int, merged: bool, subset: Sequence[str]) -> Callable[[], list[str]]:
         def run() -> list[str]:

@@ -104,13 +104,15 @@ class EvalConfig(Frozen):
     batch_size: PositiveInt | Literal["auto"] = Field(
         "auto",
         description="questions decoded together; auto = 64 on CPU (the peer script's), every question at once "
-        "on a GPU (up to 512), where a decode step costs about the same for 64 rows as for 300",
+        "on a GPU (up to 512): on the H200, 300 at once took 4.5 s against 18.1 s for plain generate in "
+        "batches of 64 (benchmarks/bench_eval.py)",
     )
     merge_adapter: bool | Literal["auto"] = Field(
         False,
         description="decode with the LoRA weights folded into the base (fewer kernels per token). Off by "
         "default: on the H200 in bf16 it made eval faster still but changed 15% of the answers "
-        "(benchmarks/bench_eval.py); exact enough in fp32. auto = on a GPU (records of 2026-11-30 used it)",
+        "(benchmarks/bench_eval.py); in fp32 a tiny model decoded alike (tests/core/test_generation.py). "
+        "auto = on a GPU (records of 2026-11-30 used it)",
     )
     max_new_tokens: int = Field(64, gt=0)
     limit: int | None = Field(None, gt=0, description="score only the first N test questions")

@@ -33,6 +33,12 @@ class AdapterSource:
     precision: str  # trained in
     setup: SetupConfig
 
+    @property
+    def base_precision(self) -> str:
+        """The precision to load the base in beside this adapter: a 4-bit run's compute precision, bf16
+        (merging into 4-bit weights would round the adapter away)."""
+        return "bf16" if self.precision == "4bit" else self.precision
+
 
 @dataclass(frozen=True)
 class Mismatch:
@@ -124,17 +130,6 @@ def convert_to_gguf(merged_dir: Path, precision: str) -> tuple[Path | None, str]
     return target, f"GGUF: {target} ({GGUF_OUTTYPES.get(precision, 'bf16')}, by {converter})"
 
 
-def _answers(model: Any, tokenizer: Any, test: tuple[Any, ...], setup: SetupConfig) -> list[str]:
-    from harness.generation import generate_answers
-    from harness.tasks.registry import render_prompt
-    from harness.training import end_of_turn, eval_batch_size
-
-    prompts = [render_prompt(tokenizer, ex) for ex in test]
-    batch_size = eval_batch_size(setup.eval.batch_size, next(model.parameters()).device.type)
-    return generate_answers(model, tokenizer, prompts, batch_size=batch_size,
-                            max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer))  # fmt: skip
-
-
 def export_adapter(
     run: Path, out_dir: Path, *, limit: int | None = None, device: str = "cpu", gguf: bool = True
 ) -> ExportResult:
@@ -144,6 +139,7 @@ def export_adapter(
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from harness.recipe import answer_questions
     from harness.tasks.registry import task_module
     from harness.training import resolve_runtime
 
@@ -152,7 +148,7 @@ def export_adapter(
         raise UserError(
             f"--out {out_dir}: exists and is not empty; choose a new folder (an export never overwrites)"
         )
-    precision = "bf16" if source.precision == "4bit" else source.precision
+    precision = source.base_precision
     runtime = resolve_runtime(device, precision)
     setup = source.setup
     test = task_module(setup.task).load_split(setup.data).test
@@ -164,7 +160,7 @@ def export_adapter(
     base = AutoModelForCausalLM.from_pretrained(source.base_model, dtype=runtime.dtype).to(runtime.device)
     model = PeftModel.from_pretrained(base, str(source.adapter_dir))
     started = time.perf_counter()
-    adapter_answers = _answers(model, tokenizer, test, setup)
+    adapter_answers = answer_questions(model, tokenizer, test, setup, merge=False)
     seconds = {"adapter_eval_s": round(time.perf_counter() - started, 2)}
 
     merged = model.merge_and_unload()
@@ -176,7 +172,7 @@ def export_adapter(
     # Read back from disk: the check covers what will be served, not the object in memory.
     reloaded = AutoModelForCausalLM.from_pretrained(str(tmp), dtype=runtime.dtype).to(runtime.device)
     started = time.perf_counter()
-    merged_answers = _answers(reloaded, tokenizer, test, setup)
+    merged_answers = answer_questions(reloaded, tokenizer, test, setup, merge=False)
     seconds["merged_eval_s"] = round(time.perf_counter() - started, 2)
     del reloaded
     if runtime.device == "cuda":

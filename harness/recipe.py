@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import json
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,9 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     if setup.eval.enabled and main_process:
         answers, seconds = evaluate(trained.model, tokenizer, test, setup, progress, events, "eval")
         outcome.timings["eval_s"] = seconds
-        outcome.trained = {**task.score(answers, test), "eval_s": seconds}
-        write_predictions(work_dir / "predictions.jsonl", task.prediction_rows(test, answers, base_answers))
+        metrics, rows = task.score_with_rows(test, answers, base_answers)
+        outcome.trained = {**metrics, "eval_s": seconds}
+        write_predictions(work_dir / "predictions.jsonl", rows)
 
 
 class _ProgressObserver:
@@ -120,17 +122,24 @@ def evaluate(
     progress.phase(phase, total=len(test))
     events.mark(phase, "start")
     started = time.perf_counter()
-    prompts = [render_prompt(tokenizer, ex) for ex in test]
-    device = next(model.parameters()).device.type
-    merge = merges_adapter(setup.eval.merge_adapter, device) and setup.backend == "hf" and setup.precision != "4bit"
-    with adapter_merged(model, merge):
-        answers = generate_answers(
-            model, tokenizer, prompts, batch_size=eval_batch_size(setup.eval.batch_size, device),
-            max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer),
-            on_batch=lambda n: progress.advance(n),
-        )  # fmt: skip
+    answers = answer_questions(model, tokenizer, test, setup, on_batch=lambda n: progress.advance(n))
     events.mark(phase, "end")
     return answers, round(time.perf_counter() - started, 2)
+
+
+def answer_questions(
+    model: Any, tokenizer: Any, examples: Sequence[Any], setup: SetupConfig, *, merge: bool | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[str]:  # fmt: skip
+    """The model's greedy answers to any task's examples, decoded as the setup's eval says. `merge`
+    overrides `eval.merge_adapter` (an export compares unmerged with merged answers)."""
+    device = next(model.parameters()).device.type
+    prompts = [render_prompt(tokenizer, ex) for ex in examples]
+    with adapter_merged(model, merges_adapter(setup, device) if merge is None else merge):
+        return generate_answers(
+            model, tokenizer, prompts, batch_size=eval_batch_size(setup.eval.batch_size, device),
+            max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer), on_batch=on_batch,
+        )  # fmt: skip
 
 
 def baseline(

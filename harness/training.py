@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import torch
 
+from harness.config import SetupConfig
 from harness.tasks.registry import render_prompt
 from harness.tasks.sql.data import SqlExample
 
@@ -28,7 +29,8 @@ class Runtime:
         return DTYPES.get(self.precision, torch.bfloat16)
 
 
-# Every test question decoded in one batch on a GPU, up to this many (KV cache for SmolLM2: ~1 GB at 300).
+# Every test question decoded in one batch on a GPU, up to this many (SmolLM2's KV cache for 300
+# questions of ~170 tokens: about 1 GB in bf16, by arithmetic, not measured).
 GPU_EVAL_BATCH = 512
 CPU_EVAL_BATCH = 64
 
@@ -40,9 +42,13 @@ def eval_batch_size(configured: int | str, device: str) -> int:
     return GPU_EVAL_BATCH if device == "cuda" else CPU_EVAL_BATCH
 
 
-def merges_adapter(configured: bool | str, device: str) -> bool:
-    """`eval.merge_adapter`, with auto resolved for the device (see EvalConfig)."""
-    return device == "cuda" if configured == "auto" else bool(configured)
+def merges_adapter(setup: SetupConfig, device: str) -> bool:
+    """Whether eval decodes with the LoRA weights folded in: `eval.merge_adapter`, auto resolved for the
+    device (see EvalConfig); never for a quantized base (the merge would re-quantize its weights) nor
+    for Unsloth, which decodes through its own patched model."""
+    configured = setup.eval.merge_adapter
+    wanted = device == "cuda" if configured == "auto" else bool(configured)
+    return wanted and setup.backend == "hf" and setup.precision != "4bit"
 
 
 def resolve_runtime(device: str, precision: str) -> Runtime:

@@ -33,8 +33,8 @@ def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[
     if setup.model.random_weights:
         config = AutoConfig.from_pretrained(str(model_path))
         torch.manual_seed(setup.recipe.seed)
-        # Initialised where it will run: on the H200, 1B random weights took 47 s to initialise on the
-        # CPU, and DDP ranks load one after another, so two cards spent 94 s before the first step.
+        # Initialised where it will run: on the H200, loading 1B random weights initialised on the CPU
+        # took 47 s, and DDP ranks load one after another, so two cards would wait ~94 s for the first step.
         with torch.device("cuda" if runtime.device == "cuda" else "cpu"):
             model = AutoModelForCausalLM.from_config(
                 config, dtype=runtime.dtype, attn_implementation=setup.model.attention

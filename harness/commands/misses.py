@@ -14,7 +14,7 @@ from harness.errors import UserError
 from harness.results import load_record
 from harness.tasks.sql.data import SqlExample
 from harness.tasks.sql.misses import MissAnalysis, analyze_misses, category_rows, load_predictions
-from harness.tasks.sql.resolve import resolve_test_rows
+from harness.tasks.sql.resolve import record_test_rows
 
 _PREDICTIONS_SUFFIX = ".predictions.jsonl"
 
@@ -64,10 +64,7 @@ def _test_rows(paths: list[Path], data: str | None) -> tuple[SqlExample, ...] | 
         record = load_record(record_file)
     except (UserError, ValueError):
         return None
-    setup = dict(record.setup)
-    if data:
-        setup["data"] = {**dict(setup.get("data") or {}), "source": data}
-    return resolve_test_rows(setup, record.data.split_hash if record.data else None)
+    return record_test_rows(record, data)
 
 
 def render_table(analysis: MissAnalysis) -> str:

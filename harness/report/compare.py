@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from harness import stats
 from harness.errors import UserError
-from harness.report.groups import LoadedRecord, SetupRuns, exact_by_seed
+from harness.report.groups import LoadedRecord, SetupRuns, paired_outcomes
 from harness.report.tables import (
     Getter,
     mfu_percent,
@@ -78,13 +78,7 @@ def _by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]
 
 
 def _accuracy_test(old: SetupRuns, new: SetupRuns) -> stats.TestResult | None:
-    po, pn = exact_by_seed(old), exact_by_seed(new)
-    xs: list[bool] = []
-    ys: list[bool] = []
-    for seed in sorted(set(po) & set(pn)):
-        for index in sorted(set(po[seed]) & set(pn[seed])):
-            xs.append(po[seed][index])
-            ys.append(pn[seed][index])
+    xs, ys, _ = paired_outcomes(old, new)
     return stats.mcnemar_exact(xs, ys) if xs else None
 
 

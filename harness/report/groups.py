@@ -48,6 +48,19 @@ def exact_by_seed(setup: SetupRuns) -> dict[int, dict[int, bool]]:
     }
 
 
+def paired_outcomes(a: SetupRuns, b: SetupRuns) -> tuple[list[bool], list[bool], list[int]]:
+    """Per-question exact match of two setups, paired by seed and question index (seeds in both)."""
+    pa, pb = exact_by_seed(a), exact_by_seed(b)
+    xs: list[bool] = []
+    ys: list[bool] = []
+    seeds = sorted(set(pa) & set(pb))
+    for seed in seeds:
+        for index in sorted(set(pa[seed]) & set(pb[seed])):
+            xs.append(pa[seed][index])
+            ys.append(pb[seed][index])
+    return xs, ys, seeds
+
+
 @dataclass(frozen=True)
 class SetupRuns:
     experiment: str

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from harness.report.groups import SetupRuns
 from harness.report.tables import table
 from harness.tasks.sql.misses import MissAnalysis, analyze_misses, category_rows, load_predictions
-from harness.tasks.sql.resolve import resolve_test_rows
+from harness.tasks.sql.resolve import record_test_rows
 
 SHOWN_INDICES = 10
 
@@ -31,10 +31,8 @@ def miss_section(setup: SetupRuns) -> MissSection | None:
         return None
     predictions = [load_predictions(item.predictions) for item in loaded if item.predictions is not None]
     labels = [f"seed {item.record.seed}" for item in loaded]
-    first = loaded[0].record
-    test_rows = resolve_test_rows(first.setup, first.data.split_hash if first.data else None)
     return MissSection(
         setup.setup,
         tuple(item.record.seed for item in loaded),
-        analyze_misses(predictions, labels=labels, test_rows=test_rows),
+        analyze_misses(predictions, labels=labels, test_rows=record_test_rows(loaded[0].record)),
     )

@@ -14,7 +14,7 @@ from tabulate import tabulate
 from harness import mfu as mfu_table
 from harness import stats
 from harness.findings import Assessment
-from harness.report.groups import ReportGroup, SetupRuns, exact_by_seed
+from harness.report.groups import ReportGroup, SetupRuns, paired_outcomes
 from harness.results import RunRecord
 
 GIB = 1024**3
@@ -130,20 +130,6 @@ def experiment_table(setups: Sequence[SetupRuns]) -> str:
     return table(rows, headers)
 
 
-def _paired_outcomes(a: SetupRuns, b: SetupRuns) -> tuple[list[bool], list[bool], list[int]]:
-    """Per-question exact match of two setups, paired by seed and question index (seeds in both)."""
-
-    pa, pb = exact_by_seed(a), exact_by_seed(b)
-    xs: list[bool] = []
-    ys: list[bool] = []
-    seeds = sorted(set(pa) & set(pb))
-    for seed in seeds:
-        for index in sorted(set(pa[seed]) & set(pb[seed])):
-            xs.append(pa[seed][index])
-            ys.append(pb[seed][index])
-    return xs, ys, seeds
-
-
 # The equivalence margin the scorecard tests against (the story's, and every setup's claim today).
 EQUIVALENCE_MARGIN = 3.0
 
@@ -177,7 +163,7 @@ def comparison_table(setups: Sequence[SetupRuns], reference: SetupRuns | None = 
             speed = f"{stats.mean(ref_times) / stats.mean(times):.2f}× [{ci.low:.2f}–{ci.high:.2f}]"
         else:
             speed = NONE
-        xs, ys, seeds = _paired_outcomes(ref, s)
+        xs, ys, seeds = paired_outcomes(ref, s)
         if xs:
             test = stats.mcnemar_exact(xs, ys)
             diff = f"{test.diff:+.1f}"

@@ -5,7 +5,8 @@ class tree, as the backends):
 
     load_split(config: DataConfig) -> split        # .source .n_rows .train .test .hash
     score(answers, test) -> dict                   # the record's Metrics fields
-    prediction_rows(test, answers, base_answers) -> list[dict]
+    score_with_rows(test, answers, base_answers) -> (dict, list[dict])  # the same, plus a predictions
+                                                   # line per question, scored once
 
 and examples with an `answer`. An example type that has `prompt_messages()` names its own prompt;
 SQL rows, which predate it, take theirs from `harness.tasks.sql.prompt`.

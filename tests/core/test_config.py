@@ -62,6 +62,9 @@ def test_fields_at_their_default_stay_out_of_the_fingerprint() -> None:
 def test_eval_autos_resolve_per_device() -> None:
     assert eval_batch_size("auto", "cpu") == 64 and eval_batch_size("auto", "cuda") >= 300
     assert eval_batch_size(16, "cuda") == 16
-    assert merges_adapter("auto", "cuda") and not merges_adapter("auto", "cpu") and merges_adapter(True, "cpu")
+    auto, on = load_setup(None, ["eval.merge_adapter=auto"]), load_setup(None, ["eval.merge_adapter=true"])
+    assert merges_adapter(auto, "cuda") and not merges_adapter(auto, "cpu") and merges_adapter(on, "cpu")
+    # Never into a quantized base, whatever the setting.
+    assert not merges_adapter(load_setup(None, ["eval.merge_adapter=true", "precision=4bit"]), "cuda")
     with pytest.raises(ConfigError, match=r"eval\.batch_size"):
         load_setup(None, ["eval.batch_size=0"])

@@ -16,8 +16,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from harness.config import DATA_ENV, DataConfig
 from harness.errors import UserError
+from harness.results import RunRecord
 from harness.tasks.sql.data import SqlExample, load_split
 
 
@@ -38,12 +41,20 @@ def resolve_test_rows(setup: Mapping[str, Any], split_hash: str | None) -> tuple
     its data with the same split hash is at hand."""
     if not split_hash:
         return None
-    data = dict(setup.get("data") or {})
-    params = {k: data[k] for k in ("split_seed", "test_size", "train_size") if k in data}
-    params = {**DataConfig().model_dump(include={"split_seed", "test_size", "train_size"}), **params}
-    candidates = [str(data.get("source", "")), os.environ.get(DATA_ENV, "")]
-    for source in dict.fromkeys(c for c in candidates if c and Path(c).expanduser().is_file()):
-        found = _split(source, params["split_seed"], params["test_size"], params["train_size"])
+    try:
+        data = DataConfig.model_validate(setup.get("data") or {})
+    except ValidationError:
+        return None
+    for source in dict.fromkeys(c for c in (data.source, os.environ.get(DATA_ENV, "")) if c and Path(c).expanduser().is_file()):
+        found = _split(source, data.split_seed, data.test_size, data.train_size)
         if found is not None and found[0] == split_hash:
             return found[1]
     return None
+
+
+def record_test_rows(record: RunRecord, data: str | None = None) -> tuple[SqlExample, ...] | None:
+    """The test rows a record's run was scored on; `data` names a local copy to try first."""
+    setup = dict(record.setup)
+    if data:
+        setup["data"] = {**dict(setup.get("data") or {}), "source": data}
+    return resolve_test_rows(setup, record.data.split_hash if record.data else None)

@@ -1,5 +1,4 @@
-"""The text-to-SQL task through the common task interface (see `harness.tasks`); the code the recipe
-ran inline before a second task existed, unchanged."""
+"""The text-to-SQL task through the common task interface (see `harness.tasks.registry`)."""
 
 from __future__ import annotations
 
@@ -7,29 +6,35 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.tasks.sql.data import SqlExample, load_split, row_id
-from harness.tasks.sql.scoring import score_prediction, summarize
+from harness.tasks.sql.scoring import QuestionScore, score_prediction, summarize
 
-__all__ = ["load_split", "prediction_rows", "score"]
+__all__ = ["load_split", "score", "score_with_rows"]
+
+
+def _scores(answers: Sequence[str], test: Sequence[SqlExample]) -> list[QuestionScore]:
+    return [score_prediction(a, ex.answer, ex.context) for a, ex in zip(answers, test, strict=True)]
 
 
 def score(answers: Sequence[str], test: Sequence[SqlExample]) -> dict[str, Any]:
-    scores = [score_prediction(a, ex.answer, ex.context) for a, ex in zip(answers, test, strict=True)]
-    return summarize(scores)
+    return summarize(_scores(answers, test))
 
 
-def prediction_rows(
+def score_with_rows(
     test: Sequence[SqlExample], answers: Sequence[str], base_answers: Sequence[str] | None
-) -> list[dict[str, Any]]:
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The metrics and one predictions line per question, from one scoring pass (semantic match runs
+    SQLite several times per question)."""
+    scores = _scores(answers, test)
+    base_scores = _scores(base_answers, test) if base_answers else None
     rows = []
-    for index, (ex, answer) in enumerate(zip(test, answers, strict=True)):
-        scored = score_prediction(answer, ex.answer, ex.context)
-        base = base_answers[index] if base_answers else None
-        base_scored = score_prediction(base, ex.answer, ex.context) if base is not None else None
+    for index, (ex, answer, scored) in enumerate(zip(test, answers, scores, strict=True)):
+        base_scored = base_scores[index] if base_scores else None
         rows.append({
             # The row's text stays in the data (never copied into results): `row` names it.
-            "index": index, "row": row_id(ex), "prediction": answer, "base_prediction": base,
+            "index": index, "row": row_id(ex), "prediction": answer,
+            "base_prediction": base_answers[index] if base_answers else None,
             "exact": scored.exact, "executes": scored.executes, "semantic": scored.semantic,
             "base_exact": base_scored.exact if base_scored else None,
             "base_semantic": base_scored.semantic if base_scored else None,
         })  # fmt: skip
-    return rows
+    return summarize(scores), rows

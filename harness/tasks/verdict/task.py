@@ -1,4 +1,4 @@
-"""The verdict task through the common task interface (see `harness.tasks`)."""
+"""The verdict task through the common task interface (see `harness.tasks.registry`)."""
 
 from __future__ import annotations
 
@@ -6,29 +6,39 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.tasks.verdict.data import VerdictExample, load_split
-from harness.tasks.verdict.scoring import score_prediction, summarize
+from harness.tasks.verdict.scoring import VerdictScore, score_prediction, summarize
 
-__all__ = ["load_split", "prediction_rows", "score"]
+__all__ = ["load_split", "score", "score_with_rows"]
 
 
-def score(answers: Sequence[str], test: Sequence[VerdictExample]) -> dict[str, Any]:
+def _scores(answers: Sequence[str], test: Sequence[VerdictExample]) -> list[VerdictScore]:
+    return [score_prediction(a, ex.answer) for a, ex in zip(answers, test, strict=True)]
+
+
+def _metrics(scores: Sequence[VerdictScore]) -> dict[str, Any]:
     """The record's metrics: judgment as `exact_match`, contract as `executes`, every gate rate in `gate`."""
-    gate = summarize([score_prediction(a, ex.answer) for a, ex in zip(answers, test, strict=True)])
+    gate = summarize(scores)
     return {"exact_match": gate["judgment"], "executes": gate["contract"], "n": gate["n"], "gate": gate}
 
 
-def prediction_rows(
+def score(answers: Sequence[str], test: Sequence[VerdictExample]) -> dict[str, Any]:
+    return _metrics(_scores(answers, test))
+
+
+def score_with_rows(
     test: Sequence[VerdictExample], answers: Sequence[str], base_answers: Sequence[str] | None
-) -> list[dict[str, Any]]:
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The metrics and one predictions line per question, from one scoring pass."""
+    scores = _scores(answers, test)
+    base_scores = _scores(base_answers, test) if base_answers else None
     rows = []
-    for index, (ex, answer) in enumerate(zip(test, answers, strict=True)):
-        scored = score_prediction(answer, ex.answer)
-        base = base_answers[index] if base_answers else None
-        base_scored = score_prediction(base, ex.answer) if base is not None else None
+    for index, (ex, answer, scored) in enumerate(zip(test, answers, scores, strict=True)):
+        base_scored = base_scores[index] if base_scores else None
         rows.append({
             "index": index, "question": ex.situation, "gold": ex.answer, "prediction": answer,
-            "base_prediction": base, "exact": scored.is_judgment_match, "contract": scored.is_contract,
+            "base_prediction": base_answers[index] if base_answers else None,
+            "exact": scored.is_judgment_match, "contract": scored.is_contract,
             "decision": scored.predicted, "tag": scored.predicted_tag,
             "base_exact": base_scored.is_judgment_match if base_scored else None,
         })  # fmt: skip
-    return rows
+    return _metrics(scores), rows
