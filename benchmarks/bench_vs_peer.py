@@ -1,14 +1,19 @@
 """The harness's `hf` Exp A against the peer script (../shared/peers/plain_peft_sql.py), side by side.
 
 Same recipe (300 steps, batch 8, lr 2e-4, r16/alpha16 on all linear projections), same data and split,
-same seeds. Each side gets its own GPU at the same time, one seed after another; the figure is the
-wall-clock of each whole command (load, baseline eval, training, eval), and the exact match each reports.
+same seeds. The harness runs on GPU 0 and the peer on GPU 1 at the same time, one seed after another;
+the figure is the wall-clock of each whole command (process start, load, baseline eval, training,
+eval), and the exact match each reports. Harness variants (setup overrides, e.g. a compiled step) run
+one after another per seed on GPU 0, each under its own setup name.
+
 Usage: python benchmarks/bench_vs_peer.py PEER_SCRIPT GGUF_DIR DATA RESULTS [SEED ...]
-$PEER_SEEDS (comma-separated) limits the peer to some of the seeds when time is short.
+       [--peer-seeds 3407,42] [--variant NAME=FIELD=VALUE[,FIELD=VALUE…] …]
+The default variant is Exp A as its setup file says; `--variant compiled=recipe.compile=layers` adds one.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -18,6 +23,9 @@ import time
 from pathlib import Path
 
 from harness.results import find_records, load_record
+
+SETUP = "benchmarks/setups/exp_a.toml"
+EXP_A_NAME = "smollm2-135m-lora"
 
 
 def timed(cmd: list[str], gpu: str, log: Path) -> float:
@@ -37,23 +45,47 @@ def peer_exact_match(log: Path) -> tuple[float | None, float | None]:
     return phases.get("eval-base", {}).get("em"), phases.get("eval-lora", {}).get("em")
 
 
-def main(peer: str, gguf_dir: str, data: str, results: str, seeds: list[int]) -> None:
-    out = Path(results)
+def parse_variants(specs: list[str]) -> dict[str, list[str]]:
+    """NAME=FIELD=VALUE[,…] → {NAME: overrides}; each variant but the default gets its own setup name."""
+    variants: dict[str, list[str]] = {"default": []}
+    for spec in specs:
+        name, _, fields = spec.partition("=")
+        if not name or "=" not in fields:
+            raise SystemExit(f"--variant {spec!r}: expected NAME=FIELD=VALUE[,FIELD=VALUE…]")
+        variants[name] = [*fields.split(","), f"name={EXP_A_NAME}-{name}"]
+    return variants
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("peer")
+    parser.add_argument("gguf_dir")
+    parser.add_argument("data")
+    parser.add_argument("results")
+    parser.add_argument("seeds", nargs="*", type=int, default=[3407, 42, 1234])
+    parser.add_argument("--peer-seeds", default=os.environ.get("PEER_SEEDS", ""),
+                        help="comma-separated: run the peer for these seeds only (default: all)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=FIELD=VALUE[,FIELD=VALUE…]")
+    args = parser.parse_args()
+    variants = parse_variants(args.variant)
+    out = Path(args.results)
     out.mkdir(parents=True, exist_ok=True)
-    harness_s: dict[int, float] = {}
+    harness_s: dict[tuple[int, str], float] = {}
     peer_s: dict[int, float] = {}
 
     def run_harness() -> None:
-        for seed in seeds:
-            cmd = [sys.executable, "-m", "harness.cli", "run", "benchmarks/setups/exp_a.toml", "--seed", str(seed),
-                   "--data", data, "--results", results, "--quiet"]  # fmt: skip
-            harness_s[seed] = timed(cmd, "0", out / f"harness-{seed}.log")
+        for seed in args.seeds:
+            for name, overrides in variants.items():
+                sets = [a for field in overrides for a in ("--set", field)]
+                cmd = [sys.executable, "-m", "harness.cli", "run", SETUP, "--seed", str(seed), "--data", args.data,
+                       "--results", args.results, "--quiet", *sets]  # fmt: skip
+                harness_s[seed, name] = timed(cmd, "0", out / f"harness-{name}-{seed}.log")
 
-    peer_seeds = [int(s) for s in os.environ.get("PEER_SEEDS", "").split(",") if s] or seeds
+    peer_seeds = [int(s) for s in args.peer_seeds.split(",") if s] or args.seeds
 
     def run_peer() -> None:
         for seed in peer_seeds:
-            cmd = [sys.executable, peer, gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf", data, "300", str(seed)]
+            cmd = [sys.executable, args.peer, args.gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf", args.data, "300", str(seed)]
             peer_s[seed] = timed(cmd, "1", out / f"peer-{seed}.log")
 
     threads = [threading.Thread(target=run_harness), threading.Thread(target=run_peer)]
@@ -61,18 +93,23 @@ def main(peer: str, gguf_dir: str, data: str, results: str, seeds: list[int]) ->
         t.start()
     for t in threads:
         t.join()
-    records = {r.seed: r for r in map(load_record, find_records([out])) if r.experiment == "exp_a"}
-    print("seed | harness s | peer s | speedup | harness EM base→trained | peer EM base→trained")
-    for seed in seeds:
-        rec = records.get(seed)
-        ours = f"{rec.baseline.exact_match}→{rec.trained.exact_match}" if rec and rec.trained and rec.baseline else "n/a"
-        if seed not in peer_s:
-            print(f"{seed} | {harness_s[seed]:.0f} | not run | | {ours} |")
-            continue
-        base, lora = peer_exact_match(out / f"peer-{seed}.log")
-        ratio = peer_s[seed] / harness_s[seed]
-        print(f"{seed} | {harness_s[seed]:.0f} | {peer_s[seed]:.0f} | {ratio:.2f}× | {ours} | {base}→{lora}")
+    names = {name: EXP_A_NAME if name == "default" else f"{EXP_A_NAME}-{name}" for name in variants}
+    records = {(r.seed, r.setup_name): r for r in map(load_record, find_records([out])) if r.experiment == "exp_a"}
+    print("seed | harness variant | harness s (train s) | peer s | speedup | harness EM base→trained | peer EM base→trained")
+    for seed in args.seeds:
+        base, lora = peer_exact_match(out / f"peer-{seed}.log") if seed in peer_s else (None, None)
+        for name in variants:
+            rec = records.get((seed, names[name]))
+            ok = rec is not None and rec.trained is not None and rec.baseline is not None and rec.train is not None
+            ours = f"{rec.baseline.exact_match}→{rec.trained.exact_match}" if ok else "n/a (see the log)"  # type: ignore[union-attr]
+            train = f" ({rec.train.train_s:.0f})" if ok else ""  # type: ignore[union-attr]
+            seconds = f"{harness_s[seed, name]:.0f}{train}"
+            if seed not in peer_s:
+                print(f"{seed} | {name} | {seconds} | not run | | {ours} |")
+                continue
+            ratio = peer_s[seed] / harness_s[seed, name]
+            print(f"{seed} | {name} | {seconds} | {peer_s[seed]:.0f} | {ratio:.2f}× | {ours} | {base}→{lora}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], [int(s) for s in sys.argv[5:]] or [3407, 42, 1234])
+    main()

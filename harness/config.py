@@ -85,6 +85,12 @@ class RecipeConfig(Frozen):
         "auto", description="auto = AdamW, fused on a GPU (same math, fewer kernel launches)"
     )
     gradient_checkpointing: bool = False
+    compile: Literal["none", "layers"] = Field(
+        "none",
+        description="layers = torch.compile every decoder layer for training, shapes dynamic so one compile "
+        "serves every batch length (hf backend only; eval decodes uncompiled). Same math, fused kernels: "
+        "sums are not bitwise the same. For a small model whose step is bound by kernel launches",
+    )
     max_length: int = Field(512, gt=8)
     seed: int = 3407
 
@@ -160,6 +166,15 @@ class SetupConfig(Frozen):
                 data = {**data, "data": {**section, "source": VERDICT_CORPUS}}
         return data
 
+    @model_validator(mode="after")
+    def _compile_is_for_hf(self) -> SetupConfig:
+        if self.recipe.compile != "none" and self.backend != "hf":
+            raise ValueError(
+                f"recipe.compile: {self.recipe.compile!r} applies to backend 'hf' only, got backend "
+                f"{self.backend!r} (Unsloth compiles its own kernels); set recipe.compile = 'none'"
+            )
+        return self
+
     def fingerprint_payload(self) -> str:
         # Fields at their default stay out, so adding a field whose default keeps the old behaviour
         # leaves every cached record valid. Changing what a default does must bump FINGERPRINT_VERSION.
@@ -214,6 +229,9 @@ def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
         return f"{loc}: unknown field, got {error['input']!r}; allowed here: {', '.join(_fields_at(model, error['loc'][:-1]))}"
     if error["type"] == "missing":
         return f"{loc}: required field is missing"
+    if not error["loc"] and error["type"] == "value_error":
+        # A rule across fields (a model validator): its message names the fields, values and fix itself.
+        return str(error["ctx"]["error"])
     return f"{loc}: {error['msg'][0].lower()}{error['msg'][1:]}, got {error['input']!r}"
 
 

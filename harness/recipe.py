@@ -26,7 +26,7 @@ from harness.mfu import mfu, training_flops
 from harness.models import cache_dir, resolve_model
 from harness.progress import Progress
 from harness.tasks.registry import render_prompt, task_module
-from harness.training import Runtime, end_of_turn, eval_batch_size, merges_adapter, resolve_runtime
+from harness.training import Runtime, end_of_turn, eval_batch_size, merges_adapter, resolve_runtime, steady_step_seconds
 from harness.worker import is_main_process
 
 
@@ -83,6 +83,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     events.mark("train", "start")
     trained = backend.train(model, tokenizer, split.train, setup, runtime, [o for o in (smoke, step_progress) if o])
     events.mark("train", "end")
+    if trained.preflight_s is not None:
+        outcome.timings["preflight_s"] = trained.preflight_s
     outcome.timings["train_s"] = round(trained.train_s, 2)
     outcome.train = train_stats(trained, runtime, setup)
     outcome.memory = memory_stats(runtime)
@@ -197,6 +199,7 @@ def train_stats(trained: Any, runtime: Runtime, setup: SetupConfig) -> dict[str,
         "first_loss": losses[0] if losses else None,
         "final_loss": round(sum(tail) / len(tail), 5) if tail else None,
         "train_s": round(trained.train_s, 2),
+        "step_s": steady_step_seconds(trained.step_ends),
         "tokens": trained.tokens,
         "tokens_per_s": round(trained.tokens / seconds, 1) if trained.tokens and seconds else None,
         "samples_per_s": round(trained.samples / seconds, 3) if seconds else None,

@@ -22,7 +22,8 @@ from harness.errors import UserError
 
 # Changelog of the record format. Bump FORMAT_VERSION on any change readers must know about,
 # and teach `upgrade_record` to lift older versions.
-#   1 (2026-11-30): first version.
+#   1 (2026-11-30): first version. Later the same version gained optional fields that older records lack:
+#     train.step_s (steady seconds per step), timings.preflight_s.
 FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
@@ -55,6 +56,9 @@ class TrainStats(Record):
     first_loss: float | None = None
     final_loss: float | None = Field(None, description="mean of the last 10% of steps (at least one)")
     train_s: float | None = None
+    step_s: float | None = Field(
+        None, description="median seconds per optimizer step, the first tenth of the steps (warm-up) left out"
+    )
     tokens: int | None = Field(None, description="non-padding tokens seen by the model in training")
     tokens_per_s: float | None = None
     samples_per_s: float | None = None
@@ -75,6 +79,7 @@ class MemoryStats(Record):
 class Timings(Record):
     load_s: float | None = None
     baseline_eval_s: float | None = None
+    preflight_s: float | None = Field(None, description="the preflight checks, before the timed training")
     train_s: float | None = None
     eval_s: float | None = None
     total_s: float | None = None

@@ -3,6 +3,7 @@ outcome it returns, and the tokenized training examples (prompt masked out of th
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -71,6 +72,8 @@ class TrainOutcome:
     losses: list[float] = field(default_factory=list)
     stopped_reason: str | None = None
     train_s: float = 0.0
+    preflight_s: float | None = None
+    step_ends: list[float] = field(default_factory=list)  # perf_counter at the start, then after each optimizer step
     tokens: int | None = None
     samples: int = 0
     trainable_params: int = 0
@@ -109,6 +112,15 @@ def tokenize_examples(tokenizer: Any, examples: Sequence[SqlExample]) -> list[To
         answer_ids = tokenizer(ex.answer + eot, add_special_tokens=False).input_ids
         out.append(TokenizedExample(prompt_ids + answer_ids, [0] * len(prompt_ids) + [1] * len(answer_ids)))
     return out
+
+
+def steady_step_seconds(step_ends: Sequence[float]) -> float | None:
+    """Median seconds per optimizer step, leaving out the first tenth of the steps (at least one): the
+    warm-up (allocator, cuBLAS handles, a compile) that a longer run would amortise. The logged loss is
+    read from the device every step, so the host's clock follows the GPU's."""
+    durations = [b - a for a, b in zip(step_ends, step_ends[1:])]
+    steady = durations[max(1, len(durations) // 10) :]
+    return round(statistics.median(steady), 4) if steady else None
 
 
 def count_params(model: Any) -> tuple[int, int]:

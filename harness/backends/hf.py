@@ -6,9 +6,10 @@ Same two functions as every backend: `load(setup, model_path, runtime)` and
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import torch
 
 from harness import checks
 from harness.config import SetupConfig
+from harness.errors import UserError
 from harness.tasks.sql.data import SqlExample
 from harness.training import Runtime, StepObserver, TrainOutcome, count_params, tokenize_examples
 
@@ -89,6 +91,9 @@ def _step_callback(observers: Sequence[StepObserver], outcome: TrainOutcome) -> 
     from transformers import TrainerCallback
 
     class ObserveSteps(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            outcome.step_ends.append(time.perf_counter())
+
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
             if not logs or "loss" not in logs:
                 return
@@ -192,7 +197,9 @@ def run_sft(
         callbacks.append(tracker.callback())
     trainer = build_trainer(model, tokenizer, examples, setup, runtime, callbacks)
     if setup.checks.preflight:
+        started = time.perf_counter()
         found = checks.run_preflight(model, tokenizer, examples, setup, runtime, trainer)
+        outcome.preflight_s = round(time.perf_counter() - started, 2)
         outcome.checks.update(found)
         failed = [f"{name}: {v.detail}" for name, v in found.items() if v.verdict == "fail" and name in STOPPING_CHECKS]
         if failed:
@@ -202,7 +209,11 @@ def run_sft(
     if runtime.device == "cuda":
         torch.cuda.synchronize()
     started = time.perf_counter()
-    trainer.train()
+    outcome.step_ends.append(started)
+    # Compiled after preflight (its checks decode with a KV cache, which the training graph never sees)
+    # and inside the timed span: a run that compiles pays for it.
+    with compiled_layers(model, setup.recipe.compile == "layers"):
+        trainer.train()
     if runtime.device == "cuda":
         torch.cuda.synchronize()
     outcome.train_s = time.perf_counter() - started
@@ -214,3 +225,29 @@ def run_sft(
     outcome.model = trainer.model
     outcome.model.config.use_cache = True
     return outcome
+
+
+@contextlib.contextmanager
+def compiled_layers(model: Any, enabled: bool) -> Iterator[None]:
+    """`recipe.compile = "layers"`: torch.compile every decoder layer in place for the span, then put the
+    eager forward back, so eval and export decode uncompiled (generation's cache shapes would recompile).
+
+    Layers, not the whole model: identical layers share one compiled graph, so the compile costs one
+    layer's time, not thirty's; dynamic shapes, so batches of other lengths reuse it."""
+    if not enabled:
+        yield
+        return
+    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    if not layers:
+        raise UserError(
+            f"recipe.compile: 'layers' found no decoder layer (a module class named *DecoderLayer) in "
+            f"{type(model).__name__}; set recipe.compile = 'none'"
+        )
+    for layer in layers:
+        layer.compile(dynamic=True)
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer._compiled_call_impl = None
+

@@ -71,6 +71,11 @@ def train_seconds(r: RunRecord) -> float | None:
     return r.train.train_s if r.train and r.train.train_s else r.timings.train_s
 
 
+def step_seconds(r: RunRecord) -> float | None:
+    """Steady seconds per step (records made before 2026-11-30's session 3 lack it)."""
+    return r.train.step_s if r.train else None
+
+
 def peak_vram_gib(r: RunRecord) -> float | None:
     return r.memory.peak_vram_bytes / GIB if r.memory and r.memory.peak_vram_bytes else None
 
@@ -122,11 +127,11 @@ def experiment_table(setups: Sequence[SetupRuns]) -> str:
         rows.append([
             s.setup, f"{len(ok)}/{len(s.runs)}", summary(values(ok, baseline_em)), summary(values(ok, trained_em)),
             summary(values(ok, gain)), summary(values(ok, trained_semantic)), times,
-            summary(values(ok, peak_vram_gib), 2), summary(values(ok, tokens_per_s), 0),
+            summary(values(ok, step_seconds), 3), summary(values(ok, peak_vram_gib), 2), summary(values(ok, tokens_per_s), 0),
             summary(values(ok, mfu_percent), 2),
         ])  # fmt: skip
     headers = ["setup", "ok / runs", "baseline EM %", "trained EM %", "gain (points)", "semantic %",
-               "train time (s)", "peak VRAM (GiB)", "tokens/s", "MFU %"]  # fmt: skip
+               "train time (s)", "step (s, steady)", "peak VRAM (GiB)", "tokens/s", "MFU %"]  # fmt: skip
     return table(rows, headers)
 
 
@@ -145,6 +150,14 @@ def _equivalence(ref: SetupRuns, other: SetupRuns, margin: float) -> str:
     return f"{verdict}: 90% [{result.interval.low:+.1f}, {result.interval.high:+.1f}], {result.n} seeds"
 
 
+def _speedup(ref_seconds: list[float], seconds: list[float]) -> str:
+    """Ratio of mean times with a seeded 95% bootstrap interval, or NONE where a side has no times."""
+    if not (ref_seconds and seconds):
+        return NONE
+    ci = stats.bootstrap_ratio_ci(ref_seconds, seconds, seed=0)
+    return f"{stats.mean(ref_seconds) / stats.mean(seconds):.2f}× [{ci.low:.2f}–{ci.high:.2f}]"
+
+
 def comparison_table(setups: Sequence[SetupRuns], reference: SetupRuns | None = None) -> str | None:
     """Each setup against `reference` (default: the experiment's first by name): speedup in train time
     with a seeded bootstrap interval, the exact-match difference with an exact McNemar test on paired
@@ -158,11 +171,8 @@ def comparison_table(setups: Sequence[SetupRuns], reference: SetupRuns | None = 
     rows = []
     for s in setups:
         times = values(s.ok, train_seconds)
-        if ref_times and times:
-            ci = stats.bootstrap_ratio_ci(ref_times, times, seed=0)
-            speed = f"{stats.mean(ref_times) / stats.mean(times):.2f}× [{ci.low:.2f}–{ci.high:.2f}]"
-        else:
-            speed = NONE
+        speed = _speedup(ref_times, times)
+        step_speed = _speedup(values(ref.ok, step_seconds), values(s.ok, step_seconds))
         xs, ys, seeds = paired_outcomes(ref, s)
         if xs:
             test = stats.mcnemar_exact(xs, ys)
@@ -171,8 +181,8 @@ def comparison_table(setups: Sequence[SetupRuns], reference: SetupRuns | None = 
             p = f"{test.p_value:.3g}"
         else:
             diff, detail, p = NONE, "no paired predictions", NONE
-        rows.append([f"{s.setup} vs {ref.setup}", speed, diff, detail, p, _equivalence(ref, s, EQUIVALENCE_MARGIN)])
-    headers = ["setups", "speedup (train time, 95% bootstrap)", "EM difference (points)",
+        rows.append([f"{s.setup} vs {ref.setup}", speed, step_speed, diff, detail, p, _equivalence(ref, s, EQUIVALENCE_MARGIN)])
+    headers = ["setups", "speedup (train time, 95% bootstrap)", "speedup (steady step)", "EM difference (points)",
                "only ref right / only setup right", "McNemar p", f"same EM within ±{EQUIVALENCE_MARGIN:g} (TOST)"]  # fmt: skip
     return table(rows, headers)
 

@@ -56,3 +56,21 @@ def test_partly_dead_suffix_gets_a_regex_that_keeps_the_live_ones():
     assert all(re.fullmatch(pattern, name) for name in alive)
     assert not any(re.fullmatch(pattern, name) for name in dead)
     assert not re.fullmatch(pattern, "model.layers.0.mlp.gate_proj")
+
+
+def test_a_zero_gradient_among_present_ones_is_not_counted(tiny):
+    # Every B has a gradient tensor (the fused path), one of them all zeros: that module got none.
+    import torch
+
+    model, _ = tiny
+    model = wrap_lora(model, small_setup())
+    tracker = DeadAdapterTracker(model)
+    for name, (_, b) in tracker.params.items():
+        b.grad = torch.zeros_like(b) if name == tracker.names[3] else torch.ones_like(b)
+    tracker.observe_grads()
+    assert tracker.got_grad.tolist() == [i != 3 for i in range(len(tracker.names))]
+    tracker.params[tracker.names[3]][1].grad = None  # the per-module path, once any gradient is missing
+    tracker.params[tracker.names[5]][1].grad.zero_()
+    tracker.observe_grads()
+    assert tracker.got_grad.tolist() == [i != 3 for i in range(len(tracker.names))]
+    assert tracker.observations == 2

@@ -33,6 +33,8 @@ def test_inline_run_writes_a_complete_record(tiny_model_dir: Path, sql_rows_file
     assert load_record(path) == record
     assert record.train.steps_done == 10 and len(record.train.loss) == 10
     assert record.train.tokens and record.train.tokens_per_s
+    assert 0 < record.train.step_s < record.train.train_s
+    assert record.timings.preflight_s and record.timings.preflight_s < record.timings.total_s
     assert record.trained.n == 6 and record.baseline.n == 6
     assert record.data.n_test == 6 and record.data.split_hash
     assert record.checks["smoke"].verdict == "pass"

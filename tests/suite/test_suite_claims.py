@@ -16,12 +16,12 @@ GiB = 1024**3
 
 
 def record(seed: int = 3407, *, base: float = 10.0, em: float = 40.0, train_s: float = 100.0,
-           vram: int | None = None, loss: tuple[float, ...] = (2.0, 1.0), status: str = "ok") -> RunRecord:  # fmt: skip
+           step_s: float | None = None, vram: int | None = None, loss: tuple[float, ...] = (2.0, 1.0), status: str = "ok") -> RunRecord:  # fmt: skip
     return RunRecord(
         run_id=f"r{seed}", status=status, created="2026-01-01T00:00:00+00:00", experiment="exp_x", setup_name="s",
         seed=seed, stack="cpu", host="h", fingerprint="f", setup={}, provenance={},
         baseline=Metrics(exact_match=base, executes=base, n=300), trained=Metrics(exact_match=em, executes=em, n=300),
-        train=TrainStats(loss=list(loss), train_s=train_s),
+        train=TrainStats(loss=list(loss), train_s=train_s, step_s=step_s),
         memory=MemoryStats(device="cuda", peak_vram_bytes=vram) if vram is not None else None,
     )  # fmt: skip
 
@@ -61,8 +61,15 @@ def test_equivalence_within_the_margin_only() -> None:
 def test_speedup_time_ratio_and_memory() -> None:
     one, two = [record(train_s=163.0)], [record(train_s=100.0)]
     assert claims.assert_speedup(one, two, min_ratio=1.5) == pytest.approx(1.63)
-    with pytest.raises(AssertionError, match=r"speedup 1.63× \(95% interval 1.63–1.63×\) does not reach 1.8×"):
+    with pytest.raises(AssertionError, match=r"speedup 1.63× per run \(95% interval 1.63–1.63×\) does not reach 1.8×"):
         claims.assert_speedup(one, two, min_ratio=1.8)
+    # Per step: the steady step time, so a short run's warm-up does not blur a throughput claim.
+    short_one, short_two = [record(train_s=60.0, step_s=0.5)], [record(train_s=40.0, step_s=0.26)]
+    assert claims.assert_speedup(short_one, short_two, min_ratio=1.8, per="step") == pytest.approx(1.92)
+    with pytest.raises(AssertionError, match=r"per run .* does not reach 1.8×: baseline .*60 s"):
+        claims.assert_speedup(short_one, short_two, min_ratio=1.8)
+    with pytest.raises(AssertionError, match=r"no steady step time in the record"):
+        claims.assert_speedup([record(train_s=60.0)], short_two, min_ratio=1.8, per="step")
     with pytest.raises(AssertionError, match=r"time ratio 1.63× > bound 1.5×"):
         claims.assert_time_ratio(two, one, max_ratio=1.5)
     assert claims.assert_memory([record(vram=10 * GiB)], max_bytes=24 * GiB) == 10 * GiB

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# H200 plan, session 3, call 4 (same machine): Exp C's second seed: the DDP accuracy run (paired with Exp A
+# seed 42 from call_vs_peer.sh) and the speed pair, timed.
+set -uo pipefail
+source benchmarks/gpu/env.sh
+R=/root/results
+timeout 200 python3 -m harness.cli run benchmarks/setups/exp_c_two_cards.toml --seed 42 --results "$R" --quiet \
+  > "$OUT/exp_c_42.log" 2>&1
+tail -n 1 "$OUT/exp_c_42.log"
+for s in one_card two_cards; do
+  timeout 160 python3 -m harness.cli run "benchmarks/setups/exp_c_speed_$s.toml" --seed 42 --timed \
+    --allow-noisy --results "$R" --quiet > "$OUT/exp_c_speed_${s}_42.log" 2>&1
+  tail -n 1 "$OUT/exp_c_speed_${s}_42.log"
+done
+tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root results
