@@ -26,7 +26,14 @@ from harness.mfu import mfu, training_flops
 from harness.models import cache_dir, resolve_model
 from harness.progress import Progress
 from harness.tasks.registry import render_prompt, task_module
-from harness.training import Runtime, end_of_turn, eval_batch_size, merges_adapter, resolve_runtime, steady_step_seconds
+from harness.training import (
+    Runtime,
+    end_of_turn,
+    eval_batch_size,
+    merges_adapter,
+    resolve_runtime,
+    steady_step_seconds,
+)
 from harness.worker import is_main_process
 
 

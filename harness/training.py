@@ -3,6 +3,7 @@ outcome it returns, and the tokenized training examples (prompt masked out of th
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -118,7 +119,7 @@ def steady_step_seconds(step_ends: Sequence[float]) -> float | None:
     """Median seconds per optimizer step, leaving out the first tenth of the steps (at least one): the
     warm-up (allocator, cuBLAS handles, a compile) that a longer run would amortise. The logged loss is
     read from the device every step, so the host's clock follows the GPU's."""
-    durations = [b - a for a, b in zip(step_ends, step_ends[1:])]
+    durations = [b - a for a, b in itertools.pairwise(step_ends)]
     steady = durations[max(1, len(durations) // 10) :]
     return round(statistics.median(steady), 4) if steady else None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -228,7 +228,7 @@ def run_sft(
 
 
 @contextlib.contextmanager
-def compiled_layers(model: Any, enabled: bool) -> Iterator[None]:
+def compiled_layers(model: Any, enabled: bool) -> Generator[None]:
     """`recipe.compile = "layers"`: torch.compile every decoder layer in place for the span, then put the
     eager forward back, so eval and export decode uncompiled (generation's cache shapes would recompile).
 
@@ -250,4 +250,3 @@ def compiled_layers(model: Any, enabled: bool) -> Iterator[None]:
     finally:
         for layer in layers:
             layer._compiled_call_impl = None
-
