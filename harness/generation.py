@@ -24,8 +24,13 @@ class StopAtTokens(StoppingCriteria):
         self.prompt_length = prompt_length
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
-        generated = input_ids[:, self.prompt_length :]
-        return torch.isin(generated, self.stop_ids.to(generated.device)).any(dim=1)
+        # The newest token only: generate keeps a stopped sequence stopped (it ANDs these flags into its
+        # own). The ids move to the device once, not by a blocking host-to-device copy every token.
+        if self.stop_ids.device != input_ids.device:
+            self.stop_ids = self.stop_ids.to(input_ids.device)
+        if input_ids.shape[1] <= self.prompt_length:
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        return torch.isin(input_ids[:, -1], self.stop_ids)
 
 
 def stop_token_ids(tokenizer: Any, end_of_turn: str | None) -> set[int]:

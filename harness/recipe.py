@@ -81,7 +81,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     if setup.eval.enabled and setup.eval.baseline and main_process:
         base_answers, outcome.baseline = baseline(setup, runtime, resolved.path, split, test, model, tokenizer,
                                                   progress, events, task)  # fmt: skip
-        outcome.timings["baseline_eval_s"] = outcome.baseline["eval_s"]
+        # Time spent in this run: none when the answers came from the cache (the baseline keeps their original time).
+        outcome.timings["baseline_eval_s"] = 0.0 if outcome.baseline.get("cached") else outcome.baseline["eval_s"]
 
     # 5. Preflight checks, 6–7. smoke riding along the timed training.
     smoke = checks.SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None

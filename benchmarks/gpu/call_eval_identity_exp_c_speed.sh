@@ -13,9 +13,5 @@ A=$R/h200-image/nvidia-h200x2/exp_a/smollm2-135m-lora
   > "$OUT/bench_eval_fp32.txt" 2>&1) &
 wait
 cat "$OUT/bench_eval_fp32.txt"; tail -n 2 "$OUT/exp_a_1234.log"
-for s in one_card two_cards; do
-  timeout 160 python3 -m harness.cli run "benchmarks/setups/exp_c_speed_$s.toml" --seed 3407 --timed \
-    --allow-noisy --results "$R" --quiet > "$OUT/exp_c_speed_$s.log" 2>&1
-  tail -n 1 "$OUT/exp_c_speed_$s.log"
-done
+exp_c_speed_pair 3407
 tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root results

@@ -7,9 +7,5 @@ R=/root/results
 timeout 200 python3 -m harness.cli run benchmarks/setups/exp_c_two_cards.toml --seed 42 --results "$R" --quiet \
   > "$OUT/exp_c_42.log" 2>&1
 tail -n 1 "$OUT/exp_c_42.log"
-for s in one_card two_cards; do
-  timeout 160 python3 -m harness.cli run "benchmarks/setups/exp_c_speed_$s.toml" --seed 42 --timed \
-    --allow-noisy --results "$R" --quiet > "$OUT/exp_c_speed_${s}_42.log" 2>&1
-  tail -n 1 "$OUT/exp_c_speed_${s}_42.log"
-done
+exp_c_speed_pair 42
 tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root results

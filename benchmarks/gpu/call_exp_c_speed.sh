@@ -5,8 +5,4 @@ set -uo pipefail
 source benchmarks/gpu/env.sh
 bash benchmarks/gpu/join_model.sh .carry/b/part-b || exit 1
 R=/root/results
-for s in one_card two_cards; do
-  timeout 150 python3 -m harness.cli run "benchmarks/setups/exp_c_speed_$s.toml" --seed 3407 --timed \
-    --allow-noisy --results "$R" --quiet > "$OUT/exp_c_speed_$s.log" 2>&1
-  tail -n 1 "$OUT/exp_c_speed_$s.log"
-done
+exp_c_speed_pair 3407

@@ -10,3 +10,12 @@ export LORABENCH_STACK=h200-image
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 install_bundle() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$1"/*.whl; }
 lorabench() { python3 -m harness.cli "$@"; }
+# Exp C's speed pair for one seed, timed, one card then two, one after the other (results under $R).
+exp_c_speed_pair() {
+  local s
+  for s in one_card two_cards; do
+    timeout 160 python3 -m harness.cli run "benchmarks/setups/exp_c_speed_$s.toml" --seed "$1" --timed \
+      --allow-noisy --results "$R" --quiet > "$OUT/exp_c_speed_${s}_$1.log" 2>&1
+    tail -n 1 "$OUT/exp_c_speed_${s}_$1.log"
+  done
+}

@@ -58,3 +58,16 @@ def test_merged_adapter_decodes_alike_and_is_unmerged_after(tiny: tuple[object, 
     with adapter_merged(model, False):
         assert torch.equal(weight, after)
     model.unload()  # the module-scoped base model goes back without LoRA layers
+
+
+def test_stop_criterion_looks_at_the_newest_generated_token_only() -> None:
+    import torch
+
+    from harness.generation import StopAtTokens
+
+    stop = StopAtTokens({7, 9}, prompt_length=3)
+    prompt_with_a_stop_id = torch.tensor([[7, 1, 2], [1, 2, 3]])
+    assert stop(prompt_with_a_stop_id, None).tolist() == [False, False]  # nothing generated yet
+    assert stop(torch.tensor([[7, 1, 2, 5], [1, 2, 3, 9]]), None).tolist() == [False, True]
+    # generate ANDs the flags into its own unfinished mask, so a sequence that stopped stays stopped
+    assert stop(torch.tensor([[7, 1, 2, 5, 7], [1, 2, 3, 9, 0]]), None).tolist() == [True, False]
