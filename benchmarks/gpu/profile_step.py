@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import itertools
 import pstats
 import statistics
 import time
@@ -74,7 +75,7 @@ class Context:
 
 
 def report(name: str, ends: list[float]) -> None:
-    durations = [b - a for a, b in zip(ends, ends[1:], strict=False)][WARM_UP:]
+    durations = [b - a for a, b in itertools.pairwise(ends)][WARM_UP:]
     print(f"{name:44s} median {1000 * statistics.median(durations):7.1f} ms/step", flush=True)
 
 
