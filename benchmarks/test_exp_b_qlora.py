@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.results import RunRecord
 from harness.suite.claims import assert_equivalent, assert_finite, assert_memory_saved
 from harness.suite.memory import predict_4bit_saving
 from harness.suite.plugin import RunFixture
@@ -15,6 +16,7 @@ from harness.suite.setups import BenchSetup
 # The bf16 reference is Exp A itself (precision auto = bf16 on a GPU): one set of runs serves both.
 BF16 = "setups/exp_a.toml"
 QLORA = "setups/exp_b_4bit.toml"
+QLORA_ON_BF16 = "setups/exp_b_4bit_adapter_on_bf16.toml"
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
@@ -57,9 +59,19 @@ def test_memory_saved_as_predicted(
     record_property("saving_share_of_prediction", share)
 
 
-def test_adapter_scored_on_the_other_base_precision() -> None:
-    # The story: the 4-bit-trained adapter lost 2.8 points on the bf16 base. Needs an eval-only run
-    # (load a saved adapter onto another base precision), which the core does not offer yet.
-    pytest.skip(
-        "scoring a trained adapter on the other base precision needs an eval-only run in the core (not implemented yet)"
-    )
+def test_adapter_scored_on_the_other_base_precision(
+    lorabench_run: RunFixture,
+    lorabench_setup: Callable[[str | Path], BenchSetup],
+    lorabench_seeds: tuple[int, ...],
+    lorabench_record_file: Callable[[RunRecord], Path],
+    record_property: Callable[[str, object], None],
+) -> None:
+    # The story: the 4-bit-trained adapter lost 2.8 points on the bf16 base. Each seed's Exp B adapter is
+    # scored again on a bf16 base (nothing trains) and judged against its own 4-bit score.
+    qlora = [lorabench_run(QLORA, seed) for seed in lorabench_seeds]
+    moved = [
+        lorabench_run(QLORA_ON_BF16, record.seed, {"eval.adapter": str(lorabench_record_file(record))})
+        for record in qlora
+    ]
+    diff = assert_equivalent(qlora, moved, margin=lorabench_setup(QLORA_ON_BF16).claim("equivalence_margin"))
+    record_property("exact_match_difference_on_bf16", diff)

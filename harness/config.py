@@ -122,6 +122,13 @@ class EvalConfig(Frozen):
     )
     max_new_tokens: int = Field(64, gt=0)
     limit: int | None = Field(None, gt=0, description="score only the first N test questions")
+    adapter: str | None = Field(
+        None,
+        description="score this trained LoRA adapter instead of training one: a run record seed-N.json "
+        "with seed-N.adapter/ beside it, or the adapter folder. Nothing trains; the base loads in this "
+        "setup's precision, so a 4-bit-trained adapter can be scored on a bf16 base (the story lost 2.8 "
+        "points that way)",
+    )
 
 
 class SmokeConfig(Frozen):
@@ -165,6 +172,19 @@ class SetupConfig(Frozen):
             if "source" not in section and not isinstance(data.get("data"), BaseModel):
                 data = {**data, "data": {**section, "source": VERDICT_CORPUS}}
         return data
+
+    @model_validator(mode="after")
+    def _scoring_an_adapter_evaluates(self) -> SetupConfig:
+        if self.eval.adapter is None:
+            return self
+        if not self.eval.enabled:
+            raise ValueError("eval.adapter: scoring an adapter needs eval.enabled = true, got false; enable eval")
+        if self.backend != "hf" or self.gpus != 1:
+            raise ValueError(
+                f"eval.adapter: an adapter is scored by backend 'hf' on one GPU or CPU, got backend "
+                f"{self.backend!r} with gpus = {self.gpus}; set backend = 'hf' and gpus = 1"
+            )
+        return self
 
     @model_validator(mode="after")
     def _compile_is_for_hf(self) -> SetupConfig:

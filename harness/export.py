@@ -71,8 +71,9 @@ class ExportResult:
         return data
 
 
-def find_adapter(run: Path) -> Path:
-    """RUN is an adapter folder, or a record `seed-N.json` with `seed-N.adapter/` beside it."""
+def find_adapter(run: Path, label: str = "RUN") -> Path:
+    """RUN is an adapter folder, or a record `seed-N.json` with `seed-N.adapter/` beside it. `label`
+    names the argument or setup field in errors."""
     if (run / "adapter_config.json").is_file():
         return run
     if run.is_dir() and (run / "adapter" / "adapter_config.json").is_file():
@@ -82,16 +83,16 @@ def find_adapter(run: Path) -> Path:
         if (beside / "adapter_config.json").is_file():
             return beside
         raise UserError(
-            f"RUN {run}: no adapter folder {beside.name}/ beside the record; pass the adapter folder itself"
+            f"{label} {run}: no adapter folder {beside.name}/ beside the record; pass the adapter folder itself"
         )
-    raise UserError(f"RUN {run}: not an adapter folder (no adapter_config.json) nor a run record seed-N.json")
+    raise UserError(f"{label} {run}: not an adapter folder (no adapter_config.json) nor a run record seed-N.json")
 
 
-def read_adapter(adapter_dir: Path) -> AdapterSource:
+def read_adapter(adapter_dir: Path, label: str = "RUN") -> AdapterSource:
     info_file = adapter_dir / ADAPTER_INFO
     if not info_file.is_file():
         raise UserError(
-            f"RUN {adapter_dir}: no {ADAPTER_INFO} (base model, precision, setup); was it saved by a lorabench run?"
+            f"{label} {adapter_dir}: no {ADAPTER_INFO} (base model, precision, setup); was it saved by a lorabench run?"
         )
     info = json.loads(info_file.read_text(encoding="utf-8"))
     return AdapterSource(
@@ -191,3 +192,17 @@ def export_adapter(
                           gguf_file, note, seconds)  # fmt: skip
     (out_dir / "export.json").write_text(json.dumps(result.to_dict(), indent=1), encoding="utf-8")
     return result
+
+
+def eval_adapter_source(setup: SetupConfig) -> AdapterSource | None:
+    """The adapter `eval.adapter` names, checked against the setup (same model) before anything loads."""
+    if setup.eval.adapter is None:
+        return None
+    label = "eval.adapter:"
+    source = read_adapter(find_adapter(Path(setup.eval.adapter).expanduser(), label), label)
+    if source.setup.model.source != setup.model.source:
+        raise UserError(
+            f"eval.adapter: {setup.eval.adapter!r} was trained on model {source.setup.model.source!r}, this "
+            f"setup loads {setup.model.source!r}; set model.source = {source.setup.model.source!r}"
+        )
+    return source

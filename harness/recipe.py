@@ -20,6 +20,7 @@ from typing import Any
 from harness import checks
 from harness.config import SetupConfig
 from harness.errors import UserError
+from harness.export import eval_adapter_source
 from harness.generation import adapter_merged, generate_answers
 from harness.loadlock import staggered_load
 from harness.mfu import mfu, training_flops
@@ -84,7 +85,36 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
         # Time spent in this run: none when the answers came from the cache (the baseline keeps their original time).
         outcome.timings["baseline_eval_s"] = 0.0 if outcome.baseline.get("cached") else outcome.baseline["eval_s"]
 
-    # 5. Preflight checks, 6–7. smoke riding along the timed training.
+    # 5–8. Train, or (eval.adapter) put a trained adapter onto this base and train nothing.
+    source = eval_adapter_source(setup)
+    if source is not None:
+        scored_model = backend.attach_adapter(model, source.adapter_dir)
+        outcome.model["adapter"] = {
+            "path": str(source.adapter_dir), "base_model": source.base_model, "trained_precision": source.precision,
+        }  # fmt: skip
+    else:
+        scored_model = _train(setup, runtime, model, tokenizer, split, backend, outcome, progress, events)
+        # The adapter, for `lorabench export` (the parent decides whether it is kept beside the record).
+        if main_process:
+            save_adapter(scored_model, work_dir / "adapter", setup, runtime, resolved.path)
+
+    # 9. Evaluate the trained adapter (rank 0 alone under DDP).
+    if setup.eval.enabled and main_process:
+        answers, seconds = evaluate(scored_model, tokenizer, test, setup, progress, events, "eval")
+        outcome.timings["eval_s"] = seconds
+        metrics, rows = task.score_with_rows(test, answers, base_answers)
+        outcome.trained = {**metrics, "eval_s": seconds}
+        write_predictions(work_dir / "predictions.jsonl", rows)
+        if source is not None:
+            outcome.memory = memory_stats(runtime)
+
+
+def _train(
+    setup: SetupConfig, runtime: Runtime, model: Any, tokenizer: Any, split: Any, backend: Any, outcome: Any,
+    progress: Progress, events: Any,
+) -> Any:  # fmt: skip
+    """Steps 5–8: preflight checks, training with the smoke observer riding along, post checks. Returns
+    the trained model; a failed check or smoke stops the run (RunStopped)."""
     smoke = checks.SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None
     progress.phase("train", total=setup.recipe.steps)
     step_progress = _ProgressObserver(progress)
@@ -102,18 +132,7 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     if trained.stopped_reason:
         stopped_by_smoke = smoke is not None and trained.stopped_reason.startswith("smoke:")
         raise checks.RunStopped(smoke.status if stopped_by_smoke else "failed", trained.stopped_reason)
-
-    # The adapter, for `lorabench export` (the parent decides whether it is kept beside the record).
-    if main_process:
-        save_adapter(trained.model, work_dir / "adapter", setup, runtime, resolved.path)
-
-    # 9. Evaluate the trained adapter (rank 0 alone under DDP).
-    if setup.eval.enabled and main_process:
-        answers, seconds = evaluate(trained.model, tokenizer, test, setup, progress, events, "eval")
-        outcome.timings["eval_s"] = seconds
-        metrics, rows = task.score_with_rows(test, answers, base_answers)
-        outcome.trained = {**metrics, "eval_s": seconds}
-        write_predictions(work_dir / "predictions.jsonl", rows)
+    return trained.model
 
 
 class _ProgressObserver:

@@ -23,7 +23,7 @@ from harness.errors import UserError
 # Changelog of the record format. Bump FORMAT_VERSION on any change readers must know about,
 # and teach `upgrade_record` to lift older versions.
 #   1 (2026-11-30): first version. Later the same version gained optional fields that older records lack:
-#     train.step_s (steady seconds per step), timings.preflight_s.
+#     train.step_s (steady seconds per step), timings.preflight_s, model.adapter (eval.adapter runs).
 FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
@@ -105,6 +105,9 @@ class ModelInfo(Record):
     weights: Literal["pretrained", "random"] = "pretrained"
     precision: str
     device: str
+    adapter: dict[str, Any] | None = Field(
+        None, description="eval.adapter runs: the adapter scored (path, base model, precision it was trained in)"
+    )
 
 
 class RunRecord(Record):

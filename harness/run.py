@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.config import SetupConfig
 from harness.errors import UserError
+from harness.export import eval_adapter_source
 from harness.gpu_visibility import hide_integrated_gpus
 from harness.guard import GuardConfig, GuardVerdict, Sampler, offline_env, precheck, timed_lock
 from harness.memory import run_capped
@@ -67,6 +68,7 @@ def new_run_id(created: datetime, fp: str, seed: int) -> str:
 def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
     check_model_source(setup.model)
     check_data_source(setup.data)
+    eval_adapter_source(setup)  # a wrong eval.adapter fails here, not after the model has loaded
     created = datetime.now(UTC)
     started = time.perf_counter()
 

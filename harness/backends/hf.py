@@ -87,6 +87,13 @@ def wrap_lora(model: Any, setup: SetupConfig) -> Any:
     return get_peft_model(model, config)
 
 
+def attach_adapter(model: Any, adapter_dir: Path) -> Any:
+    """A trained LoRA adapter put onto this base (in whatever precision it loaded), for scoring only."""
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=False)
+
+
 def _step_callback(observers: Sequence[StepObserver], outcome: TrainOutcome) -> Any:
     from transformers import TrainerCallback
 

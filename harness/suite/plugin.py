@@ -16,7 +16,7 @@ import pytest
 
 from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
-from harness.results import RunRecord
+from harness.results import RunRecord, record_path
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
 from harness.suite.runner import RunResult, SuiteRunner, SuiteSettings
 from harness.suite.setups import BenchSetup, override_strings
@@ -287,6 +287,14 @@ def lorabench_record(
         return _ok_or_fail(RunResult(record, path, "reused"))
 
     return read
+
+
+@pytest.fixture
+def lorabench_record_file(request: pytest.FixtureRequest) -> Callable[[RunRecord], Path]:
+    """`lorabench_record_file(record) -> Path`: where this suite keeps a record (its adapter and predictions
+    lie beside it), e.g. for a setup that scores another run's adapter (`eval.adapter`)."""
+    runner = request.config.stash[RUNNER_KEY]
+    return lambda record: record_path(runner.settings.results_dir, record)
 
 
 def _resolve(

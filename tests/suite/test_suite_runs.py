@@ -124,3 +124,27 @@ def test_failed_run_is_reported_as_failed(
          "trained exp_t/tiny seed 3407: failed (*"]
     )  # fmt: skip
     assert load_record(only_record(pytester)).status == "failed"
+
+
+RESCORE_MODULE = """\
+import pytest
+pytestmark = pytest.mark.cpu_ok
+def test_adapter_scored_again(lorabench_run, lorabench_record_file, lorabench_seed):
+    trained = lorabench_run("setups/tiny.toml", lorabench_seed)
+    again = lorabench_run("setups/tiny.toml", lorabench_seed,
+                          {"eval.adapter": str(lorabench_record_file(trained)), "name": "tiny-scored-again"})
+    assert again.train is None and again.model.adapter["trained_precision"] == "fp32"
+    assert again.trained.model_copy(update={"eval_s": 0}) == trained.trained.model_copy(update={"eval_s": 0})
+"""
+
+
+def test_a_setup_scores_another_runs_adapter_through_the_suite(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...]
+) -> None:
+    # eval.adapter set from the record the suite just made (lorabench_record_file): nothing trains the
+    # second time, and the same adapter on the same base answers alike.
+    bench_dir(steps=2, min_gain=-100.0)
+    pytester.makepyfile(test_claims=RESCORE_MODULE)
+    result = pytester.runpytest(*bench_args, "--lorabench-inline")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["lorabench: 2 trained, 0 re-ran, 0 reused from cache"])
