@@ -6,9 +6,11 @@ Ways (same model, same adapter, same prompts, greedy, 64 new tokens at most, fir
                 prompts sorted by length, no stop before 64 tokens or EOS, adapter unmerged
   harness       what a run does: `generate_answers` with eval.batch_size and eval.merge_adapter = auto
   unmerged      the harness's batching, adapter left unmerged (separates the two effects)
+  merged        the harness's batching, adapter merged (in fp32 merging changes sums by rounding only;
+                the next candidate for ≥ 4× over the peer at ≥ 99% identical, not measured on a GPU yet)
   one-at-a-time `generate_answers` with batch 1, unmerged: the reference for equivalence
 
-Usage: python benchmarks/bench_eval.py RECORD [--ways peer,harness,unmerged,one-at-a-time]
+Usage: python benchmarks/bench_eval.py RECORD [--ways peer,harness,unmerged,merged,one-at-a-time]
        [--repeats 3] [--limit N] [--one-at-a-time-limit N] [--device auto] [--precision P] [--json OUT]
 RECORD is a run record `seed-N.json` with its `seed-N.adapter/` beside it; the test rows are read from
 the data the record names (or $LORABENCH_DATA). Times are medians over --repeats after one warm-up.
@@ -37,7 +39,7 @@ from harness.tasks.sql.resolve import resolve_test_rows
 from harness.tasks.sql.scoring import exact_match
 from harness.training import end_of_turn, eval_batch_size, merges_adapter, resolve_runtime
 
-WAYS = ("peer", "harness", "unmerged", "one-at-a-time")
+WAYS = ("peer", "harness", "unmerged", "merged", "one-at-a-time")
 PEER_BATCH = 64
 
 
@@ -126,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "peer": (lambda: peer_answers(model, tokenizer, prompts, setup.eval.max_new_tokens), args.repeats),
         "harness": (ours(batch, merge, prompts), args.repeats),
         "unmerged": (ours(batch, False, prompts), args.repeats),
+        "merged": (ours(batch, True, prompts), args.repeats),
         "one-at-a-time": (ours(1, False, prompts[:one_n]), 1),
     }
     # Warm-up (kernels, allocator), not timed.
