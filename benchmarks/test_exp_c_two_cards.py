@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.suite.claims import assert_equivalent, assert_speedup, peak_vram
+from harness.suite.claims import assert_equivalent, assert_loads_staggered, assert_speedup, peak_vram
 from harness.suite.plugin import RunFixture
 from harness.suite.setups import BenchSetup
 
@@ -63,7 +63,6 @@ def test_memory_per_card(
     assert two <= one * bound, f"peak VRAM per card {two / one:.2f}× one card's, bound {bound:g}×"
 
 
-def test_staggered_model_loading() -> None:
+def test_staggered_model_loading(lorabench_run: RunFixture, lorabench_seed: int) -> None:
     # The story's fix for two ranks loading the model at once (host RAM spike): rank 1 waits for rank 0.
-    # The claim needs per-rank load start/end stamps in the DDP record; they come with issue 8.
-    pytest.skip("per-rank load timings are not recorded yet (issue 8)")
+    assert_loads_staggered(lorabench_run(TWO_CARDS, lorabench_seed))

@@ -65,8 +65,10 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     started = time.perf_counter()
     # Ranks load one after another: several copies in host RAM at once overflowed it in the story.
     with staggered_load() if setup.gpus > 1 else contextlib.nullcontext():
+        load_window = (time.time(), 0.0)  # wall clock, comparable across ranks; inside the lock
         resolved = resolve_model(setup.model)
         model, tokenizer = backend.load(setup, resolved.path, runtime)
+        load_window = (load_window[0], time.time())
     outcome.timings["load_s"] = round(time.perf_counter() - started, 2)
     events.mark("load", "end")
     outcome.model = {
@@ -94,6 +96,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
         }  # fmt: skip
     else:
         scored_model = _train(setup, runtime, model, tokenizer, split, backend, outcome, progress, events)
+        if setup.gpus > 1:  # the process group exists once training has set it up
+            outcome.timings["load_windows"] = load_windows(gathered(load_window))
         # The adapter, for `lorabench export` (the parent decides whether it is kept beside the record).
         if main_process:
             save_adapter(scored_model, work_dir / "adapter", setup, runtime, resolved.path)
@@ -246,6 +250,23 @@ def check_gpus(setup: SetupConfig, runtime: Runtime) -> None:
         )
 
 
+def gathered(value: Any) -> list[Any]:
+    """`value` from every rank, in rank order, under DDP (every rank must call this); else `[value]`."""
+    import torch
+
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return [value]
+    values: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(values, value)
+    return values
+
+
+def load_windows(windows: Sequence[tuple[float, float]]) -> list[list[float]]:
+    """Each rank's [start, end] of loading the model, in seconds from the first start."""
+    first = min(start for start, _ in windows)
+    return [[round(start - first, 2), round(end - first, 2)] for start, end in windows]
+
+
 def memory_stats(runtime: Runtime) -> dict[str, Any]:
     """Peak VRAM of this process's GPU; under DDP every rank's, gathered (memory per card)."""
     import torch
@@ -254,9 +275,8 @@ def memory_stats(runtime: Runtime) -> dict[str, Any]:
     if runtime.device == "cuda":
         peak = int(torch.cuda.max_memory_allocated())
         stats["peak_vram_bytes"] = peak
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            peaks: list[Any] = [None] * torch.distributed.get_world_size()
-            torch.distributed.all_gather_object(peaks, peak)
+        peaks = gathered(peak)
+        if len(peaks) > 1:
             stats["peak_vram_per_gpu_bytes"] = peaks
     return stats
 

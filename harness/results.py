@@ -23,7 +23,8 @@ from harness.errors import UserError
 # Changelog of the record format. Bump FORMAT_VERSION on any change readers must know about,
 # and teach `upgrade_record` to lift older versions.
 #   1 (2026-11-30): first version. Later the same version gained optional fields that older records lack:
-#     train.step_s (steady seconds per step), timings.preflight_s, model.adapter (eval.adapter runs).
+#     train.step_s (steady seconds per step), timings.preflight_s,
+#     timings.load_windows (DDP), model.adapter (eval.adapter runs).
 FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
@@ -80,6 +81,9 @@ class Timings(Record):
     load_s: float | None = None
     baseline_eval_s: float | None = None
     preflight_s: float | None = Field(None, description="the preflight checks, before the timed training")
+    load_windows: list[list[float]] | None = Field(
+        None, description="DDP: each rank's model load as [start, end], seconds from the first rank's start"
+    )
     train_s: float | None = None
     eval_s: float | None = None
     total_s: float | None = None

@@ -7,6 +7,7 @@ test can hand it to the report (`record_property`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -178,3 +179,20 @@ def assert_finite(records: Sequence[RunRecord]) -> None:
         if not losses:
             raise AssertionError(f"{label(record)}: no training losses recorded")
         exact_match(record)  # generation ran and was scored
+
+
+def assert_loads_staggered(record: RunRecord) -> float:
+    """Under DDP each rank loaded the model only after the one before it had finished (the staggered-load
+    lock, so the host never holds two copies in RAM at once): sorted by start, no load window begins
+    before the previous one ended. Returns when the last rank started loading (the staggering's cost)."""
+    windows = sorted(record.timings.load_windows or [])
+    if len(windows) < 2:
+        raise AssertionError(
+            f"{label(record)}: no per-rank load windows in the record (one process, or a record made "
+            f"before they were recorded)"
+        )
+    overlapping = [(a, b) for a, b in itertools.pairwise(windows) if b[0] < a[1]]
+    if overlapping:
+        shown = "; ".join(f"[{a[0]:.2f}, {a[1]:.2f}] s and [{b[0]:.2f}, {b[1]:.2f}] s" for a, b in overlapping)
+        raise AssertionError(f"{label(record)}: ranks loaded the model at the same time: {shown}")
+    return windows[-1][0]

@@ -122,3 +122,15 @@ def test_4bit_saving_predicted_from_the_linear_layers(tiny_model_dir: Path) -> N
     assert prediction.quantizable_params == 2 * per_layer
     assert 0 < prediction.fraction < 1
     assert prediction.saved_bytes == pytest.approx(2 * per_layer * 1.5)
+
+
+def test_staggered_loads_one_after_another() -> None:
+    from harness.results import Timings
+
+    staggered = record().model_copy(update={"timings": Timings(load_windows=[[0.0, 4.1], [4.1, 8.3]])})
+    assert claims.assert_loads_staggered(staggered) == pytest.approx(4.1)
+    together = record().model_copy(update={"timings": Timings(load_windows=[[0.0, 4.1], [0.2, 4.4]])})
+    with pytest.raises(AssertionError, match=r"ranks loaded the model at the same time: \[0.00, 4.10\] s and \[0.20, 4.40\] s"):
+        claims.assert_loads_staggered(together)
+    with pytest.raises(AssertionError, match=r"no per-rank load windows in the record"):
+        claims.assert_loads_staggered(record())
