@@ -24,7 +24,7 @@ from harness.errors import UserError
 # and teach `upgrade_record` to lift older versions.
 #   1 (2026-11-30): first version. Later the same version gained optional fields that older records lack:
 #     train.step_s (steady seconds per step), timings.preflight_s,
-#     timings.load_windows (DDP), model.adapter (eval.adapter runs).
+#     timings.load_windows (DDP), model.adapter (eval.adapter runs), checks.*.seconds (preflight).
 FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
@@ -93,6 +93,7 @@ class CheckVerdict(Record):
     verdict: Literal["pass", "fail", "skipped", "error"]
     detail: str = ""
     evidence: dict[str, Any] = Field(default_factory=dict)
+    seconds: float | None = Field(None, description="preflight checks: what the check took")
 
 
 class DataInfo(Record):

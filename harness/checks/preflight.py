@@ -6,6 +6,8 @@ still run. None of them changes the weights, the RNG or the gradients the traini
 
 from __future__ import annotations
 
+import dataclasses
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,11 +34,13 @@ def parity_shape(setup: SetupConfig) -> tuple[int, int]:
 
 
 def _guarded(check: Callable[[], Verdict]) -> Verdict:
+    started = time.perf_counter()
     try:
-        return check()
+        verdict = check()
     except Exception as exc:
         tail = traceback.format_exc().strip().splitlines()[-6:]
-        return Verdict("error", f"{type(exc).__name__}: {exc}", {"traceback_tail": tail})
+        verdict = Verdict("error", f"{type(exc).__name__}: {exc}", {"traceback_tail": tail})
+    return dataclasses.replace(verdict, seconds=round(time.perf_counter() - started, 2))
 
 
 def cache_tolerance(model: Any) -> float:

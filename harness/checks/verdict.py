@@ -11,9 +11,13 @@ class Verdict:
     verdict: Literal["pass", "fail", "skipped", "error"]
     detail: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
+    seconds: float | None = None  # what the check cost, where it runs as its own step (preflight)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["seconds"] is None:
+            del data["seconds"]
+        return data
 
 
 class RunStopped(Exception):
