@@ -65,10 +65,10 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Any, events: Any, pr
     started = time.perf_counter()
     # Ranks load one after another: several copies in host RAM at once overflowed it in the story.
     with staggered_load() if setup.gpus > 1 else contextlib.nullcontext():
-        load_window = (time.time(), 0.0)  # wall clock, comparable across ranks; inside the lock
+        load_started = time.time()  # wall clock, comparable across ranks; inside the lock
         resolved = resolve_model(setup.model)
         model, tokenizer = backend.load(setup, resolved.path, runtime)
-        load_window = (load_window[0], time.time())
+        load_window = (load_started, time.time())
     outcome.timings["load_s"] = round(time.perf_counter() - started, 2)
     events.mark("load", "end")
     outcome.model = {

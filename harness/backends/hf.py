@@ -239,8 +239,9 @@ def compiled_layers(model: Any, enabled: bool) -> Generator[None]:
     """`recipe.compile = "layers"`: torch.compile every decoder layer in place for the span, then put the
     eager forward back, so eval and export decode uncompiled (generation's cache shapes would recompile).
 
-    Layers, not the whole model: identical layers share one compiled graph, so the compile costs one
-    layer's time, not thirty's; dynamic shapes, so batches of other lengths reuse it."""
+    Layers, not the whole model: identical layers can share one compiled graph (torch treats their
+    parameters as inputs); dynamic shapes, so batches of other lengths reuse it. On the H200 the compile
+    still took ~80 s of a 300-step SmolLM2 run, for 0.158 against 0.199 s per step."""
     if not enabled:
         yield
         return

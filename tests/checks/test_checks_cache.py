@@ -68,3 +68,19 @@ def test_tolerance_follows_the_compute_precision(tiny):
     finally:
         del model.is_loaded_in_4bit
     assert cache_tolerance(model.to(torch.bfloat16)) == pytest.approx(0.5)
+
+
+def test_a_long_sample_steps_through_its_last_positions_only_and_still_catches(tiny):
+    from harness.checks.cache import MAX_INCREMENTAL_STEPS
+
+    model, tokenizer = tiny
+    long_text = " ".join([TEXT] * 8)
+    n = len(tokenizer(long_text, add_special_tokens=False).input_ids)
+    assert n > 2 * MAX_INCREMENTAL_STEPS
+    clean = cache_parity(model, tokenizer, long_text)
+    assert clean.verdict == "pass", clean
+    assert clean.evidence["prefix"] == n - MAX_INCREMENTAL_STEPS
+    checks_bugs.break_cache_sharing(model, layer=1)
+    broken = cache_parity(model, tokenizer, long_text)
+    assert broken.verdict == "fail" and broken.evidence["distances"]["incremental_cache_vs_no_cache"] > 0.5
+
