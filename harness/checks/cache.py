@@ -18,7 +18,6 @@ import torch
 from harness.checks.isolation import model_device, no_dropout, untouched
 from harness.checks.verdict import Verdict
 
-
 MAX_INCREMENTAL_STEPS = 16
 
 

@@ -83,4 +83,3 @@ def test_a_long_sample_steps_through_its_last_positions_only_and_still_catches(t
     checks_bugs.break_cache_sharing(model, layer=1)
     broken = cache_parity(model, tokenizer, long_text)
     assert broken.verdict == "fail" and broken.evidence["distances"]["incremental_cache_vs_no_cache"] > 0.5
-
