@@ -80,6 +80,8 @@ def main() -> None:
                 cmd = [sys.executable, "-m", "harness.cli", "run", SETUP, "--seed", str(seed), "--data", args.data,
                        "--results", args.results, "--quiet", *sets]  # fmt: skip
                 harness_s[seed, name] = timed(cmd, "0", out / f"harness-{name}-{seed}.log")
+                # Each figure as soon as it exists: a timeout that cuts the run short keeps what was measured.
+                print(f"# harness {name} seed {seed}: {harness_s[seed, name]:.1f} s wall", flush=True)
 
     peer_seeds = [int(s) for s in args.peer_seeds.split(",") if s] or args.seeds
 
@@ -87,6 +89,7 @@ def main() -> None:
         for seed in peer_seeds:
             cmd = [sys.executable, args.peer, args.gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf", args.data, "300", str(seed)]
             peer_s[seed] = timed(cmd, "1", out / f"peer-{seed}.log")
+            print(f"# peer seed {seed}: {peer_s[seed]:.1f} s wall", flush=True)
 
     threads = [threading.Thread(target=run_harness), threading.Thread(target=run_peer)]
     for t in threads:
