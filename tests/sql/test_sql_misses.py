@@ -14,7 +14,7 @@ from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.results import RunRecord, write_predictions, write_record
 from harness.tasks.sql.data import SqlExample, make_split, row_id
-from harness.tasks.sql.misses import analyze_misses, load_predictions
+from harness.tasks.sql.misses import analyze_misses, category_rows, load_predictions
 from harness.tasks.sql.scoring import exact_match
 from harness.tasks.sql.semantic import semantic_match
 
@@ -66,6 +66,11 @@ def test_categories_style_fixes_and_bad_gold() -> None:
     assert bad[4].reason.startswith("2 of 3 runs agree")
     assert analysis.estimated_exact_match_ceiling == round(100 * 4 / 6, 1)
     json.dumps(analysis.to_dict())
+    # The table names the two kinds of evidence apart: a gold that does not run, runs agreeing elsewhere.
+    rows = {row[0]: (row[1], row[3]) for row in category_rows(analysis, shown=8)}
+    assert rows["bad-gold candidates"] == (2, "4, 5")
+    assert rows["… gold does not execute"] == (1, "5")
+    assert rows["… runs agree on another answer"] == (1, "4")
 
 
 def test_without_the_rows_answers_agree_by_text_only() -> None:

@@ -225,6 +225,10 @@ def category_rows(analysis: MissAnalysis, *, shown: int, empty: str = "–") -> 
         ("mixed (depends on the seed)", analysis.mixed),
         ("style-only fixes", analysis.style_only_fixes),
         ("bad-gold candidates", tuple(c.index for c in analysis.bad_gold_candidates)),
+        # Two kinds of evidence, unequal: a gold that does not run is wrong; runs agreeing on another
+        # answer may be a mistake they share (runs of one setup differ only by seed).
+        ("… gold does not execute", tuple(c.index for c in analysis.bad_gold_candidates if c.agreed_prediction is None)),
+        ("… runs agree on another answer", tuple(c.index for c in analysis.bad_gold_candidates if c.agreed_prediction is not None)),
     ]
     rows: list[list[object]] = []
     for name, indices in categories:
