@@ -13,3 +13,12 @@ class ConfigError(UserError):
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"{source}: {len(problems)} problem(s) in the config:\n{lines}")
+
+
+class RunStopped(Exception):
+    """A check decided the run must not go on; `status` is the record's status (failed / diverged)."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import checks
 from harness.config import SetupConfig
-from harness.errors import UserError
+from harness.errors import RunStopped, UserError
 from harness.progress import Progress
 
 
@@ -87,7 +86,7 @@ def execute_job(job: Job) -> Outcome:
         recipe.run_phases(job.setup, job.work_dir, outcome, events, progress)
     except UserError as exc:
         outcome.status, outcome.reason = "failed", str(exc)
-    except checks.RunStopped as exc:
+    except RunStopped as exc:
         outcome.status, outcome.reason = exc.status, exc.reason
     except Exception as exc:
         outcome.status = "failed"

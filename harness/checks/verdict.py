@@ -1,9 +1,14 @@
-"""A check's verdict and the exception that stops a run."""
+"""A check's verdict. The exception that stops a run, `RunStopped`, lives in harness.errors (the parent
+process reads it without importing the checks, which pull in torch)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from harness.errors import RunStopped
+
+__all__ = ["RunStopped", "Verdict"]
 
 
 @dataclass(frozen=True)
@@ -18,12 +23,3 @@ class Verdict:
         if data["seconds"] is None:
             del data["seconds"]
         return data
-
-
-class RunStopped(Exception):
-    """A check decided the run must not go on; `status` is the record's status (failed / diverged)."""
-
-    def __init__(self, status: str, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
