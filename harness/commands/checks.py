@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.checks import DeadAdapterTracker, SmokeObserver, Verdict, run_preflight
 from harness.commands.run import add_setup_arguments, setup_overrides
 from harness.config import SetupConfig, load_setup
 from harness.errors import UserError
+
+if TYPE_CHECKING:  # the checks import torch: the CLI's parser must not (every command would pay for it)
+    from harness.checks import SmokeObserver, Verdict
 
 FAILING = ("fail", "error")
 DETAIL_WIDTH = 110
@@ -42,6 +44,7 @@ def _smoke_callback(smoke: SmokeObserver) -> Any:
 def run_checks(setup: SetupConfig) -> dict[str, Verdict]:
     """Load, wrap LoRA, build the real trainer for the smoke's steps, run preflight, then train those steps."""
     from harness.backends import hf
+    from harness.checks import DeadAdapterTracker, SmokeObserver, run_preflight
     from harness.models import resolve_model
     from harness.tasks.sql.data import load_split
     from harness.training import resolve_runtime
