@@ -199,7 +199,7 @@ def eval_adapter_source(setup: SetupConfig) -> AdapterSource | None:
     if setup.eval.adapter is None:
         return None
     label = "eval.adapter:"
-    source = read_adapter(find_adapter(Path(setup.eval.adapter).expanduser(), label), label)
+    source = read_adapter(find_adapter(Path(setup.eval.adapter).expanduser().resolve(), label), label)
     if source.setup.model.source != setup.model.source:
         raise UserError(
             f"eval.adapter: {setup.eval.adapter!r} was trained on model {source.setup.model.source!r}, this "
