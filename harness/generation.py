@@ -25,7 +25,7 @@ class StopAtTokens(StoppingCriteria):
 
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
         # The newest token only: generate keeps a stopped sequence stopped (it ANDs these flags into its
-        # own). The ids move to the device once, not by a blocking host-to-device copy every token.
+        # own). The ids move to the device once, not by a host-to-device copy every token.
         if self.stop_ids.device != input_ids.device:
             self.stop_ids = self.stop_ids.to(input_ids.device)
         if input_ids.shape[1] <= self.prompt_length:

@@ -6,9 +6,10 @@ cost does not depend on the weights, and no model has to be carried. Runs Exp A'
 first GPU (on a CPU-only machine: a 2-layer model, to try the script itself).
 
 Usage: python benchmarks/gpu/profile_step.py TOKENIZER_DIR DATA_FILE [--mode variants|profile]
-On the H200 (2026-11-30, reports/benchmarks/h200/step_profile.txt): the harness's trainer 275–413 ms
-per step, a plain loop (model loss, fused AdamW) 232 ms, the peer's loop with gradient checkpointing
-417 ms, while the GPU's kernels took ~21 ms per step: the step is bound by the host.
+On the H200 (2026-11-30, reports/benchmarks/h200/step_profile.txt): the harness's trainer 192–413 ms
+per step over passes and two machines, a plain loop (model loss, fused AdamW) 174–232 ms, the peer's
+loop with gradient checkpointing 417 ms, while the GPU's kernels took ~21 ms per step: the step is
+bound by the host.
 """
 
 from __future__ import annotations

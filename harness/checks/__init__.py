@@ -13,7 +13,8 @@ from harness.checks.mask import audit_mask
 from harness.checks.preflight import run_preflight
 from harness.checks.quantizable import quantizable_fraction
 from harness.checks.smoke import SmokeObserver
-from harness.checks.verdict import RunStopped, Verdict
+from harness.checks.verdict import Verdict
+from harness.errors import RunStopped
 
 __all__ = [
     "DeadAdapterTracker",

@@ -1,14 +1,10 @@
-"""A check's verdict. The exception that stops a run, `RunStopped`, lives in harness.errors (the parent
-process reads it without importing the checks, which pull in torch)."""
+"""A check's verdict. (The exception that stops a run, `RunStopped`, lives in harness.errors: the parent
+process reads it without importing the checks, which pull in torch.)"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
-
-from harness.errors import RunStopped
-
-__all__ = ["RunStopped", "Verdict"]
 
 
 @dataclass(frozen=True)
