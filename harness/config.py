@@ -85,11 +85,14 @@ class RecipeConfig(Frozen):
         "auto", description="auto = AdamW, fused on a GPU (same math, fewer kernel launches)"
     )
     gradient_checkpointing: bool = False
-    compile: Literal["none", "layers"] = Field(
+    compile: Literal["none", "layers", "graphs"] = Field(
         "none",
         description="layers = torch.compile every decoder layer for training, shapes dynamic so one compile "
         "serves every batch length (hf backend only; eval decodes uncompiled). Same math, fused kernels: "
-        "sums are not bitwise the same. For a small model whose step is bound by kernel launches",
+        "sums are not bitwise the same. graphs = replay every decoder layer's forward and backward from "
+        "CUDA graphs, one capture per batch shape, batches padded to a multiple of 64 tokens (hf, one "
+        "CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). Both are for a small model "
+        "whose step is bound by kernel launches",
     )
     max_length: int = Field(512, gt=8)
     seed: int = 3407
@@ -193,6 +196,22 @@ class SetupConfig(Frozen):
                 f"recipe.compile: {self.recipe.compile!r} applies to backend 'hf' only, got backend "
                 f"{self.backend!r} (Unsloth compiles its own kernels); set recipe.compile = 'none'"
             )
+        if self.recipe.compile == "graphs":
+            conflicts = {
+                "gpus": (self.gpus, self.gpus != 1, "1"),
+                "recipe.grad_accum": (self.recipe.grad_accum, self.recipe.grad_accum != 1, "1"),
+                "recipe.gradient_checkpointing": (
+                    self.recipe.gradient_checkpointing, self.recipe.gradient_checkpointing, "false",
+                ),
+                "precision": (self.precision, self.precision == "4bit", "'bf16'"),
+                "device": (self.device, self.device == "cpu", "'cuda'"),
+            }  # fmt: skip
+            for name, (value, conflicts_with_graphs, fix) in conflicts.items():
+                if conflicts_with_graphs:
+                    raise ValueError(
+                        f"recipe.compile: 'graphs' cannot run with {name} = {value!r} (see "
+                        f"harness/backends/graphed_layers.py); set {name} = {fix} or recipe.compile = 'none'"
+                    )
         return self
 
     def fingerprint_payload(self) -> str:

@@ -24,7 +24,8 @@ from harness.errors import UserError
 # and teach `upgrade_record` to lift older versions.
 #   1 (2026-11-30): first version. Later the same version gained optional fields that older records lack:
 #     train.step_s (steady seconds per step), timings.preflight_s,
-#     timings.load_windows (DDP), model.adapter (eval.adapter runs), checks.*.seconds (preflight).
+#     timings.load_windows (DDP), model.adapter (eval.adapter runs), checks.*.seconds (preflight),
+#     train.graphs (recipe.compile = "graphs").
 FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
@@ -66,6 +67,12 @@ class TrainStats(Record):
     mfu: float | None = Field(None, description="model FLOPs utilisation against the GPU's bf16 dense peak, 0..1")
     trainable_params: int | None = None
     total_params: int | None = None
+    graphs: dict[str, float | int] | None = Field(
+        None,
+        description="recipe.compile = 'graphs': shapes captured, capture_s (inside train_s), graphed_calls "
+        "and eager_calls (decoder-layer calls replayed or run eager)",
+        exclude_if=lambda value: value is None,
+    )
 
 
 class MemoryStats(Record):

@@ -5,7 +5,9 @@ Random weights in SmolLM2's shape (30 layers, 576 wide) with any SmolLM2 tokeniz
 cost does not depend on the weights, and no model has to be carried. Runs Exp A's setup on the
 first GPU (on a CPU-only machine: a 2-layer model, to try the script itself).
 
-Usage: python benchmarks/gpu/profile_step.py TOKENIZER_DIR DATA_FILE [--mode variants|profile]
+Usage: python benchmarks/gpu/profile_step.py TOKENIZER_DIR DATA_FILE [--mode variants|profile|graphs]
+--mode graphs: the harness's trainer eager against recipe.compile = "graphs", ABAB, each from the same
+seed: ms per step, the captures, and the largest per-step loss difference from the first eager pass.
 On the H200 (2026-11-30, reports/benchmarks/h200/step_profile.txt): the harness's trainer 192–413 ms
 per step over passes and two machines, a plain loop (model loss, fused AdamW) 174–232 ms, the peer's
 loop with gradient checkpointing 417 ms, while the GPU's kernels took ~21 ms per step: the step is
@@ -43,14 +45,14 @@ WARM_UP = 5
 
 
 class Context:
-    def __init__(self, tokenizer_dir: Path, data: Path, steps: int) -> None:
+    def __init__(self, tokenizer_dir: Path, data: Path, steps: int, overrides: tuple[str, ...] = ()) -> None:
         gpu = torch.cuda.is_available()
         shape = SMOLLM2_SHAPE if gpu else {**SMOLLM2_SHAPE, **TRY_SHAPE}
         target = Path("/tmp/lorabench-profile-model" + ("" if gpu else "-try"))
         self.model_dir = build_tiny_model(target, tokenizer_dir, **shape)
         self.steps = steps if gpu else 8
         self.setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [
-            f"recipe.steps={self.steps}", f"data.source={data}", f"model.source={self.model_dir}",
+            f"recipe.steps={self.steps}", f"data.source={data}", f"model.source={self.model_dir}", *overrides,
         ])  # fmt: skip
         self.split = load_split(self.setup.data)
         self.runtime = Runtime("cuda", "bf16") if gpu else Runtime("cpu", "fp32")
@@ -139,13 +141,35 @@ def profiled_trainer(ctx: Context) -> None:
     print(averages.table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=60))
 
 
+def graphs_against_eager(tokenizer_dir: Path, data: Path, steps: int) -> None:
+    from harness.backends.graphed_layers import graphed_layers
+
+    reference: list[float] = []
+    for name in ("eager", "graphs", "eager", "graphs"):
+        ctx = Context(tokenizer_dir, data, steps, (f"recipe.compile={'graphs' if name == 'graphs' else 'none'}",))
+        model, trainer, outcome = ctx.trainer()
+        ctx.sync()
+        outcome.step_ends.append(time.perf_counter())
+        with graphed_layers(model, name == "graphs") as stats:
+            trainer.train()
+        ctx.sync()
+        report(name, outcome.step_ends)
+        reference = reference or outcome.losses
+        worst = max(abs(a - b) for a, b in zip(reference, outcome.losses, strict=True))
+        print(f"    loss first/last {outcome.losses[0]:.4f}/{outcome.losses[-1]:.4f}, largest step difference "
+              f"from the first eager pass {worst:.2e}; graphs {stats}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tokenizer_dir", type=Path)
     parser.add_argument("data", type=Path)
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--mode", choices=("variants", "profile"), default="variants")
+    parser.add_argument("--mode", choices=("variants", "profile", "graphs"), default="variants")
     args = parser.parse_args()
+    if args.mode == "graphs":
+        graphs_against_eager(args.tokenizer_dir, args.data, args.steps)
+        return
     ctx = Context(args.tokenizer_dir, args.data, args.steps)
     if args.mode == "profile":
         profiled_trainer(ctx)

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from harness import checks
+from harness.backends.graphed_layers import PAD_MULTIPLE, decoder_layers, graphed_layers
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.tasks.sql.data import SqlExample
@@ -146,6 +147,8 @@ def build_trainer(
         optim=resolve_optimizer(recipe.optimizer, runtime),
         gradient_checkpointing=recipe.gradient_checkpointing,
         max_length=recipe.max_length,
+        # Graphed layers replay one capture per batch shape: fewer lengths, fewer captures.
+        pad_to_multiple_of=PAD_MULTIPLE if recipe.compile == "graphs" else None,
         completion_only_loss=True,
         seed=recipe.seed,
         data_seed=recipe.seed,
@@ -217,13 +220,20 @@ def run_sft(
         torch.cuda.synchronize()
     started = time.perf_counter()
     outcome.step_ends.append(started)
-    # Compiled after preflight (its checks decode with a KV cache, which the training graph never sees)
-    # and inside the timed span: a run that compiles pays for it.
-    with compiled_layers(model, setup.recipe.compile == "layers"):
+    # Compiled or graphed after preflight (its checks decode with a KV cache, which the training graph
+    # never sees) and inside the timed span: a run that compiles or captures pays for it.
+    graphs = setup.recipe.compile == "graphs"
+    if graphs and runtime.device != "cuda":
+        raise UserError(
+            f"recipe.compile: 'graphs' needs a CUDA (or ROCm) GPU, this run is on {runtime.device!r}; "
+            "set recipe.compile = 'none'"
+        )
+    with compiled_layers(model, setup.recipe.compile == "layers"), graphed_layers(model, graphs) as graph_stats:
         trainer.train()
     if runtime.device == "cuda":
         torch.cuda.synchronize()
     outcome.train_s = time.perf_counter() - started
+    outcome.graphs = graph_stats
 
     outcome.tokens = int(trainer.state.num_input_tokens_seen) or None
     outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.gpus
@@ -245,12 +255,7 @@ def compiled_layers(model: Any, enabled: bool) -> Generator[None]:
     if not enabled:
         yield
         return
-    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
-    if not layers:
-        raise UserError(
-            f"recipe.compile: 'layers' found no decoder layer (a module class named *DecoderLayer) in "
-            f"{type(model).__name__}; set recipe.compile = 'none'"
-        )
+    layers = decoder_layers(model, "layers")
     for layer in layers:
         layer.compile(dynamic=True)
     try:

@@ -1,0 +1,176 @@
+"""`recipe.compile = "graphs"`: every decoder layer's forward and backward replayed from CUDA graphs
+while training, so a small model's step stops paying the host's Python and kernel launches per op.
+
+Why: on the H200 a SmolLM2-135M step took ~200 ms of host time for ~21 ms of GPU kernels (7,300 launches;
+reports/benchmarks/h200/step_profile.txt). A graph replays a whole layer's kernels in one launch.
+
+Same math: each layer runs the very ops eager runs (same attention mask, same autocast), captured once
+per batch shape by `torch.cuda.make_graphed_callables`; the embedding, the head, the loss, clipping and
+the optimizer stay eager. Batches are padded to a multiple of `PAD_MULTIPLE` tokens (masked from
+attention and loss, so the loss is the same) so a run meets few shapes; a shape past `MAX_SHAPES`
+runs eager. Limits, each a config error: one GPU (DDP's gradient hooks are not captured), no gradient
+accumulation (a replay rewrites the gradient buffer the previous micro-batch's .grad still points to),
+no gradient checkpointing, no 4-bit base.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from harness.errors import UserError
+
+PAD_MULTIPLE = 64
+MAX_SHAPES = 12
+
+
+@dataclass
+class GraphStats:
+    """What a graphed training span did, for the record: shapes captured, seconds spent capturing, and
+    layer calls that ran eager (a shape past MAX_SHAPES, or a layer whose arguments differed)."""
+
+    shapes: int = 0
+    capture_s: float = 0.0
+    eager_calls: int = 0
+    graphed_calls: int = 0
+
+
+def decoder_layers(model: Any, setting: str) -> list[torch.nn.Module]:
+    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    if not layers:
+        raise UserError(
+            f"recipe.compile: {setting!r} found no decoder layer (a module class named *DecoderLayer) in "
+            f"{type(model).__name__}; set recipe.compile = 'none'"
+        )
+    return layers
+
+
+def _split_kwargs(kwargs: dict[str, Any]) -> tuple[list[str], list[torch.Tensor], tuple]:
+    """Tensor arguments become graph inputs (copied in at every replay); the rest is part of the shape
+    key, since a capture bakes them in. A tuple of tensors (rotary cos, sin) counts as its tensors."""
+    names, tensors, fixed = [], [], []
+    for name, value in sorted(kwargs.items()):
+        if isinstance(value, torch.Tensor):
+            names.append(name)
+            tensors.append(value)
+        elif isinstance(value, tuple) and value and all(isinstance(v, torch.Tensor) for v in value):
+            names.append(f"{name}*{len(value)}")
+            tensors.extend(value)
+        else:
+            fixed.append((name, value))
+    return names, tensors, tuple(fixed)
+
+
+def _join_kwargs(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> dict[str, Any]:
+    kwargs, at = {}, 0
+    for name in names:
+        base, star, count = name.partition("*")
+        if star:
+            kwargs[base] = tuple(tensors[at : at + int(count)])
+            at += int(count)
+        else:
+            kwargs[base] = tensors[at]
+            at += 1
+    return kwargs
+
+
+class _PositionalCall(torch.nn.Module):
+    """A layer called with tensors only, as make_graphed_callables wants; kwargs rebuilt inside."""
+
+    def __init__(self, layer: torch.nn.Module, forward: Callable, names: Sequence[str], fixed: tuple) -> None:
+        super().__init__()
+        self.layer = layer
+        self._eager_forward = forward
+        self._names = list(names)
+        self._fixed = dict(fixed)
+
+    def forward(self, hidden_states: torch.Tensor, *tensors: torch.Tensor) -> Any:
+        return self._eager_forward(hidden_states, **_join_kwargs(self._names, tensors), **self._fixed)
+
+
+# The kinds of non-tensor argument a capture can bake in (a layer called with another kind, a KV cache
+# object say, runs eager).
+_FIXED_KINDS = (type(None), bool, int, float, str)
+
+
+class GraphedLayers:
+    """Installs a forward on every decoder layer that replays its graph for shapes already captured and
+    captures all layers at once when the first layer meets a new shape (one memory pool per shape, so a
+    shape's forward and backward graphs replay in the order they were captured)."""
+
+    def __init__(self, layers: Sequence[torch.nn.Module], capture: Callable = torch.cuda.make_graphed_callables) -> None:
+        self.layers = list(layers)
+        self.capture = capture
+        self.eager = [layer.forward for layer in self.layers]
+        self.graphs: dict[tuple, tuple[Callable, ...]] = {}
+        self.stats = GraphStats()
+
+    def install(self) -> None:
+        for index, layer in enumerate(self.layers):
+            layer.forward = self._forward_for(index)
+
+    def remove(self) -> None:
+        for layer in self.layers:
+            del layer.forward  # the class's forward shows through again
+
+    def _forward_for(self, index: int) -> Callable:
+        def forward(hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            layer = self.layers[index]
+            if args or not (layer.training and torch.is_grad_enabled()):
+                return self.eager[index](hidden_states, *args, **kwargs)
+            names, tensors, fixed = _split_kwargs(kwargs)
+            key = (tuple(names), repr(fixed), *((tuple(t.shape), t.dtype) for t in (hidden_states, *tensors)))
+            if key not in self.graphs and index == 0 and self._capturable(fixed):
+                self._capture(key, hidden_states, names, tensors, fixed)
+            graphed = self.graphs.get(key)
+            if graphed is None:
+                self.stats.eager_calls += 1
+                return self.eager[index](hidden_states, **kwargs)
+            self.stats.graphed_calls += 1
+            return graphed[index](hidden_states, *tensors)
+
+        return forward
+
+    def _capturable(self, fixed: tuple) -> bool:
+        return len(self.graphs) < MAX_SHAPES and all(isinstance(value, _FIXED_KINDS) for _, value in fixed)
+
+    def _capture(self, key: tuple, hidden: torch.Tensor, names: list[str], tensors: list[torch.Tensor], fixed: tuple) -> None:
+        started = time.perf_counter()
+        calls, samples = [], []
+        needs_grad = hidden.requires_grad
+        for index, layer in enumerate(self.layers):
+            calls.append(_PositionalCall(layer, self.eager[index], names, fixed))
+            # Sample inputs only set shapes; each replay copies the real ones in. A layer's input needs a
+            # gradient when anything before it trains.
+            sample = torch.randn_like(hidden).requires_grad_(needs_grad)
+            samples.append((sample, *(t.detach().clone() for t in tensors)))
+            needs_grad = needs_grad or any(p.requires_grad for p in layer.parameters())
+        # make_graphed_callables refuses autocast's weight cache; the casts it would cache are captured
+        # into the graph instead, so the arithmetic is the same.
+        autocast = torch.is_autocast_enabled("cuda")
+        dtype = torch.get_autocast_dtype("cuda")
+        with torch.autocast("cuda", dtype=dtype, enabled=autocast, cache_enabled=False):
+            graphed = self.capture(tuple(calls), tuple(samples), allow_unused_input=True)
+        self.graphs[key] = tuple(graphed)
+        self.stats.shapes = len(self.graphs)
+        self.stats.capture_s += time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def graphed_layers(model: Any, enabled: bool) -> Generator[GraphStats | None]:
+    """Graphs every decoder layer for the span (training), then puts the eager forward back, so
+    preflight, eval and export never see a graph. Yields the span's GraphStats."""
+    if not enabled:
+        yield None
+        return
+    graphed = GraphedLayers(decoder_layers(model, "graphs"))
+    graphed.install()
+    try:
+        yield graphed.stats
+    finally:
+        graphed.remove()
