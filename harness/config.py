@@ -85,14 +85,15 @@ class RecipeConfig(Frozen):
         "auto", description="auto = AdamW, fused on a GPU (same math, fewer kernel launches)"
     )
     gradient_checkpointing: bool = False
-    compile: Literal["none", "layers", "graphs"] = Field(
+    compile: Literal["none", "layers", "graphs", "auto"] = Field(
         "none",
         description="layers = torch.compile every decoder layer for training, shapes dynamic so one compile "
         "serves every batch length (hf backend only; eval decodes uncompiled). Same math, fused kernels: "
         "sums are not bitwise the same. graphs = replay every decoder layer's forward and backward from "
         "CUDA graphs, one capture per batch shape, batches padded to a multiple of 64 tokens (hf, one "
         "CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). Both are for a small model "
-        "whose step is bound by kernel launches",
+        "whose step is bound by kernel launches. auto = graphs where they can run and were measured "
+        "(backend hf on one NVIDIA GPU, the settings above), none elsewhere (CPU, ROCm: not measured yet)",
     )
     max_length: int = Field(512, gt=8)
     seed: int = 3407
@@ -191,7 +192,7 @@ class SetupConfig(Frozen):
 
     @model_validator(mode="after")
     def _compile_is_for_hf(self) -> SetupConfig:
-        if self.recipe.compile != "none" and self.backend != "hf":
+        if self.recipe.compile not in ("none", "auto") and self.backend != "hf":
             raise ValueError(
                 f"recipe.compile: {self.recipe.compile!r} applies to backend 'hf' only, got backend "
                 f"{self.backend!r} (Unsloth compiles its own kernels); set recipe.compile = 'none'"

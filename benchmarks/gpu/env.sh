@@ -14,7 +14,7 @@ lorabench() { python3 -m harness.cli "$@"; }
 exp_c_speed_pair() {
   local s
   for s in one_card two_cards; do
-    timeout 160 python3 -m harness.cli run "benchmarks/setups/exp_c_speed_$s.toml" --seed "$1" --timed \
+    timeout 220 python3 -m harness.cli run "benchmarks/setups/exp_c_speed_$s.toml" --seed "$1" --timed \
       --allow-noisy --results "$R" --quiet > "$OUT/exp_c_speed_${s}_$1.log" 2>&1
     tail -n 1 "$OUT/exp_c_speed_${s}_$1.log"
   done

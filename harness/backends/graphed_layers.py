@@ -29,6 +29,18 @@ PAD_MULTIPLE = 64
 MAX_SHAPES = 12
 
 
+def compile_mode(setup: Any, runtime: Any) -> str:
+    """recipe.compile with "auto" resolved: graphs on one NVIDIA GPU when nothing in the setup rules them
+    out (the H200 measurement), none elsewhere; ROCm's graphs are not measured yet, so not chosen for it."""
+    recipe = setup.recipe
+    if recipe.compile != "auto":
+        return recipe.compile
+    fits = (setup.backend == "hf" and setup.gpus == 1 and recipe.grad_accum == 1
+            and not recipe.gradient_checkpointing and runtime.precision != "4bit")  # fmt: skip
+    nvidia = runtime.device == "cuda" and torch.version.hip is None
+    return "graphs" if fits and nvidia else "none"
+
+
 @dataclass
 class GraphStats:
     """What a graphed training span did, for the record: shapes captured, seconds spent capturing, and

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from harness import checks
-from harness.backends.graphed_layers import PAD_MULTIPLE, decoder_layers, graphed_layers
+from harness.backends.graphed_layers import PAD_MULTIPLE, compile_mode, decoder_layers, graphed_layers
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.tasks.sql.data import SqlExample
@@ -148,7 +148,7 @@ def build_trainer(
         gradient_checkpointing=recipe.gradient_checkpointing,
         max_length=recipe.max_length,
         # Graphed layers replay one capture per batch shape: fewer lengths, fewer captures.
-        pad_to_multiple_of=PAD_MULTIPLE if recipe.compile == "graphs" else None,
+        pad_to_multiple_of=PAD_MULTIPLE if compile_mode(setup, runtime) == "graphs" else None,
         completion_only_loss=True,
         seed=recipe.seed,
         data_seed=recipe.seed,
@@ -222,13 +222,14 @@ def run_sft(
     outcome.step_ends.append(started)
     # Compiled or graphed after preflight (its checks decode with a KV cache, which the training graph
     # never sees) and inside the timed span: a run that compiles or captures pays for it.
-    graphs = setup.recipe.compile == "graphs"
+    mode = compile_mode(setup, runtime)
+    graphs = mode == "graphs"
     if graphs and runtime.device != "cuda":
         raise UserError(
             f"recipe.compile: 'graphs' needs a CUDA (or ROCm) GPU, this run is on {runtime.device!r}; "
             "set recipe.compile = 'none'"
         )
-    with compiled_layers(model, setup.recipe.compile == "layers"), graphed_layers(model, graphs) as graph_stats:
+    with compiled_layers(model, mode == "layers"), graphed_layers(model, graphs) as graph_stats:
         trainer.train()
     if runtime.device == "cuda":
         torch.cuda.synchronize()

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from harness.backends import hf
-from harness.backends.graphed_layers import GraphedLayers, decoder_layers
+from harness.backends.graphed_layers import GraphedLayers, compile_mode, decoder_layers
 from harness.config import load_setup
 from harness.errors import UserError
 from harness.training import Runtime
@@ -117,3 +117,20 @@ def test_graphs_on_a_cpu_run_name_the_fix(tiny_model_dir: Path, tmp_path: Path, 
     example = SqlExample(question="Name?", context="CREATE TABLE t (name VARCHAR)", answer="SELECT name FROM t")
     with pytest.raises(UserError, match=r"'graphs' needs a CUDA \(or ROCm\) GPU, this run is on 'cpu'"):
         hf.train(model, tokenizer, [example] * 4, setup, Runtime("cpu", "fp32"))
+
+
+@pytest.mark.parametrize(
+    ("settings", "runtime", "mode"),
+    [
+        ([], Runtime("cuda", "bf16"), "graphs"),
+        ([], Runtime("cpu", "fp32"), "none"),
+        (["gpus=2"], Runtime("cuda", "bf16"), "none"),
+        (["recipe.grad_accum=2"], Runtime("cuda", "bf16"), "none"),
+        (["recipe.gradient_checkpointing=true"], Runtime("cuda", "bf16"), "none"),
+        (["precision=4bit"], Runtime("cuda", "4bit"), "none"),
+        (["backend=unsloth"], Runtime("cuda", "bf16"), "none"),
+    ],
+)
+def test_auto_chooses_graphs_only_where_they_run(settings: list[str], runtime: Runtime, mode: str) -> None:
+    assert compile_mode(load_setup(None, ["recipe.compile=auto", *settings]), runtime) == mode
+    assert compile_mode(load_setup(None, settings), runtime) == "none"  # the default stays eager
