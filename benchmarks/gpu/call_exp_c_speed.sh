@@ -6,3 +6,4 @@ source benchmarks/gpu/env.sh
 bash benchmarks/gpu/join_model.sh .carry/b/part-b || exit 1
 R=/root/results
 exp_c_speed_pair 3407
+tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root results
