@@ -124,6 +124,13 @@ class EvalConfig(Frozen):
         "(benchmarks/bench_eval.py); in fp32 a tiny model decoded alike (tests/core/test_generation.py). "
         "auto = on a GPU (records of 2026-11-30 used it)",
     )
+    precision: Literal["train", "fp32"] = Field(
+        "train",
+        description="train = decode in the precision the model trained in; fp32 = lift the model to fp32 for "
+        "eval (and the baseline), so an answer does not depend on which questions share its batch: in bf16 "
+        "on the H200 batching changed 5-10% of answers, in fp32 none of 60. With merge_adapter = auto, the "
+        "way benchmarks/bench_eval.py's fp32 'merged' decodes: 4.92x the peer's generate there, 100% identical",
+    )
     max_new_tokens: int = Field(64, gt=0)
     limit: int | None = Field(None, gt=0, description="score only the first N test questions")
     adapter: str | None = Field(
@@ -196,6 +203,11 @@ class SetupConfig(Frozen):
             raise ValueError(
                 f"recipe.compile: {self.recipe.compile!r} applies to backend 'hf' only, got backend "
                 f"{self.backend!r} (Unsloth compiles its own kernels); set recipe.compile = 'none'"
+            )
+        if self.eval.precision == "fp32" and (self.precision == "4bit" or self.backend != "hf"):
+            raise ValueError(
+                f"eval.precision: 'fp32' lifts a bf16/fp16 model of backend 'hf', got precision "
+                f"{self.precision!r} with backend {self.backend!r}; set eval.precision = 'train'"
             )
         if self.recipe.compile == "graphs":
             conflicts = {

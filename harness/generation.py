@@ -67,6 +67,25 @@ def adapter_merged(model: Any, enabled: bool) -> Generator[None]:
         model.unmerge_adapter()
 
 
+@contextlib.contextmanager
+def decoding_precision(model: Any, precision: str) -> Generator[None]:
+    """`eval.precision = "fp32"`: every parameter and buffer lifted to fp32 for the block, each put back
+    in its own dtype after (bf16 → fp32 → bf16 is exact; LoRA weights kept in fp32 stay fp32)."""
+    if precision != "fp32":
+        yield
+        return
+    tensors = [*model.parameters(), *model.buffers()]
+    dtypes = [t.dtype for t in tensors]
+    for tensor in tensors:
+        if tensor.is_floating_point():
+            tensor.data = tensor.data.float()
+    try:
+        yield
+    finally:
+        for tensor, dtype in zip(tensors, dtypes, strict=True):
+            tensor.data = tensor.data.to(dtype)
+
+
 def first_line(text: str) -> str:
     return text.strip().split("\n")[0].strip()
 

@@ -21,7 +21,7 @@ from harness import checks
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.export import eval_adapter_source
-from harness.generation import adapter_merged, generate_answers
+from harness.generation import adapter_merged, decoding_precision, generate_answers
 from harness.loadlock import staggered_load
 from harness.mfu import mfu, training_flops
 from harness.models import cache_dir, resolve_model
@@ -168,7 +168,9 @@ def answer_questions(
     overrides `eval.merge_adapter` (an export compares unmerged with merged answers)."""
     device = next(model.parameters()).device.type
     prompts = [render_prompt(tokenizer, ex) for ex in examples]
-    with adapter_merged(model, merges_adapter(setup, device) if merge is None else merge):
+    merged = merges_adapter(setup, device) if merge is None else merge
+    # Lifted first, merged after: the LoRA sums are folded in fp32 too.
+    with decoding_precision(model, setup.eval.precision), adapter_merged(model, merged):
         return generate_answers(
             model, tokenizer, prompts, batch_size=eval_batch_size(setup.eval.batch_size, device),
             max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer), on_batch=on_batch,
@@ -179,8 +181,9 @@ def baseline(
     setup: SetupConfig, runtime: Runtime, model_path: Path, split: Any, test: tuple[Any, ...],
     model: Any, tokenizer: Any, progress: Progress, events: Any, task: Any,
 ) -> tuple[list[str], dict[str, Any]]:  # fmt: skip
+    decoded_in = "fp32" if setup.eval.precision == "fp32" else runtime.precision  # what the answers depend on
     key_payload = json.dumps(
-        [str(model_path), setup.model.model_dump(mode="json"), runtime.precision, split.hash, len(test),
+        [str(model_path), setup.model.model_dump(mode="json"), decoded_in, split.hash, len(test),
          setup.eval.max_new_tokens],
     )  # fmt: skip
     key = hashlib.sha256(key_payload.encode()).hexdigest()[:16]

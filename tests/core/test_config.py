@@ -68,3 +68,11 @@ def test_eval_autos_resolve_per_device() -> None:
     assert not merges_adapter(load_setup(None, ["eval.merge_adapter=true", "precision=4bit"]), "cuda")
     with pytest.raises(ConfigError, match=r"eval\.batch_size"):
         load_setup(None, ["eval.batch_size=0"])
+
+
+@pytest.mark.parametrize("settings", [["precision=4bit"], ["backend=unsloth"]])
+def test_fp32_eval_is_for_a_bf16_hf_model(settings: list[str]) -> None:
+    from harness.errors import UserError
+
+    with pytest.raises(UserError, match=r"eval\.precision: 'fp32' lifts .* set eval\.precision = 'train'"):
+        load_setup(None, ["eval.precision=fp32", *settings])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.generation import adapter_merged, generate_answers
+from harness.generation import adapter_merged, decoding_precision, generate_answers
 
 PROMPTS = [
     "CREATE TABLE t (a VARCHAR)\n-- how many a?",
@@ -58,6 +58,35 @@ def test_merged_adapter_decodes_alike_and_is_unmerged_after(tiny: tuple[object, 
     with adapter_merged(model, False):
         assert torch.equal(weight, after)
     model.unload()  # the module-scoped base model goes back without LoRA layers
+
+
+def test_fp32_eval_decodes_a_bf16_model_as_its_fp32_copy_and_puts_it_back(tiny_model_dir: Path) -> None:
+    import copy
+
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    base = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), dtype=torch.bfloat16)
+    torch.manual_seed(0)
+    config = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj"], init_lora_weights=False)
+    model = get_peft_model(base, config)  # base in bf16, LoRA weights in fp32 (PEFT's default)
+    before = {name: t.detach().clone() for name, t in model.state_dict().items()}
+    lifted = copy.deepcopy(model).float()
+    expected = generate_answers(lifted, tokenizer, PROMPTS, batch_size=3, max_new_tokens=12)
+    with decoding_precision(model, "fp32"):
+        assert {p.dtype for p in model.parameters()} == {torch.float32}
+        lifted_here = generate_answers(model, tokenizer, PROMPTS, batch_size=3, max_new_tokens=12)
+    assert lifted_here == expected and any(expected)
+    after = model.state_dict()  # bf16 → fp32 → bf16 is exact, and the fp32 LoRA weights stay fp32
+    assert all(after[name].dtype == t.dtype and torch.equal(after[name], t) for name, t in before.items())
+    # As a run decodes with eval.merge_adapter on: lifted first, the LoRA sums folded in fp32.
+    with decoding_precision(model, "fp32"), adapter_merged(model, True):
+        assert generate_answers(model, tokenizer, PROMPTS, batch_size=3, max_new_tokens=12) == expected
+    with decoding_precision(model, "train"):
+        assert generate_answers(model, tokenizer, PROMPTS[:2], batch_size=2, max_new_tokens=12) is not None
+        assert model.base_model.model.model.layers[0].mlp.down_proj.weight.dtype == torch.bfloat16
 
 
 def test_stop_criterion_looks_at_the_newest_generated_token_only() -> None:
