@@ -1,6 +1,7 @@
 """Exp C "two cards": DDP on two GPUs trains faster than one card, to the same accuracy and memory per card.
 
-Speed is measured on a 1B model with random weights (compute-bound steps); accuracy and memory per card
+Speed is measured on a 4B Qwen3-shaped model with random weights, batches big enough that the cards' arithmetic
+sets the step (benchmarks/setups/exp_c_speed_one_card.toml says why); accuracy and memory per card
 on SmolLM2 with real weights, the batch split so the effective batch stays the story's.
 """
 

@@ -209,23 +209,28 @@ class SetupConfig(Frozen):
                 f"eval.precision: 'fp32' lifts a bf16/fp16 model of backend 'hf', got precision "
                 f"{self.precision!r} with backend {self.backend!r}; set eval.precision = 'train'"
             )
-        if self.recipe.compile == "graphs":
-            conflicts = {
-                "gpus": (self.gpus, self.gpus != 1, "1"),
-                "recipe.grad_accum": (self.recipe.grad_accum, self.recipe.grad_accum != 1, "1"),
-                "recipe.gradient_checkpointing": (
-                    self.recipe.gradient_checkpointing, self.recipe.gradient_checkpointing, "false",
-                ),
-                "precision": (self.precision, self.precision == "4bit", "'bf16'"),
-                "device": (self.device, self.device == "cpu", "'cuda'"),
-            }  # fmt: skip
-            for name, (value, conflicts_with_graphs, fix) in conflicts.items():
-                if conflicts_with_graphs:
-                    raise ValueError(
-                        f"recipe.compile: 'graphs' cannot run with {name} = {value!r} (see "
-                        f"harness/backends/graphed_layers.py); set {name} = {fix} or recipe.compile = 'none'"
-                    )
+        conflicts = self.graph_conflicts() if self.recipe.compile == "graphs" else []
+        if conflicts:
+            name, value, fix = conflicts[0]
+            raise ValueError(
+                f"recipe.compile: 'graphs' cannot run with {name} = {value!r} (see "
+                f"harness/backends/graphed_layers.py); set {name} = {fix} or recipe.compile = 'none'"
+            )
         return self
+
+    def graph_conflicts(self) -> list[tuple[str, Any, str]]:
+        """The settings graphed layers cannot run with, as (field, value, the fix): refused for
+        recipe.compile = "graphs", and what keeps "auto" eager."""
+        recipe = self.recipe
+        candidates = [
+            ("backend", self.backend, self.backend != "hf", "'hf'"),
+            ("gpus", self.gpus, self.gpus != 1, "1"),
+            ("recipe.grad_accum", recipe.grad_accum, recipe.grad_accum != 1, "1"),
+            ("recipe.gradient_checkpointing", recipe.gradient_checkpointing, recipe.gradient_checkpointing, "false"),
+            ("precision", self.precision, self.precision == "4bit", "'bf16'"),
+            ("device", self.device, self.device == "cpu", "'cuda'"),
+        ]  # fmt: skip
+        return [(name, value, fix) for name, value, conflicting, fix in candidates if conflicting]
 
     def fingerprint_payload(self) -> str:
         # Fields at their default stay out, so adding a field whose default keeps the old behaviour

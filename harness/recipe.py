@@ -240,15 +240,8 @@ def train_stats(trained: Any, runtime: Runtime, setup: SetupConfig) -> dict[str,
         "mfu": model_flops_utilisation(trained, runtime, setup),
         "trainable_params": trained.trainable_params,
         "total_params": trained.total_params,
-        "graphs": graph_stats(trained.graphs),
+        "graphs": trained.graphs.to_record() if trained.graphs else None,
     }
-
-
-def graph_stats(stats: Any) -> dict[str, float | int] | None:
-    if stats is None:
-        return None
-    return {"shapes": stats.shapes, "capture_s": round(stats.capture_s, 2),
-            "graphed_calls": stats.graphed_calls, "eager_calls": stats.eager_calls}  # fmt: skip
 
 
 def check_gpus(setup: SetupConfig, runtime: Runtime) -> None:

@@ -80,7 +80,7 @@ class TrainOutcome:
     trainable_params: int = 0
     total_params: int = 0
     checks: dict[str, Any] = field(default_factory=dict)  # name → Verdict, from preflight and post checks
-    graphs: Any = None  # GraphStats of a recipe.compile = "graphs" span
+    graphs: Any = None  # GraphStats (harness/backends/graphed_layers.py) of a recipe.compile = "graphs" span
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# H200 plan, second session, call 2: join the model (its tokenizer builds the 1B random model), then
-# Exp C's speed pair, timed, one after the other on the quiet machine.
+# H200 plan, any call after the model has travelled: join it (its tokenizer builds the random-weight
+# model of the speed setups), then Exp C's speed pair, timed, one after the other on the quiet machine.
 set -uo pipefail
 source benchmarks/gpu/env.sh
 bash benchmarks/gpu/join_model.sh .carry/b/part-b || exit 1

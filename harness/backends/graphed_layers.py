@@ -16,9 +16,9 @@ no gradient checkpointing, no 4-bit base.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -32,16 +32,13 @@ MAX_SHAPES = 12
 def compile_mode(setup: Any, runtime: Any) -> str:
     """recipe.compile with "auto" resolved: graphs on one NVIDIA GPU when nothing in the setup rules them
     out (the H200 measurement), none elsewhere; ROCm's graphs are not measured yet, so not chosen for it."""
-    recipe = setup.recipe
-    if recipe.compile != "auto":
-        return recipe.compile
-    fits = (setup.backend == "hf" and setup.gpus == 1 and recipe.grad_accum == 1
-            and not recipe.gradient_checkpointing and runtime.precision != "4bit")  # fmt: skip
+    if setup.recipe.compile != "auto":
+        return setup.recipe.compile
     nvidia = runtime.device == "cuda" and torch.version.hip is None
-    return "graphs" if fits and nvidia else "none"
+    return "graphs" if nvidia and not setup.graph_conflicts() else "none"
 
 
-@dataclass
+@dataclasses.dataclass
 class GraphStats:
     """What a graphed training span did, for the record: shapes captured, seconds spent capturing, and
     layer calls that ran eager (a shape past MAX_SHAPES, or a layer whose arguments differed)."""
@@ -50,6 +47,9 @@ class GraphStats:
     capture_s: float = 0.0
     eager_calls: int = 0
     graphed_calls: int = 0
+
+    def to_record(self) -> dict[str, float | int]:
+        return {**dataclasses.asdict(self), "capture_s": round(self.capture_s, 2)}
 
 
 def decoder_layers(model: Any, setting: str) -> list[torch.nn.Module]:

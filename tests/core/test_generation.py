@@ -85,7 +85,6 @@ def test_fp32_eval_decodes_a_bf16_model_as_its_fp32_copy_and_puts_it_back(tiny_m
     with decoding_precision(model, "fp32"), adapter_merged(model, True):
         assert generate_answers(model, tokenizer, PROMPTS, batch_size=3, max_new_tokens=12) == expected
     with decoding_precision(model, "train"):
-        assert generate_answers(model, tokenizer, PROMPTS[:2], batch_size=2, max_new_tokens=12) is not None
         assert model.base_model.model.model.layers[0].mlp.down_proj.weight.dtype == torch.bfloat16
 
 
