@@ -31,13 +31,13 @@ from typing import Any
 
 import torch
 
-from harness.export import find_adapter, read_adapter
-from harness.generation import adapter_merged, first_line, generate_answers
 from harness.results import load_record
-from harness.tasks.registry import render_prompt
+from harness.run.adapter import find_adapter, read_adapter
+from harness.run.evaluate import adapter_merged, eval_batch_size, first_line, generate_answers, merges_adapter
+from harness.runtime import resolve_runtime
+from harness.tasks.encoding import end_of_turn, render_prompt
 from harness.tasks.sql.resolve import resolve_test_rows
 from harness.tasks.sql.scoring import exact_match
-from harness.training import end_of_turn, eval_batch_size, merges_adapter, resolve_runtime
 
 WAYS = ("peer", "harness", "unmerged", "merged", "one-at-a-time")
 PEER_BATCH = 64

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.checks.quantizable import predict_4bit_saving
 from harness.results import RunRecord
 from harness.suite.claims import assert_equivalent, assert_finite, assert_memory_saved
-from harness.suite.memory import predict_4bit_saving
 from harness.suite.plugin import RunFixture
 from harness.suite.setups import BenchSetup
 

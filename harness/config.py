@@ -1,7 +1,7 @@
 """The setup: what one training run does. Validated once, at the edge, then frozen.
 
 Validation is pure: no network, no GPU probing. Resolving the runtime (which device, which dtype)
-happens in `harness.run` and is recorded there. Every problem in a file is reported at once, one line
+happens in `harness.run.recipe` and is recorded there. Every problem in a file is reported at once, one line
 each, as `field.path: what is wrong, got VALUE`.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -258,6 +259,11 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
+# A field set from outside the file: `--set recipe.steps=20` as the user typed it, or a typed
+# (`"recipe.seed"`, 3407) from a flag, an environment variable or the suite (never turned into text).
+Override = str | tuple[str, Any]
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """`recipe.steps=20` → (["recipe", "steps"], 20). Values are parsed as YAML scalars/lists."""
     key, sep, raw = text.partition("=")
@@ -266,10 +272,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else ""
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict[str, Any]:
+    """`data` with each override set, in order (a later one wins)."""
     merged = json.loads(json.dumps(data))
-    for text in overrides:
-        path, value = parse_override(text)
+    for override in overrides:
+        path, value = parse_override(override) if isinstance(override, str) else (override[0].split("."), override[1])
         node = merged
         for part in path[:-1]:
             child = node.setdefault(part, {})
@@ -309,12 +316,12 @@ def validate_setup(data: dict[str, Any], source: str = "setup") -> SetupConfig:
         raise ConfigError(source, [_describe(e, SetupConfig) for e in exc.errors()]) from None
 
 
-def load_setup(path: Path | None, overrides: list[str] | None = None) -> SetupConfig:
+def load_setup(path: Path | None, overrides: Sequence[Override] = ()) -> SetupConfig:
     """The file (if any), then `field.path=value` overrides, validated together.
 
     A benchmark setup file's `[claims]` table is the suite's (bounds to assert), not the run's: it is
     set aside here and never enters the fingerprint."""
     data = read_config_file(path) if path else {}
     data.pop("claims", None)
-    data = apply_overrides(data, overrides or [])
+    data = apply_overrides(data, overrides)
     return validate_setup(data, source=str(path) if path else "flags")

@@ -9,41 +9,28 @@ found (`$LORABENCH_GGUF_CONVERTER`, or on PATH); lorabench does not ship a conve
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.config import SetupConfig
+from harness import atomic
 from harness.errors import UserError
+from harness.run.adapter import find_adapter, read_adapter
+from harness.tasks.registry import task_module
 
-ADAPTER_INFO = "lorabench.json"
 GGUF_OUTTYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}
 CONVERTER_NAMES = ("convert_hf_to_gguf.py", "convert_hf_to_gguf", "convert-hf-to-gguf.py")
 
 
 @dataclass(frozen=True)
-class AdapterSource:
-    adapter_dir: Path
-    base_model: str
-    precision: str  # trained in
-    setup: SetupConfig
-
-    @property
-    def base_precision(self) -> str:
-        """The precision to load the base in beside this adapter: a 4-bit run's compute precision, bf16
-        (merging into 4-bit weights would round the adapter away)."""
-        return "bf16" if self.precision == "4bit" else self.precision
-
-
-@dataclass(frozen=True)
 class Mismatch:
     index: int
-    question: str
+    question: str  # the prompt's last message (the question, with its context)
     adapter_answer: str
     merged_answer: str
 
@@ -69,35 +56,6 @@ class ExportResult:
         data.update(out_dir=str(self.out_dir), adapter_dir=str(self.adapter_dir),
                     gguf_file=str(self.gguf_file) if self.gguf_file else None, is_identical=self.is_identical)  # fmt: skip
         return data
-
-
-def find_adapter(run: Path, label: str = "RUN") -> Path:
-    """RUN is an adapter folder, or a record `seed-N.json` with `seed-N.adapter/` beside it. `label`
-    names the argument or setup field in errors."""
-    if (run / "adapter_config.json").is_file():
-        return run
-    if run.is_dir() and (run / "adapter" / "adapter_config.json").is_file():
-        return run / "adapter"
-    if run.suffix == ".json" and run.is_file():
-        beside = run.with_name(run.stem + ".adapter")
-        if (beside / "adapter_config.json").is_file():
-            return beside
-        raise UserError(
-            f"{label} {run}: no adapter folder {beside.name}/ beside the record; pass the adapter folder itself"
-        )
-    raise UserError(f"{label} {run}: not an adapter folder (no adapter_config.json) nor a run record seed-N.json")
-
-
-def read_adapter(adapter_dir: Path, label: str = "RUN") -> AdapterSource:
-    info_file = adapter_dir / ADAPTER_INFO
-    if not info_file.is_file():
-        raise UserError(
-            f"{label} {adapter_dir}: no {ADAPTER_INFO} (base model, precision, setup); was it saved by a lorabench run?"
-        )
-    info = json.loads(info_file.read_text(encoding="utf-8"))
-    return AdapterSource(
-        adapter_dir, info["base_model"], info["precision"], SetupConfig.model_validate(info["setup"])
-    )
 
 
 def find_gguf_converter() -> Path | None:
@@ -134,21 +92,20 @@ def convert_to_gguf(merged_dir: Path, precision: str) -> tuple[Path | None, str]
 def export_adapter(
     run: Path, out_dir: Path, *, limit: int | None = None, device: str = "cpu", gguf: bool = True
 ) -> ExportResult:
-    import time
-
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from harness.recipe import answer_questions
-    from harness.tasks.registry import task_module
-    from harness.training import resolve_runtime
+    from harness.run.evaluate import answer_questions
+    from harness.runtime import resolve_runtime
 
     source = read_adapter(find_adapter(run))
-    if out_dir.exists() and any(out_dir.iterdir()):
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise UserError(
-            f"--out {out_dir}: exists and is not empty; choose a new folder (an export never overwrites)"
+            f"--out {out_dir}: exists and is not an empty folder; choose a new folder (an export never overwrites)"
         )
+    if out_dir.is_dir():
+        out_dir.rmdir()  # empty: the finished export is renamed into its place
     precision = source.base_precision
     runtime = resolve_runtime(device, precision)
     setup = source.setup
@@ -165,44 +122,28 @@ def export_adapter(
     seconds = {"adapter_eval_s": round(time.perf_counter() - started, 2)}
 
     merged = model.merge_and_unload()
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    merged.save_pretrained(tmp, safe_serialization=True)
-    tokenizer.save_pretrained(tmp)
-    del model, merged, base
-    # Read back from disk: the check covers what will be served, not the object in memory.
-    reloaded = AutoModelForCausalLM.from_pretrained(str(tmp), dtype=runtime.dtype).to(runtime.device)
-    started = time.perf_counter()
-    merged_answers = answer_questions(reloaded, tokenizer, test, setup, merge=False)
-    seconds["merged_eval_s"] = round(time.perf_counter() - started, 2)
-    del reloaded
+    with atomic.building_dir(out_dir) as tmp:
+        merged.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        del model, merged, base
+        # Read back from disk: the check covers what will be served, not the object in memory.
+        reloaded = AutoModelForCausalLM.from_pretrained(str(tmp), dtype=runtime.dtype).to(runtime.device)
+        started = time.perf_counter()
+        merged_answers = answer_questions(reloaded, tokenizer, test, setup, merge=False)
+        seconds["merged_eval_s"] = round(time.perf_counter() - started, 2)
+        del reloaded
     if runtime.device == "cuda":
         torch.cuda.empty_cache()
 
     mismatches = tuple(
-        Mismatch(i, getattr(ex, "question", None) or getattr(ex, "situation", ""), a, m)
+        Mismatch(i, ex.prompt_messages()[-1]["content"], a, m)
         for i, (ex, a, m) in enumerate(zip(test, adapter_answers, merged_answers, strict=True))
         if a != m
     )
-    os.replace(tmp, out_dir)
     gguf_file, note = (
         convert_to_gguf(out_dir, precision) if gguf else (None, "GGUF: not requested (--no-gguf)")
     )
     result = ExportResult(out_dir, source.adapter_dir, source.base_model, precision, len(test), mismatches,
                           gguf_file, note, seconds)  # fmt: skip
-    (out_dir / "export.json").write_text(json.dumps(result.to_dict(), indent=1), encoding="utf-8")
+    atomic.write_json(out_dir / "export.json", result.to_dict())
     return result
-
-
-def eval_adapter_source(setup: SetupConfig) -> AdapterSource | None:
-    """The adapter `eval.adapter` names, checked against the setup (same model) before anything loads."""
-    if setup.eval.adapter is None:
-        return None
-    label = "eval.adapter:"
-    source = read_adapter(find_adapter(Path(setup.eval.adapter).expanduser().resolve(), label), label)
-    if source.setup.model.source != setup.model.source:
-        raise UserError(
-            f"eval.adapter: {setup.eval.adapter!r} was trained on model {source.setup.model.source!r}, this "
-            f"setup loads {setup.model.source!r}; set model.source = {source.setup.model.source!r}"
-        )
-    return source

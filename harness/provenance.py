@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harness.gpu.facts import collect_gpus
 from harness.results import slug
 
 PACKAGES = (
@@ -47,62 +48,10 @@ def collect_os() -> dict[str, Any]:
     return {"kernel": platform.release(), "system": platform.system(), "python": platform.python_version()}
 
 
-def collect_gpus() -> dict[str, Any]:
-    """GPUs as torch sees them. torch's cuda API answers for ROCm (HIP) and CUDA alike."""
-    try:
-        import torch
-    except ImportError:
-        return {}
-    runtime = "hip" if getattr(torch.version, "hip", None) else ("cuda" if torch.version.cuda else "cpu")
-    info: dict[str, Any] = {
-        "runtime": runtime,
-        "runtime_version": torch.version.hip or torch.version.cuda,
-        "gpus": [],
-    }
-    if not torch.cuda.is_available():
-        return info
-    for index in range(torch.cuda.device_count()):
-        props = torch.cuda.get_device_properties(index)
-        info["gpus"].append(
-            {
-                "index": index,
-                "name": props.name,
-                "arch": getattr(props, "gcnArchName", None) or f"sm_{props.major}{props.minor}",
-                "vram_bytes": props.total_memory,
-                "multiprocessors": props.multi_processor_count,
-            }
-        )
-    if runtime == "cuda":
-        info["driver"] = _nvidia_driver()
-        info["machine_gpus"] = machine_gpu_count()
-    return {k: v for k, v in info.items() if v is not None}
-
-
-def _nvidia_driver() -> str | None:
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
-        )  # fmt: skip
-        return out.stdout.strip().splitlines()[0]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return None
-
-
 def collect_host() -> dict[str, Any]:
     host = {"cpu": collect_cpu(), **collect_memory(), **collect_os(), **collect_gpus()}
     host["id"] = host_id(host)
     return host
-
-
-def machine_gpu_count() -> int | None:
-    """GPUs in the machine, not only those visible to this process: a run pinned to one card
-    (CUDA_VISIBLE_DEVICES, a pytest-xdist worker) still belongs to the same host."""
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
 
 
 def host_id(host: dict[str, Any]) -> str:

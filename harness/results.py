@@ -97,10 +97,16 @@ class Timings(Record):
 
 
 class CheckVerdict(Record):
+    """What one silent-bug check found (harness/checks): the verdict, a one-line detail and the evidence."""
+
     verdict: Literal["pass", "fail", "skipped", "error"]
     detail: str = ""
     evidence: dict[str, Any] = Field(default_factory=dict)
     seconds: float | None = Field(None, description="preflight checks: what the check took")
+
+    def __init__(self, verdict: str, detail: str = "", evidence: dict[str, Any] | None = None, **fields: Any) -> None:
+        # Positional, as the checks write them: CheckVerdict("fail", "why", {...}).
+        super().__init__(verdict=verdict, detail=detail, evidence=evidence or {}, **fields)
 
 
 class DataInfo(Record):
@@ -168,9 +174,13 @@ def record_dir(results_dir: Path, stack: str, host: str, experiment: str, setup_
     return results_dir / slug(stack) / slug(host) / experiment / setup_name
 
 
+def seed_record_path(results_dir: Path, stack: str, host: str, experiment: str, setup_name: str, seed: int) -> Path:
+    """Where the record of one setup × seed on one stack and host lives (the only place that builds it)."""
+    return record_dir(results_dir, stack, host, experiment, setup_name) / f"seed-{seed}.json"
+
+
 def record_path(results_dir: Path, record: RunRecord) -> Path:
-    base = record_dir(results_dir, record.stack, record.host, record.experiment, record.setup_name)
-    return base / f"seed-{record.seed}.json"
+    return seed_record_path(results_dir, record.stack, record.host, record.experiment, record.setup_name, record.seed)
 
 
 def predictions_path(record_file: Path) -> Path:

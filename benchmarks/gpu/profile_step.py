@@ -29,10 +29,11 @@ from typing import Any
 import torch
 
 from harness.backends import hf
+from harness.backends.common import TrainOutcome
 from harness.config import load_setup
+from harness.runtime import Runtime
 from harness.tasks.sql.data import load_split
 from harness.testing import build_tiny_model
-from harness.training import Runtime, TrainOutcome
 
 SMOLLM2_SHAPE = {
     "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,

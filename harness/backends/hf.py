@@ -16,11 +16,13 @@ from typing import Any
 import torch
 
 from harness import checks
+from harness.backends.common import StepObserver, TrainOutcome, count_params
 from harness.backends.graphed_layers import PAD_MULTIPLE, compile_mode, decoder_layers, graphed_layers
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.tasks.sql.data import SqlExample
-from harness.training import Runtime, StepObserver, TrainOutcome, count_params, tokenize_examples
+from harness.runtime import Runtime
+from harness.tasks.encoding import tokenize_examples
+from harness.tasks.registry import Example
 
 # A failure of these means the long run would train the wrong thing: stop before the first step.
 STOPPING_CHECKS = ("mask_audit", "accumulation_parity", "cache_parity")
@@ -123,9 +125,9 @@ def resolve_optimizer(name: str, runtime: Runtime) -> str:
 
 
 def build_trainer(
-    model: Any, tokenizer: Any, examples: Sequence[SqlExample], setup: SetupConfig, runtime: Runtime, callbacks: list
+    model: Any, tokenizer: Any, examples: Sequence[Example], setup: SetupConfig, runtime: Runtime, callbacks: list
 ) -> Any:
-    """The TRL SFTTrainer exactly as `train` uses it (checks reuse it to audit its batches)."""
+    """The TRL SFTTrainer exactly as `train` uses it (preflight checks are handed it to audit its batches)."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
     from trl import SFTConfig, SFTTrainer
@@ -175,7 +177,7 @@ def build_trainer(
 def train(
     model: Any,
     tokenizer: Any,
-    examples: Sequence[SqlExample],
+    examples: Sequence[Example],
     setup: SetupConfig,
     runtime: Runtime,
     observers: Sequence[StepObserver] = (),
@@ -189,7 +191,7 @@ def train(
 def run_sft(
     model: Any,
     tokenizer: Any,
-    examples: Sequence[SqlExample],
+    examples: Sequence[Example],
     setup: SetupConfig,
     runtime: Runtime,
     observers: Sequence[StepObserver],
@@ -208,7 +210,7 @@ def run_sft(
     trainer = build_trainer(model, tokenizer, examples, setup, runtime, callbacks)
     if setup.checks.preflight:
         started = time.perf_counter()
-        found = checks.run_preflight(model, tokenizer, examples, setup, runtime, trainer)
+        found = checks.run_preflight(model, tokenizer, examples, setup, trainer)
         outcome.preflight_s = round(time.perf_counter() - started, 2)
         outcome.checks.update(found)
         failed = [f"{name}: {v.detail}" for name, v in found.items() if v.verdict == "fail" and name in STOPPING_CHECKS]

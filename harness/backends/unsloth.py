@@ -1,7 +1,7 @@
 """Backend `unsloth`: Unsloth's FastLanguageModel and its patched TRL trainer. Same signatures as `hf`.
 
 Unsloth patches transformers, PEFT and TRL when imported, so the trainer child imports it before
-anything else when a setup asks for this backend (`harness.worker`). Models load by their exact name
+anything else when a setup asks for this backend (`harness.run.child`). Models load by their exact name
 (`use_exact_model_name=True`): otherwise Unsloth swaps a hub id for its own pre-quantized copy, and
 the run would measure a different model than the setup names.
 """
@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.backends.common import StepObserver, TrainOutcome
 from harness.backends.hf import lora_target_modules, run_sft
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.tasks.sql.data import SqlExample
-from harness.training import Runtime, StepObserver, TrainOutcome
+from harness.runtime import Runtime
+from harness.tasks.registry import Example
 
 
 def _fast_language_model() -> Any:
@@ -53,7 +54,7 @@ def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[
 def train(
     model: Any,
     tokenizer: Any,
-    examples: Sequence[SqlExample],
+    examples: Sequence[Example],
     setup: SetupConfig,
     runtime: Runtime,
     observers: Sequence[StepObserver] = (),

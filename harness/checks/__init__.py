@@ -1,7 +1,8 @@
 """Checks that catch silent training bugs: preflight (before training), smoke (first steps), post (after).
 
-Each check returns a verdict with evidence; the recipe stores them all in the record. A failed smoke
-check stops the run before the long phase (`RunStopped`). Checks never raise for a bug they detect.
+Each check returns a `CheckVerdict` with evidence; the recipe stores them all in the record. A failed
+smoke check stops the run before the long phase (`harness.errors.RunStopped`). Checks never raise for a
+bug they detect. They are handed the run's own trainer and never build one (they import no backend).
 """
 
 from __future__ import annotations
@@ -13,14 +14,10 @@ from harness.checks.mask import audit_mask
 from harness.checks.preflight import run_preflight
 from harness.checks.quantizable import quantizable_fraction
 from harness.checks.smoke import SmokeObserver
-from harness.checks.verdict import Verdict
-from harness.errors import RunStopped
 
 __all__ = [
     "DeadAdapterTracker",
-    "RunStopped",
     "SmokeObserver",
-    "Verdict",
     "accumulation_parity",
     "audit_mask",
     "cache_parity",

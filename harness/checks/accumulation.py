@@ -18,22 +18,12 @@ from __future__ import annotations
 import copy
 import math
 from collections import defaultdict
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from harness.checks.isolation import model_device, no_dropout, untouched
-from harness.checks.verdict import Verdict
-from harness.config import RecipeConfig, SetupConfig
-from harness.tasks.sql.data import SqlExample
-from harness.training import Runtime
-
-
-def _runtime_of(model: Any) -> Runtime:
-    param = next(model.parameters())
-    precision = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(param.dtype, "fp32")
-    return Runtime(param.device.type, precision)
+from harness.results import CheckVerdict
 
 
 def _grad_norm(model: Any) -> float:
@@ -69,40 +59,21 @@ def _factor_name(ratio: float, accum: int) -> str:
     return f"accumulated gradient is ×{ratio:.3g} the single-batch one"
 
 
-def accumulation_parity(
-    model: Any,
-    tokenizer: Any,
-    examples: Sequence[SqlExample],
-    *,
-    batch: int,
-    accum: int,
-    tol: float = 0.02,
-    trainer: Any = None,
-    setup: SetupConfig | None = None,
-    runtime: Runtime | None = None,
-) -> Verdict:
-    """`tol` is relative: fp32 agrees to ~1e-6, bf16 to ~1e-2; a ×G bug is off by ≥ 100%.
-
-    With `trainer` (the run's own), its loss path and the first rows of its prepared dataset are used and
-    `examples` only bounds the count; without, a trainer is built from `examples` as `backends.hf` builds it
-    (note: building one re-patches the model's forward under TRL's chunked loss)."""
-    from harness.backends.hf import build_trainer
-
+def accumulation_parity(trainer: Any, *, batch: int, accum: int, tol: float = 0.02) -> CheckVerdict:
+    """`trainer` is the run's own: its loss path and the first rows of its prepared dataset are used.
+    `tol` is relative: fp32 agrees to ~1e-6, bf16 to ~1e-2; a ×G bug is off by ≥ 100%."""
     if accum < 2:
-        return Verdict("skipped", f"accumulation {accum}: nothing to compare")
+        return CheckVerdict("skipped", f"accumulation {accum}: nothing to compare")
     needed = batch * accum
-    if len(examples) < needed:
-        return Verdict("skipped", f"needs {needed} examples (batch {batch} × accumulation {accum}), got {len(examples)}")
+    dataset = trainer.train_dataset
+    if len(dataset) < needed:
+        return CheckVerdict(
+            "skipped", f"needs {needed} examples (batch {batch} × accumulation {accum}), the trainer has {len(dataset)}"
+        )
+    model = trainer.model
     with untouched(model), no_dropout(model):
-        if trainer is None:
-            base = setup or SetupConfig()
-            recipe = base.recipe.model_dump() | {"batch_size": batch, "grad_accum": accum, "steps": 1}
-            setup = base.model_copy(update={"recipe": RecipeConfig(**recipe)})
-            trainer = build_trainer(model, tokenizer, examples[:needed], setup, runtime or _runtime_of(model), [])
         trainer = _probe(trainer)
-        rows = [trainer.train_dataset[i] for i in range(min(needed, len(trainer.train_dataset)))]
-        if len(rows) < needed:
-            return Verdict("skipped", f"the trainer kept {len(rows)} of {needed} examples (truncation dropped some)")
+        rows = [dataset[i] for i in range(needed)]
         collate = trainer.data_collator
         single_loss, single_norm = _accumulated(trainer, [collate(rows)])
         micro = [collate(rows[i : i + batch]) for i in range(0, needed, batch)]
@@ -115,11 +86,11 @@ def accumulation_parity(
         "loss_type": getattr(trainer.args, "loss_type", None),
     }  # fmt: skip
     if not (math.isfinite(single_loss) and math.isfinite(accum_loss)) or single_norm == 0:
-        return Verdict("fail", f"loss or gradient not usable (loss {single_loss}, grad norm {single_norm})", evidence)
+        return CheckVerdict("fail", f"loss or gradient not usable (loss {single_loss}, grad norm {single_norm})", evidence)
     loss_ratio, norm_ratio = accum_loss / single_loss, accum_norm / single_norm
     evidence |= {"loss_ratio": round(loss_ratio, 6), "grad_norm_ratio": round(norm_ratio, 6)}
     if abs(norm_ratio - 1) > tol or abs(loss_ratio - 1) > tol:
-        return Verdict("fail", f"{_factor_name(norm_ratio, accum)}: grad norm {accum_norm:.4g} vs {single_norm:.4g}, "
+        return CheckVerdict("fail", f"{_factor_name(norm_ratio, accum)}: grad norm {accum_norm:.4g} vs {single_norm:.4g}, "
                                f"loss {accum_loss:.4g} vs {single_loss:.4g}", evidence)  # fmt: skip
-    return Verdict("pass", f"batch {needed}×1 and {batch}×{accum}: loss and grad norm agree "
+    return CheckVerdict("pass", f"batch {needed}×1 and {batch}×{accum}: loss and grad norm agree "
                            f"(ratios {loss_ratio:.4f}, {norm_ratio:.4f})", evidence)  # fmt: skip

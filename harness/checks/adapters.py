@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from harness.checks.verdict import Verdict
+from harness.results import CheckVerdict
 
 # Prefixes that wrappers put in front of the base model's module names (DDP, PEFT): PEFT matches
 # `target_modules` against names without them.
@@ -108,10 +108,10 @@ class DeadAdapterTracker:
         ]
         return torch.stack(moved) if moved else torch.zeros(0, dtype=torch.bool, device=self.got_grad.device)
 
-    def verdict(self, model: nn.Module | None = None) -> Verdict:
+    def verdict(self, model: nn.Module | None = None) -> CheckVerdict:
         """`model` is accepted for symmetry with the recipe; the tracked parameters are the model's own tensors."""
         if not self.names:
-            return Verdict("skipped", "no LoRA modules found in the model")
+            return CheckVerdict("skipped", "no LoRA modules found in the model")
         got_grad, moved = self.got_grad.clone(), self._moved()
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             # A module may run on one rank's batch and not another's: alive if alive anywhere.
@@ -129,10 +129,10 @@ class DeadAdapterTracker:
         }  # fmt: skip
         if not dead:
             how = f"over {self.observations} steps" if watched_grads else "(gradients not observed; by movement)"
-            return Verdict("pass", f"all {len(self.names)} LoRA modules got gradients and moved {how}", evidence)
+            return CheckVerdict("pass", f"all {len(self.names)} LoRA modules got gradients and moved {how}", evidence)
         evidence["suggested_targets"] = suggest_targets(dead, alive) if alive else None
         shown = ", ".join(dead[:MAX_NAMED]) + (f" … (+{len(dead) - MAX_NAMED})" if len(dead) > MAX_NAMED else "")
         detail = f"{len(dead)} of {len(self.names)} LoRA modules never learned ({shown})"
         if alive:
             detail += f"; to exclude them set lora.targets = {evidence['suggested_targets']!r}"
-        return Verdict("fail", detail, evidence)
+        return CheckVerdict("fail", detail, evidence)

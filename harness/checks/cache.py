@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from harness.checks.isolation import model_device, no_dropout, untouched
-from harness.checks.verdict import Verdict
+from harness.results import CheckVerdict
 
 MAX_INCREMENTAL_STEPS = 16
 
@@ -42,14 +42,14 @@ def _incremental(model: Any, ids: torch.Tensor, prefix: int) -> torch.Tensor:
     return torch.cat(steps)
 
 
-def cache_parity(model: Any, tokenizer: Any, text_or_ids: str | list[int] | torch.Tensor, *, tol: float = 0.05) -> Verdict:
+def cache_parity(model: Any, tokenizer: Any, text_or_ids: str | list[int] | torch.Tensor, *, tol: float = 0.05) -> CheckVerdict:
     """`tol` on the spread-relative distance: fp32 gives ~1e-5, bf16 a few 1e-2; a layer blind to K/V gives ≫ 0.1."""
     if isinstance(text_or_ids, str):
         ids = tokenizer(text_or_ids, add_special_tokens=False, return_tensors="pt").input_ids
     else:
         ids = torch.as_tensor(text_or_ids).reshape(1, -1)
     if ids.shape[1] < 4:
-        return Verdict("skipped", f"needs at least 4 tokens, got {ids.shape[1]}")
+        return CheckVerdict("skipped", f"needs at least 4 tokens, got {ids.shape[1]}")
     ids = ids.to(model_device(model))
     # The second half one token at a time, at most the last MAX_INCREMENTAL_STEPS positions: each step is a
     # whole forward, and a layer blind to K/V shows at every position, so a long sample need not pay ~100
@@ -72,7 +72,7 @@ def cache_parity(model: Any, tokenizer: Any, text_or_ids: str | list[int] | torc
                 "distances": {k: round(v, 6) for k, v in distances.items()}}  # fmt: skip
     bad = {k: v for k, v in distances.items() if v > tol}
     if not bad:
-        return Verdict("pass", f"logits agree with and without the KV cache and in train/eval mode "
+        return CheckVerdict("pass", f"logits agree with and without the KV cache and in train/eval mode "
                                f"(max distance {max(distances.values()):.2g})", evidence)  # fmt: skip
     named = []
     if "full_cache_vs_no_cache" in bad or "incremental_cache_vs_no_cache" in bad:
@@ -81,4 +81,4 @@ def cache_parity(model: Any, tokenizer: Any, text_or_ids: str | list[int] | torc
     if "train_vs_eval_mode" in bad:
         named.append("train mode changes the forward beyond dropout")
     detail = "; ".join(named) + " (" + ", ".join(f"{k} {v:.3g}" for k, v in bad.items()) + f" > {tol})"
-    return Verdict("fail", detail, evidence)
+    return CheckVerdict("fail", detail, evidence)

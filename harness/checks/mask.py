@@ -17,9 +17,9 @@ from itertools import islice
 from typing import Any
 
 from harness.checks.isolation import untouched
-from harness.checks.verdict import Verdict
-from harness.tasks.sql.data import SqlExample
-from harness.training import tokenize_examples
+from harness.results import CheckVerdict
+from harness.tasks.encoding import tokenize_examples
+from harness.tasks.registry import Example
 
 IGNORE = -100
 MAX_EVIDENCE_ROWS = 4
@@ -36,7 +36,7 @@ class Expected:
     full_length: int  # before truncation
 
 
-def expected_rows(tokenizer: Any, examples: Sequence[SqlExample], max_length: int | None, mode: str) -> list[Expected]:
+def expected_rows(tokenizer: Any, examples: Sequence[Example], max_length: int | None, mode: str) -> list[Expected]:
     rows = []
     for index, tokenized in enumerate(tokenize_examples(tokenizer, examples)):
         ids = tokenized.input_ids
@@ -79,7 +79,7 @@ def diagnose_row(ids: list[int], labels: list[int], expected: Expected) -> str |
     return "; ".join(problems) or None
 
 
-def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[SqlExample], *, n_batches: int = 2) -> Verdict:
+def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[Example], *, n_batches: int = 2) -> CheckVerdict:
     max_length = getattr(trainer.args, "max_length", None)
     mode = getattr(trainer.args, "truncation_mode", "keep_start")
     expected = expected_rows(tokenizer, examples, max_length, mode)
@@ -100,7 +100,7 @@ def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[SqlExample], *, 
     with untouched(model):  # the dataloader's sampler draws from torch's RNG
         for batch in islice(trainer.get_train_dataloader(), n_batches):
             if "attention_mask" not in batch:
-                return Verdict("skipped", "batches have no attention_mask (padding-free or packed): rows hold many examples", evidence)
+                return CheckVerdict("skipped", "batches have no attention_mask (padding-free or packed): rows hold many examples", evidence)
             for ids_row, mask_row, labels_row in zip(batch["input_ids"], batch["attention_mask"], batch["labels"], strict=True):
                 keep = mask_row.bool()
                 ids, labels = ids_row[keep].tolist(), labels_row[keep].tolist()
@@ -123,7 +123,7 @@ def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[SqlExample], *, 
                     })  # fmt: skip
     evidence.update(rows_checked=checked, rows_unmatched=unmatched, failing_rows=failures, reasons=reasons)
     if checked == 0:
-        return Verdict("fail", f"no batch row matched an example's input ids ({unmatched} rows): the data reaching "
+        return CheckVerdict("fail", f"no batch row matched an example's input ids ({unmatched} rows): the data reaching "
                                "the model is not what was tokenized", evidence)  # fmt: skip
     dataset_note = ""
     if evidence["n_answer_cut"]:
@@ -135,7 +135,7 @@ def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[SqlExample], *, 
         detail = f"{sum(reasons.values())} of {checked} rows wrong — {failures[0]['problem'] if failures else worst}"
         if unmatched:
             detail += f"; {unmatched} rows match no example"
-        return Verdict("fail", detail + dataset_note, evidence)
+        return CheckVerdict("fail", detail + dataset_note, evidence)
     if dataset_note:
-        return Verdict("fail", f"sampled rows exact{dataset_note}", evidence)
-    return Verdict("pass", f"{checked} rows: supervised tokens are exactly answer + end-of-turn", evidence)
+        return CheckVerdict("fail", f"sampled rows exact{dataset_note}", evidence)
+    return CheckVerdict("pass", f"{checked} rows: supervised tokens are exactly answer + end-of-turn", evidence)

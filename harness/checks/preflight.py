@@ -6,7 +6,6 @@ still run. None of them changes the weights, the RNG or the gradients the traini
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -16,11 +15,10 @@ from harness.checks.accumulation import accumulation_parity
 from harness.checks.cache import cache_parity
 from harness.checks.mask import audit_mask
 from harness.checks.quantizable import quantizable_fraction
-from harness.checks.verdict import Verdict
 from harness.config import SetupConfig
-from harness.tasks.registry import render_prompt
-from harness.tasks.sql.data import SqlExample
-from harness.training import Runtime, end_of_turn
+from harness.results import CheckVerdict
+from harness.tasks.encoding import training_text
+from harness.tasks.registry import Example
 
 # Parity needs two micro-batches of different token counts, not the run's batch size: the bug it
 # looks for (a forward ignoring num_items_in_batch) scales the loss by G whatever B is.
@@ -33,14 +31,14 @@ def parity_shape(setup: SetupConfig) -> tuple[int, int]:
     return min(setup.recipe.batch_size, PARITY_BATCH), max(setup.recipe.grad_accum, 2)
 
 
-def _guarded(check: Callable[[], Verdict]) -> Verdict:
+def _guarded(check: Callable[[], CheckVerdict]) -> CheckVerdict:
     started = time.perf_counter()
     try:
         verdict = check()
     except Exception as exc:
         tail = traceback.format_exc().strip().splitlines()[-6:]
-        verdict = Verdict("error", f"{type(exc).__name__}: {exc}", {"traceback_tail": tail})
-    return dataclasses.replace(verdict, seconds=round(time.perf_counter() - started, 2))
+        verdict = CheckVerdict("error", f"{type(exc).__name__}: {exc}", {"traceback_tail": tail})
+    return verdict.model_copy(update={"seconds": round(time.perf_counter() - started, 2)})
 
 
 def cache_tolerance(model: Any) -> float:
@@ -59,15 +57,15 @@ def cache_tolerance(model: Any) -> float:
 
 
 def run_preflight(
-    model: Any, tokenizer: Any, examples: Sequence[SqlExample], setup: SetupConfig, runtime: Runtime, trainer: Any
-) -> dict[str, Verdict]:
+    model: Any, tokenizer: Any, examples: Sequence[Example], setup: SetupConfig, trainer: Any
+) -> dict[str, CheckVerdict]:
+    """Every preflight check on the run's own LoRA-wrapped model and trainer, before its first step."""
     batch, accum = parity_shape(setup)
-    sample = examples[0] if examples else None
-    text = render_prompt(tokenizer, sample) + sample.answer + (end_of_turn(tokenizer) or "") if sample else ""
+    text = training_text(tokenizer, examples[0]) if examples else ""
     return {
         "mask_audit": _guarded(lambda: audit_mask(trainer, tokenizer, examples)),
         "accumulation_parity": _guarded(
-            lambda: accumulation_parity(model, tokenizer, examples, batch=batch, accum=accum, trainer=trainer)
+            lambda: accumulation_parity(trainer, batch=batch, accum=accum)
         ),
         "cache_parity": _guarded(lambda: cache_parity(model, tokenizer, text, tol=cache_tolerance(model))),
         "quantizable_fraction": _guarded(lambda: quantizable_fraction(model)),

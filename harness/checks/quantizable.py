@@ -1,20 +1,23 @@
-"""Quantizable fraction: how much memory 4-bit can save at most, before anyone measures it.
+"""The one model of what 4-bit (NF4) saves, before anyone measures it: the quantizable fraction.
 
-bitsandbytes NF4 quantizes the weights of linear layers only; embeddings, norms and the output head
-stay 16-bit. A model whose parameters sit largely in embeddings saves far less than "4× smaller"
-(the story: 44% of Gemma 3n E4B is embeddings, so 4-bit saved 3.4 GB, not ~6). Always "pass": the
-figures are evidence to compare with the measured saving later. Activations, optimizer state and
+bitsandbytes NF4 quantizes the weights of linear layers only; their biases, embeddings, norms and the
+output head stay 16-bit. A model whose parameters sit largely in embeddings saves far less than "4×
+smaller" (the story: 44% of Gemma 3n E4B is embeddings, so 4-bit saved 3.4 GB, not ~6). The preflight
+check is always "pass": its figures are evidence to compare with the measured saving later (Exp B's
+claim predicts from the model's shape alone, with the same counts). Activations, optimizer state and
 the CUDA context are not counted.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from torch import nn
 
-from harness.checks.verdict import Verdict
+from harness.results import CheckVerdict
 
 BF16_BYTES = 2.0
 # NF4 with double quantization (as `backends.hf` loads it): 4 bits per weight, one 8-bit absmax per
@@ -30,12 +33,14 @@ def _numel(param: nn.Parameter) -> int:
     return math.prod(state.shape) if state is not None and getattr(state, "shape", None) else param.numel()
 
 
-def _kind(name: str, module: nn.Module) -> str:
+def _kind(name: str, module: nn.Module, param_name: str) -> str:
     if "lora_" in name:
         return "adapter"
     if isinstance(module, nn.Embedding):
         return "embedding"
     if isinstance(module, nn.Linear):
+        if param_name != "weight":
+            return "other"  # a bias stays 16-bit
         return "head" if name.rsplit(".", 1)[-1] in KEPT_16BIT else "linear"
     if "norm" in type(module).__name__.lower():
         return "norm"
@@ -47,15 +52,41 @@ def parameter_kinds(model: nn.Module) -> dict[str, int]:
     counts = {"linear": 0, "embedding": 0, "head": 0, "norm": 0, "adapter": 0, "other": 0}
     seen: set[int] = set()
     for name, module in model.named_modules():
-        for param in module.parameters(recurse=False):
+        for param_name, param in module.named_parameters(recurse=False):
             if id(param) in seen:
                 continue
             seen.add(id(param))
-            counts[_kind(name, module)] += _numel(param)
+            counts[_kind(name, module, param_name)] += _numel(param)
     return counts
 
 
-def quantizable_fraction(model: nn.Module) -> Verdict:
+@dataclass(frozen=True)
+class QuantPrediction:
+    total_params: int
+    quantizable_params: int
+
+    @property
+    def fraction(self) -> float:
+        return self.quantizable_params / self.total_params if self.total_params else 0.0
+
+    @property
+    def saved_bytes(self) -> float:
+        return self.quantizable_params * (BF16_BYTES - NF4_BYTES)
+
+
+def predict_4bit_saving(model_dir: Path) -> QuantPrediction:
+    """The saving from the model's shape alone: built on the meta device from its config (no weights read)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(str(model_dir))
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    counts = parameter_kinds(model)
+    return QuantPrediction(total_params=sum(counts.values()), quantizable_params=counts["linear"])
+
+
+def quantizable_fraction(model: nn.Module) -> CheckVerdict:
     counts = parameter_kinds(model)
     base = sum(v for k, v in counts.items() if k != "adapter")
     linear = counts["linear"]
@@ -69,8 +100,8 @@ def quantizable_fraction(model: nn.Module) -> Verdict:
         "nf4_bytes_per_param": round(NF4_BYTES, 4),
     }  # fmt: skip
     if not base:
-        return Verdict("pass", "no parameters", evidence)
-    return Verdict(
+        return CheckVerdict("pass", "no parameters", evidence)
+    return CheckVerdict(
         "pass",
         f"linear layers hold {linear / base:.0%} of {base / 1e6:.1f}M params (embeddings {counts['embedding'] / base:.0%}); "
         f"4-bit can save at most {saving / 2**30:.2f} GiB of {bytes_bf16 / 2**30:.2f} GiB bf16 weights "

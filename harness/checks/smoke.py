@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from statistics import fmean
 
-from harness.checks.verdict import Verdict
 from harness.config import SmokeConfig
+from harness.results import CheckVerdict
 
 
 class SmokeObserver:
@@ -25,12 +25,12 @@ class SmokeObserver:
     def __init__(self, config: SmokeConfig) -> None:
         self.config = config
         self.losses: list[float] = []
-        self.verdict: Verdict | None = None
+        self.verdict: CheckVerdict | None = None
         self.status = "failed"
 
     def _fail(self, detail: str, status: str = "failed") -> str:
         self.status = status
-        self.verdict = Verdict("fail", detail, {"losses": self.losses[: self.config.steps]})
+        self.verdict = CheckVerdict("fail", detail, {"losses": self.losses[: self.config.steps]})
         return f"smoke: {detail}"
 
     def on_step(self, step: int, loss: float) -> str | None:
@@ -53,12 +53,12 @@ class SmokeObserver:
                     f"loss did not fall over the first {cfg.steps} steps (mean of first {k} {head:.3g}, "
                     f"of last {k} {tail:.3g})"
                 )
-            self.verdict = Verdict("pass", f"first loss {self.losses[0]:.3g}, falling ({head:.3g} → {tail:.3g})",
+            self.verdict = CheckVerdict("pass", f"first loss {self.losses[0]:.3g}, falling ({head:.3g} → {tail:.3g})",
                                    {"losses": self.losses})  # fmt: skip
         return None
 
-    def final_verdict(self) -> Verdict:
+    def final_verdict(self) -> CheckVerdict:
         if self.verdict is not None:
             return self.verdict
-        return Verdict("skipped", f"training stopped after {len(self.losses)} of {self.config.steps} smoke steps",
+        return CheckVerdict("skipped", f"training stopped after {len(self.losses)} of {self.config.steps} smoke steps",
                        {"losses": self.losses})  # fmt: skip

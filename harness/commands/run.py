@@ -6,10 +6,10 @@ import argparse
 import os
 from pathlib import Path
 
-from harness.config import DATA_ENV, load_setup, read_config_file
+from harness.config import DATA_ENV, Override, load_setup, read_config_file
 from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
-from harness.run import RunOptions, run_setup, summary_line
+from harness.run.parent import RunOptions, run_setup, summary_line
 
 EXIT_CODES = {"ok": 0, "refused": 3}
 
@@ -31,15 +31,17 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def setup_overrides(args: argparse.Namespace) -> list[str]:
-    overrides: list[str] = []
+def setup_overrides(args: argparse.Namespace) -> list[Override]:
+    """The setup's fields from outside its file, in order (a later one wins): $LORABENCH_DATA unless the
+    file names its data, then the flags, then every `--set`."""
+    overrides: list[Override] = []
     config_sets_data = bool(args.config and args.config.is_file() and read_config_file(args.config).get("data", {}).get("source"))
     if os.environ.get(DATA_ENV) and not config_sets_data:
-        overrides.append(f"data.source={os.environ[DATA_ENV]}")
+        overrides.append(("data.source", os.environ[DATA_ENV]))
     for flag, field in (("model", "model.source"), ("data", "data.source"), ("seed", "recipe.seed"), ("steps", "recipe.steps")):
         value = getattr(args, flag)
         if value is not None:
-            overrides.append(f"{field}={value}")
+            overrides.append((field, value))
     return overrides + args.overrides
 
 

@@ -3,7 +3,7 @@ starts mid-run. Readings come from small collectors (network, partial downloads,
 processes, memory, GPU), each skipping quietly what the host cannot tell."""
 
 from harness.guard.config import ALL_CHECKS, GuardConfig, load_guard_config
-from harness.guard.lock import TimedLockBusy, default_lock_path, timed_lock
+from harness.guard.lock import default_lock_path, timed_lock
 from harness.guard.offline import offline_env
 from harness.guard.precheck import precheck
 from harness.guard.sampler import NoisySample, Sampler, SamplerReport
@@ -17,7 +17,6 @@ __all__ = [
     "Reading",
     "Sampler",
     "SamplerReport",
-    "TimedLockBusy",
     "default_lock_path",
     "load_guard_config",
     "offline_env",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.gpu import GpuBusy, GpuProcess
+from harness.gpu.tools import GpuBusy, GpuProcess
 from harness.guard.config import GuardConfig
 from harness.guard.verdict import Reading, format_bytes
 

@@ -10,7 +10,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from harness.gpu import probe_gpu_busy, probe_gpu_processes
+from harness.gpu.tools import probe_gpu_busy, probe_gpu_processes
 from harness.guard.config import GuardConfig
 from harness.guard.cpu import ProcCpu, cpu_reading, process_tree, take_cpu_snapshot
 from harness.guard.downloads import downloads_reading, scan_partial_files, watched_dirs

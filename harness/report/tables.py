@@ -11,11 +11,11 @@ from typing import Any
 
 from tabulate import tabulate
 
-from harness import mfu as mfu_table
 from harness import stats
 from harness.findings import Assessment
 from harness.report.groups import ReportGroup, SetupRuns, paired_outcomes
 from harness.results import RunRecord
+from harness.run import mfu as mfu_table
 
 GIB = 1024**3
 NONE = "–"
@@ -89,7 +89,7 @@ def n_gpus(r: RunRecord) -> int:
 
 
 def mfu_percent(r: RunRecord) -> float | None:
-    """The record's MFU, else computed from its tokens, parameters and train time against `harness.mfu`."""
+    """The record's MFU, else computed from its tokens, parameters and train time against `harness.run.mfu`."""
     if r.train is None:
         return None
     if r.train.mfu is not None:

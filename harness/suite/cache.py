@@ -9,15 +9,12 @@ so it is not in the fingerprint.
 
 from __future__ import annotations
 
-import fcntl
-from collections.abc import Generator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, get_args
 
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.results import RunRecord, Status, fingerprint, load_record, record_dir
+from harness.results import RunRecord, Status, fingerprint, load_record, seed_record_path
 
 TERMINAL_STATUSES: frozenset[str] = frozenset(get_args(Status))
 Rerun = Literal["no", "failed", "all"]
@@ -25,9 +22,7 @@ Rerun = Literal["no", "failed", "all"]
 
 def expected_path(results_dir: Path, setup: SetupConfig, stack: str, host: str) -> Path:
     """Where `run_setup` writes this setup's record on this stack and host."""
-    return (
-        record_dir(results_dir, stack, host, setup.experiment, setup.name) / f"seed-{setup.recipe.seed}.json"
-    )
+    return seed_record_path(results_dir, stack, host, setup.experiment, setup.name, setup.recipe.seed)
 
 
 def lookup(
@@ -52,15 +47,3 @@ def lookup(
 
 def wants_rerun(record: RunRecord, rerun: Rerun) -> bool:
     return rerun == "all" or (rerun == "failed" and record.status != "ok")
-
-
-@contextmanager
-def file_lock(path: Path) -> Generator[None]:
-    """An exclusive lock held for the block; other processes (xdist workers, a second pytest) wait."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,6 +1,6 @@
 """What this host can run, asked once per session, so a case it cannot run skips naming what is missing.
 
-Answers come from torch (whose cuda API also answers for ROCm) and `importlib.util.find_spec`, never
+Answers come from `harness.gpu.facts` (torch, whose cuda API also answers for ROCm) and `importlib.util.find_spec`, never
 from importing the optional packages themselves: importing unsloth or bitsandbytes can take seconds
 or touch the GPU, and a skip decision must not.
 """
@@ -11,6 +11,7 @@ import importlib.util
 from dataclasses import dataclass
 
 from harness.config import SetupConfig
+from harness.gpu.facts import visible_gpu_count
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,7 @@ KNOWN_BACKENDS = ("hf", "unsloth")
 
 
 def detect_capabilities() -> HostCapabilities:
-    import torch
-
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    gpus = visible_gpu_count()
     packages = frozenset(name for name in OPTIONAL_PACKAGES if _importable(name))
     backends = frozenset(name for name in KNOWN_BACKENDS if _importable(f"harness.backends.{name}"))
     return HostCapabilities(gpu_count=gpus, packages=packages, backends=backends)

@@ -19,7 +19,7 @@ from harness.errors import ConfigError, UserError
 from harness.results import RunRecord, record_path
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
 from harness.suite.runner import RunResult, SuiteRunner, SuiteSettings
-from harness.suite.setups import BenchSetup, override_strings
+from harness.suite.setups import BenchSetup
 
 DEFAULT_SEEDS = "3407,42,1234"
 STACK_ENV = "LORABENCH_STACK"
@@ -301,7 +301,7 @@ def _resolve(
     runner: SuiteRunner, bench: BenchSetup, seed: int, overrides: Mapping[str, object] | None
 ) -> SetupConfig:
     try:
-        return runner.resolve(bench, seed, override_strings(overrides or {}))
+        return runner.resolve(bench, seed, list((overrides or {}).items()))
     except UserError as exc:
         pytest.fail(str(exc), pytrace=False)
 

@@ -1,31 +1,30 @@
 """Runs a benchmark setup for one seed, or hands back the record already on disk for it.
 
 One `SuiteRunner` per pytest process (each xdist worker has its own), kept in `config.stash`. Runs go
-through `harness.run.run_setup`, in a child process unless inline was asked for. Three things keep
+through `harness.run.parent.run_setup`, in a child process unless inline was asked for. Three things keep
 parallel sessions honest: a lock per record path (two workers needing the same run train it once),
-a host-wide lock around timed runs (two timings never overlap), and one GPU per xdist worker.
+the host-wide timed lock `run_setup` takes (two timings never overlap), and one GPU per xdist worker.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 import warnings
 from collections.abc import Generator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from harness.config import SetupConfig
+from harness.config import Override, SetupConfig
+from harness.locks import exclusive_lock
 from harness.results import RunRecord, fingerprint
-from harness.suite.cache import Rerun, expected_path, file_lock, lookup, wants_rerun
+from harness.suite.cache import Rerun, expected_path, lookup, wants_rerun
 from harness.suite.setups import BenchSetup, load_bench_setup
 
 How = Literal["trained", "re-ran", "reused"]
-TIMED_LOCK = Path(tempfile.gettempdir()) / "lorabench-timed.lock"
 
 
 @dataclass(frozen=True)
@@ -44,10 +43,10 @@ class SuiteSettings:
     quiet: bool = True
     other_stack: str | None = None
 
-    def setup_overrides(self) -> list[str]:
+    def setup_overrides(self) -> list[Override]:
         """Overrides every setup gets, before a case's own: data, model, then `--lorabench-set`."""
-        found = [f"data.source={self.data}"] if self.data else []
-        found += [f"model.source={self.model}"] if self.model else []
+        found: list[Override] = [("data.source", self.data)] if self.data else []
+        found += [("model.source", self.model)] if self.model else []
         return found + list(self.overrides)
 
 
@@ -83,11 +82,11 @@ class SuiteRunner:
         """(env var, device) that gives this xdist worker's trainer children one GPU of their own."""
         if not self.worker or not self.worker.removeprefix("gw").isdigit():
             return None
-        import torch
+        from harness.gpu.facts import visible_devices_var, visible_gpu_count
 
-        name = "HIP_VISIBLE_DEVICES" if getattr(torch.version, "hip", None) else "CUDA_VISIBLE_DEVICES"
+        name = visible_devices_var()
         given = os.environ.get(name)
-        devices = given.split(",") if given else [str(i) for i in range(torch.cuda.device_count())]
+        devices = given.split(",") if given else [str(i) for i in range(visible_gpu_count())]
         if len(devices) < 2:
             return None
         return name, devices[int(self.worker.removeprefix("gw")) % len(devices)]
@@ -97,7 +96,7 @@ class SuiteRunner:
             self._setups[path] = load_bench_setup(path)
         return self._setups[path]
 
-    def resolve(self, bench: BenchSetup, seed: int, overrides: Sequence[str] = ()) -> SetupConfig:
+    def resolve(self, bench: BenchSetup, seed: int, overrides: Sequence[Override] = ()) -> SetupConfig:
         return bench.resolve(seed, [*self.settings.setup_overrides(), *overrides])
 
     def run(self, setup: SetupConfig, *, timed: bool = False) -> RunResult:
@@ -107,7 +106,7 @@ class SuiteRunner:
         if key in self._memo:
             return self._memo[key]
         path = expected_path(self.settings.results_dir, setup, stack, self.host)
-        with file_lock(path.with_name(path.stem + ".lock")):
+        with exclusive_lock(path.with_name(path.stem + ".lock"), what="record lock"):
             cached = lookup(self.settings.results_dir, setup, stack, self.host, timed=timed)
             if cached is not None and not (wants_rerun(cached, self.settings.rerun) and self._older(cached)):
                 result = RunResult(cached, path, "reused")
@@ -131,14 +130,15 @@ class SuiteRunner:
             return True
 
     def _train(self, setup: SetupConfig, timed: bool) -> tuple[RunRecord, Path]:
-        from harness.run import RunOptions, run_setup
+        from harness.run.parent import RunOptions, run_setup
 
         options = RunOptions(
             results_dir=self.settings.results_dir, stack=self.settings.stack, timed=timed,
             allow_noisy=self.settings.allow_noisy, quiet=self.settings.quiet, isolate=not self.settings.inline,
         )  # fmt: skip
         _ = self.host  # resolved before pinning a GPU (see `host`)
-        with file_lock(TIMED_LOCK) if timed else nullcontext(), self._pinned():
+        # A timed run takes the host-wide timed lock itself (harness.run.parent).
+        with self._pinned():
             record, path = run_setup(setup, options)
         if record.host != self.host:
             warnings.warn(

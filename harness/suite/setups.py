@@ -7,13 +7,12 @@ part of the setup: changing a bound re-asserts against the cached records instea
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.config import SetupConfig, apply_overrides, read_config_file, validate_setup
+from harness.config import Override, SetupConfig, apply_overrides, read_config_file, validate_setup
 from harness.errors import ConfigError
 
 CLAIMS_TABLE = "claims"
@@ -33,9 +32,9 @@ class BenchSetup:
             raise KeyError(f"{self.path}: [claims] has no {name!r}; add it, e.g. `{name} = …`")
         return default
 
-    def resolve(self, seed: int, overrides: Sequence[str] = ()) -> SetupConfig:
-        """The validated setup for one seed: file, then `field.path=value` overrides, then the seed."""
-        data = apply_overrides(self.fields, [*overrides, f"recipe.seed={seed}"])
+    def resolve(self, seed: int, overrides: Sequence[Override] = ()) -> SetupConfig:
+        """The validated setup for one seed: file, then overrides, then the seed."""
+        data = apply_overrides(self.fields, [*overrides, ("recipe.seed", seed)])
         return validate_setup(data, source=str(self.path))
 
 
@@ -45,9 +44,3 @@ def load_bench_setup(path: Path) -> BenchSetup:
     if not isinstance(claims, dict):
         raise ConfigError(str(path), [f"{CLAIMS_TABLE}: must be a table of bounds, got {claims!r}"])
     return BenchSetup(path=path, fields=data, claims=claims)
-
-
-def override_strings(overrides: Mapping[str, object]) -> list[str]:
-    """`{"eval.limit": 50}` → `["eval.limit=50"]`, in the `--set` syntax the config layer parses."""
-    # JSON is YAML flow syntax: "yes" stays a string, lists and booleans survive the round trip.
-    return [f"{key}={json.dumps(value)}" for key, value in overrides.items()]

@@ -1,39 +1,54 @@
-"""The task registry and the common task interface.
+"""The task registry and the contract every task keeps.
 
 Every task has a module `harness.tasks.<name>.task` with the same functions (a shared signature, no
 class tree, as the backends):
 
-    load_split(config: DataConfig) -> split        # .source .n_rows .train .test .hash
+    check_source(config: DataConfig) -> None       # before any process starts: a cheap look at the source
+    load_split(config: DataConfig) -> Split        # the data, split and hashed
     score(answers, test) -> dict                   # the record's Metrics fields
     score_with_rows(test, answers, base_answers) -> (dict, list[dict])  # the same, plus a predictions
                                                    # line per question, scored once
 
-and examples with an `answer`. An example type that has `prompt_messages()` names its own prompt;
-SQL rows, which predate it, take theirs from `harness.tasks.sql.prompt`.
+Outside `harness.tasks.<name>`, code knows examples and splits only through the protocols below.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Protocol
 
 TASKS = {"sql": "harness.tasks.sql.task", "verdict": "harness.tasks.verdict.task"}
 
 
+class Example(Protocol):
+    """One question of any task: its prompt as chat messages and its gold answer."""
+
+    @property
+    def answer(self) -> str: ...
+
+    def prompt_messages(self) -> list[dict[str, str]]: ...
+
+
+class Split(Protocol):
+    """A task's data split: train and test examples, where they came from, and a hash of both."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def n_rows(self) -> int: ...
+
+    @property
+    def train(self) -> Sequence[Example]: ...
+
+    @property
+    def test(self) -> Sequence[Example]: ...
+
+    @property
+    def hash(self) -> str: ...
+
+
 def task_module(name: str) -> ModuleType:
     return importlib.import_module(TASKS[name])
-
-
-def prompt_messages(example: Any) -> list[dict[str, str]]:
-    own = getattr(example, "prompt_messages", None)
-    if own is not None:
-        return own()
-    from harness.tasks.sql.prompt import messages
-
-    return messages(example)
-
-
-def render_prompt(tokenizer: Any, example: Any) -> str:
-    """The chat-templated prompt of any task's example, ending where the assistant's answer begins."""
-    return tokenizer.apply_chat_template(prompt_messages(example), tokenize=False, add_generation_prompt=True)

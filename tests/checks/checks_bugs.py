@@ -100,7 +100,7 @@ def nll_trainer(model: Any, tokenizer: Any, examples: Any, *, batch: int, accum:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from harness.training import tokenize_examples
+    from harness.tasks.encoding import tokenize_examples
 
     tokenized = tokenize_examples(tokenizer, examples)
     dataset = Dataset.from_dict(

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from harness.config import RecipeConfig, SetupConfig
+from harness.runtime import Runtime
 from harness.tasks.sql.data import SqlExample
-from harness.training import Runtime
 
 
 def make_examples(n: int) -> list[SqlExample]:

@@ -9,7 +9,8 @@ from conftest import small_setup
 
 from harness.backends.hf import build_trainer
 from harness.checks import audit_mask
-from harness.training import Runtime, end_of_turn, tokenize_examples
+from harness.runtime import Runtime
+from harness.tasks.encoding import end_of_turn, tokenize_examples
 
 
 def _trainer(model: Any, tokenizer: Any, examples: list, runtime: Runtime, **recipe: Any) -> Any:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import child_env
 
-from harness.guard import TimedLockBusy, timed_lock
+from harness.guard import timed_lock
+from harness.locks import LockBusy
 
 # Holds the lock for argv[2] seconds and appends its [start, end] interval to argv[3].
 HOLDER = """
@@ -41,7 +42,7 @@ def test_busy_lock_names_its_holder(tmp_path: Path) -> None:
     lock = tmp_path / "timed.lock"
     first = holder(lock, 2.0, tmp_path / "log")
     assert first.stdout is not None and first.stdout.readline().strip() == "held"
-    with pytest.raises(TimedLockBusy) as caught, timed_lock(lock, timeout_s=0.2):
+    with pytest.raises(LockBusy) as caught, timed_lock(lock, timeout_s=0.2):
         pass
     assert f"held by pid {first.pid} since" in str(caught.value)
     assert "waited 0.2 s" in str(caught.value)

@@ -113,17 +113,6 @@ def test_rerun_policy() -> None:
     assert [wants_rerun(refused, r) for r in ("no", "failed", "all")] == [False, True, True]
 
 
-def test_4bit_saving_predicted_from_the_linear_layers(tiny_model_dir: Path) -> None:
-    from harness.suite.memory import predict_4bit_saving
-
-    prediction = predict_4bit_saving(tiny_model_dir)
-    # Tiny Llama: hidden 64, kv 2 of 4 heads (32), MLP 128, 2 layers; the tied head is not quantized.
-    per_layer = 64 * 64 * 2 + 64 * 32 * 2 + 64 * 128 * 3
-    assert prediction.quantizable_params == 2 * per_layer
-    assert 0 < prediction.fraction < 1
-    assert prediction.saved_bytes == pytest.approx(2 * per_layer * 1.5)
-
-
 def test_staggered_loads_one_after_another() -> None:
     from harness.results import Timings
 

@@ -100,17 +100,19 @@ def test_config_defaults_the_verdict_data_and_leaves_sql_alone() -> None:
 
 def test_a_verdict_run_on_a_tiny_model(tiny_model_dir: Path, tmp_path: Path) -> None:
     from harness.results import Metrics
-    from harness.worker import Job, execute_job
+    from harness.run.child import execute_job
+    from harness.run.outcome import Job
 
     setup = load_setup(None, [
         "task=verdict", f"model.source={tiny_model_dir}", "recipe.steps=10", "recipe.batch_size=4",
         "eval.max_new_tokens=6", "eval.limit=6", "checks.smoke.first_loss_max=20", "checks.smoke.steps=10",
     ])  # fmt: skip
-    outcome = execute_job(Job(setup, tmp_path))
+    outcome = execute_job(Job(setup=setup, work_dir=tmp_path))
     assert outcome.status == "ok", outcome.reason
-    assert outcome.data["n_train"] == 46 and outcome.data["n_test"] == 6
-    assert outcome.checks["mask_audit"]["verdict"] == "pass", outcome.checks["mask_audit"]
-    trained, baseline = Metrics(**outcome.trained), Metrics(**outcome.baseline)  # the record's schema
+    assert outcome.data is not None and outcome.data.n_train == 46 and outcome.data.n_test == 6
+    assert outcome.checks["mask_audit"].verdict == "pass", outcome.checks["mask_audit"]
+    trained, baseline = outcome.trained, outcome.baseline  # the record's own schema
+    assert isinstance(trained, Metrics) and isinstance(baseline, Metrics)
     assert (
         trained.n == baseline.n == 6
         and trained.gate is not None

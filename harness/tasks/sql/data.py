@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.config import DataConfig
 from harness.errors import UserError
+from harness.tasks.sql.prompt import messages
 
 FIELDS = ("question", "context", "answer")
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -27,9 +28,12 @@ class SqlExample:
     context: str
     answer: str
 
+    def prompt_messages(self) -> list[dict[str, str]]:
+        return messages(self.question, self.context)
+
 
 @dataclass(frozen=True)
-class Split:
+class SqlSplit:
     source: str
     n_rows: int
     train: tuple[SqlExample, ...]
@@ -125,7 +129,7 @@ def split_hash(train: tuple[SqlExample, ...], test: tuple[SqlExample, ...]) -> s
     return digest.hexdigest()[:16]
 
 
-def make_split(rows: list[SqlExample], config: DataConfig) -> Split:
+def make_split(rows: list[SqlExample], config: DataConfig) -> SqlSplit:
     if len(rows) <= config.test_size:
         raise UserError(
             f"data.test_size: {config.test_size} test rows leave none to train on ({len(rows)} rows in "
@@ -135,8 +139,8 @@ def make_split(rows: list[SqlExample], config: DataConfig) -> Split:
     random.Random(config.split_seed).shuffle(shuffled)
     test = tuple(shuffled[-config.test_size :])
     train = tuple(shuffled[: -config.test_size][: config.train_size])
-    return Split(config.source, len(rows), train, test, split_hash(train, test))
+    return SqlSplit(config.source, len(rows), train, test, split_hash(train, test))
 
 
-def load_split(config: DataConfig) -> Split:
+def load_split(config: DataConfig) -> SqlSplit:
     return make_split(load_rows(config.source), config)

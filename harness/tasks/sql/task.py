@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.tasks.sql.data import SqlExample, load_split, row_id
+from harness.tasks.sql.data import check_data_source as check_source
 from harness.tasks.sql.scoring import QuestionScore, score_prediction, summarize
 
-__all__ = ["load_split", "score", "score_with_rows"]
+__all__ = ["check_source", "load_split", "score", "score_with_rows"]
 
 
 def _scores(answers: Sequence[str], test: Sequence[SqlExample]) -> list[QuestionScore]:

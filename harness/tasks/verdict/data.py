@@ -75,13 +75,19 @@ def _example(row: object, where: str) -> tuple[VerdictExample, str | None]:
     return VerdictExample(tuple(pairs[:-1]), pairs[-1][1].strip()), split
 
 
-def load_rows(source: str) -> list[tuple[VerdictExample, str | None]]:
-    path = source_path(source)
+def check_source(config: DataConfig) -> None:
+    """Before any process starts: the source is the shipped corpus or an existing .jsonl file."""
+    path = source_path(config.source)
     if path.suffix != ".jsonl" or not path.is_file():
         raise UserError(
-            f"data.source: {source!r} is not an existing chat-format .jsonl file; the verdict task reads one "
+            f"data.source: {config.source!r} is not an existing chat-format .jsonl file; the verdict task reads one "
             f"(or `{CORPUS_NAME}`, the corpus shipped with lorabench)"
         )
+
+
+def load_rows(source: str) -> list[tuple[VerdictExample, str | None]]:
+    check_source(DataConfig(source=source))
+    path = source_path(source)
     rows = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if line.strip():

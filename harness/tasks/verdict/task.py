@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.tasks.verdict.data import VerdictExample, load_split
+from harness.tasks.verdict.data import VerdictExample, check_source, load_split
 from harness.tasks.verdict.scoring import VerdictScore, score_prediction, summarize
 
-__all__ = ["load_split", "score", "score_with_rows"]
+__all__ = ["check_source", "load_split", "score", "score_with_rows"]
 
 
 def _scores(answers: Sequence[str], test: Sequence[VerdictExample]) -> list[VerdictScore]:

@@ -1,0 +1,57 @@
+"""The one way lorabench writes a file or folder that someone may read at any moment: atomically.
+
+A reader (the suite's cache, the report, a parent process reading its child's outcome, a second worker)
+sees either the old content or the new, never half a file: the text goes to a temp file in the same
+folder, is flushed to disk, and is renamed over the target. A folder (an adapter, a converted model)
+is built under a temp name and renamed into place, so a crash or a full disk never leaves a partial
+folder under the real name. Not covered: filesystems without atomic rename (some network mounts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Generator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: Path, data: Any, *, indent: int | None = 1) -> Path:
+    return write_text(path, json.dumps(data, indent=indent, ensure_ascii=False) + "\n")
+
+
+def write_lines(path: Path, rows: Any) -> Path:
+    """JSON Lines: one object per line."""
+    return write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+@contextmanager
+def building_dir(target: Path) -> Generator[Path]:
+    """A temp folder beside `target` to fill in the block; renamed to `target` when the block ends
+    without an error, removed when it raises. `target` must not exist yet (move an old one aside first)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

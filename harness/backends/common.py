@@ -1,0 +1,46 @@
+"""What every backend shares: the observers it must call each step and the outcome it returns."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class StepObserver(Protocol):
+    """Called by the backend after every optimizer step; a returned string stops training with that reason."""
+
+    def on_step(self, step: int, loss: float) -> str | None: ...
+
+
+@dataclass
+class TrainOutcome:
+    model: Any
+    losses: list[float] = field(default_factory=list)
+    stopped_reason: str | None = None
+    train_s: float = 0.0
+    preflight_s: float | None = None
+    step_ends: list[float] = field(default_factory=list)  # perf_counter at the start, then after each optimizer step
+    tokens: int | None = None
+    samples: int = 0
+    trainable_params: int = 0
+    total_params: int = 0
+    checks: dict[str, Any] = field(default_factory=dict)  # name → CheckResult, from preflight and post checks
+    graphs: Any = None  # GraphStats (harness/backends/graphed_layers.py) of a recipe.compile = "graphs" span
+
+
+def steady_step_seconds(step_ends: Sequence[float]) -> float | None:
+    """Median seconds per optimizer step, leaving out the first tenth of the steps (at least one): the
+    warm-up (allocator, cuBLAS handles, a compile) that a longer run would amortise. The logged loss is
+    read from the device every step, so the host's clock follows the GPU's."""
+    durations = [b - a for a, b in itertools.pairwise(step_ends)]
+    steady = durations[max(1, len(durations) // 10) :]
+    return round(statistics.median(steady), 4) if steady else None
+
+
+def count_params(model: Any) -> tuple[int, int]:
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return trainable, total

@@ -1,0 +1,9 @@
+"""One run, top to bottom (design steps 1–10), across two processes.
+
+Read in this order: `parent` (provenance, guard, the trainer child, the record) → `child` (the trainer
+process: a typed Job in, a typed Outcome out) → `recipe` (steps 3–9) → `evaluate` (answers and scores).
+Beside them: `adapter` (save, keep, find, re-score a trained adapter), `ranks` (DDP: rank 0, gathering,
+staggered loading), `capped` (memory cap and watchdog), `progress`, `mfu`.
+
+Nothing is imported here, so importing `harness.run.child` does not pull in the parent.
+"""

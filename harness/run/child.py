@@ -1,0 +1,67 @@
+"""The trainer child: one process (one per rank under DDP) that runs design steps 3–9 for one run.
+
+`python -m harness.run.child JOB.json`. It runs in its own process so a memory cap or watchdog can kill
+it without killing the run: the parent then still writes a record. A typed `Job` comes in, a typed
+`Outcome` goes out (`harness.run.outcome`); the recipe itself is `harness.run.recipe`, imported only
+here, in the child: it pulls in torch, which the parent never imports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import sys
+import traceback
+from pathlib import Path
+
+from harness.errors import RunStopped, UserError
+from harness.results import MemoryStats
+from harness.run.outcome import Events, Job, Outcome, write_outcome
+from harness.run.progress import Progress
+from harness.run.ranks import bind_local_gpu, is_main_process, rank_name
+
+
+def peak_rss_bytes() -> int:
+    # ru_maxrss is KiB on Linux; this process only (the parent is not counted).
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def execute_job(job: Job) -> Outcome:
+    """Run steps 3–9; never raises for run failures — they become the outcome's status and reason."""
+    if job.setup.backend == "unsloth":
+        # Unsloth patches transformers, PEFT and TRL at import: it must come first.
+        with contextlib.suppress(ImportError):
+            import unsloth  # ruff: ignore[unused-import]
+    from harness.run import recipe
+
+    outcome = Outcome()
+    main_process = is_main_process()
+    events = Events(job.work_dir / ("events.jsonl" if main_process else f"events-{rank_name()}.jsonl"))
+    progress = Progress(quiet=job.quiet or not main_process)
+    try:
+        recipe.run_phases(job.setup, job.work_dir, outcome, events, progress)
+    except UserError as exc:
+        outcome.status, outcome.reason = "failed", str(exc)
+    except RunStopped as exc:
+        outcome.status, outcome.reason = exc.status, exc.reason
+    except Exception as exc:
+        outcome.status = "failed"
+        outcome.reason = f"{type(exc).__name__}: {exc}"
+        outcome.traceback = traceback.format_exc()
+    device = outcome.model.device if outcome.model else "unknown"
+    memory = outcome.memory or MemoryStats(device=device)
+    outcome.memory = memory.model_copy(update={"peak_rss_bytes": peak_rss_bytes()})
+    return outcome
+
+
+def main(argv: list[str]) -> int:
+    job = Job.model_validate_json(Path(argv[0]).read_text(encoding="utf-8"))
+    bind_local_gpu()
+    outcome = execute_job(job)
+    if is_main_process():
+        write_outcome(outcome, job.work_dir)
+    return 0 if outcome.status == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,218 @@
+"""Evaluation (design step 9): the model's answers to the test questions, the untrained baseline, and
+how they are decoded.
+
+Batched greedy decoding: prompts sorted by length so each batch pads little, left-padded; a sequence
+stops at its first newline or end-of-turn token, and a batch ends when all its sequences have stopped.
+Greedy decoding is deterministic, so the answers match one-question-at-a-time decoding except where
+padding changes floating-point sums (measured, not assumed: see tests and benchmarks). The eval policy
+(batch size, merging the adapter, decoding precision) is resolved here from the setup's `eval` table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable, Generator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import StoppingCriteria, StoppingCriteriaList
+
+from harness import atomic
+from harness.config import SetupConfig
+from harness.models import cache_dir
+from harness.run.progress import Progress
+from harness.runtime import Runtime
+from harness.tasks.encoding import end_of_turn, render_prompt
+from harness.tasks.registry import Example, Split
+
+# Every test question decoded in one batch on a GPU, up to this many (SmolLM2's KV cache for 300
+# questions of ~170 tokens: about 1 GB in bf16, by arithmetic, not measured).
+GPU_EVAL_BATCH = 512
+CPU_EVAL_BATCH = 64
+
+
+def eval_batch_size(configured: int | str, device: str) -> int:
+    """`eval.batch_size`, with auto resolved for the device (see EvalConfig)."""
+    if configured != "auto":
+        return int(configured)
+    return GPU_EVAL_BATCH if device == "cuda" else CPU_EVAL_BATCH
+
+
+def merges_adapter(setup: SetupConfig, device: str) -> bool:
+    """Whether eval decodes with the LoRA weights folded in: `eval.merge_adapter`, auto resolved for the
+    device (see EvalConfig); never for a quantized base (the merge would re-quantize its weights) nor
+    for Unsloth, which decodes through its own patched model."""
+    configured = setup.eval.merge_adapter
+    wanted = device == "cuda" if configured == "auto" else bool(configured)
+    return wanted and setup.backend == "hf" and setup.precision != "4bit"
+
+
+class StopAtTokens(StoppingCriteria):
+    """Per-sequence stop: a generated token is in `stop_ids` (any token whose text holds a newline, EOS…)."""
+
+    def __init__(self, stop_ids: set[int], prompt_length: int) -> None:
+        self.stop_ids = torch.tensor(sorted(stop_ids))
+        self.prompt_length = prompt_length
+
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        # The newest token only: generate keeps a stopped sequence stopped (it ANDs these flags into its
+        # own). The ids move to the device once, not by a host-to-device copy every token.
+        if self.stop_ids.device != input_ids.device:
+            self.stop_ids = self.stop_ids.to(input_ids.device)
+        if input_ids.shape[1] <= self.prompt_length:
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        return torch.isin(input_ids[:, -1], self.stop_ids)
+
+
+def stop_token_ids(tokenizer: Any, end_of_turn: str | None) -> set[int]:
+    ids: set[int] = set()
+    for token, index in tokenizer.get_vocab().items():
+        if "\n" in tokenizer.convert_tokens_to_string([token]):
+            ids.add(index)
+    for special in (tokenizer.eos_token, end_of_turn):
+        if special:
+            ids.update(tokenizer.convert_tokens_to_ids([special]) if special in tokenizer.get_vocab() else [])
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return ids
+
+
+@contextlib.contextmanager
+def adapter_merged(model: Any, enabled: bool) -> Generator[None]:
+    """The LoRA weights folded into the base weights for the block, unfolded after.
+
+    Unmerged, every adapted projection costs three extra small kernels per token; on a GPU, where a
+    decode step of a 135M model is bound by kernel launches, folding them in is faster (H200, 300
+    questions: 3.5 s against 4.5 s, medians of two).
+    The sums differ in rounding only; how often that changes an answer is measured, not assumed
+    (benchmarks/bench_eval.py). Unfolding leaves the base weights equal up to rounding only, so a run
+    merges after it has saved the adapter and uses the model no further. Never for a quantized base:
+    merging would re-quantize its weights."""
+    if not enabled or not hasattr(model, "merge_adapter"):
+        yield
+        return
+    model.merge_adapter()
+    try:
+        yield
+    finally:
+        model.unmerge_adapter()
+
+
+@contextlib.contextmanager
+def decoding_precision(model: Any, precision: str) -> Generator[None]:
+    """`eval.precision = "fp32"`: every parameter and buffer lifted to fp32 for the block, each put back
+    in its own dtype after (bf16 → fp32 → bf16 is exact; LoRA weights kept in fp32 stay fp32)."""
+    if precision != "fp32":
+        yield
+        return
+    tensors = [*model.parameters(), *model.buffers()]
+    dtypes = [t.dtype for t in tensors]
+    for tensor in tensors:
+        if tensor.is_floating_point():
+            tensor.data = tensor.data.float()
+    try:
+        yield
+    finally:
+        for tensor, dtype in zip(tensors, dtypes, strict=True):
+            tensor.data = tensor.data.to(dtype)
+
+
+def first_line(text: str) -> str:
+    return text.strip().split("\n")[0].strip()
+
+
+@torch.no_grad()
+def generate_answers(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    *,
+    batch_size: int,
+    max_new_tokens: int,
+    end_of_turn: str | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[str]:
+    """Greedy answers (first line, stripped) in the order of `prompts`."""
+    model.eval()
+    device = next(model.parameters()).device
+    tokenizer.padding_side = "left"
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    stops = stop_token_ids(tokenizer, end_of_turn)
+    encoded = [tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
+    order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))
+    answers: list[str] = [""] * len(prompts)
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        width = max(len(encoded[i]) for i in idx)
+        input_ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
+        attention = torch.zeros((len(idx), width), dtype=torch.long)
+        for row, i in enumerate(idx):
+            ids = encoded[i]
+            input_ids[row, width - len(ids) :] = torch.tensor(ids)
+            attention[row, width - len(ids) :] = 1
+        output = model.generate(
+            input_ids=input_ids.to(device),
+            attention_mask=attention.to(device),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=pad_id,
+            stopping_criteria=StoppingCriteriaList([StopAtTokens(stops, width)]),
+        )
+        for row, i in enumerate(idx):
+            answers[i] = first_line(tokenizer.decode(output[row, width:], skip_special_tokens=True))
+        if on_batch:
+            on_batch(len(idx))
+    return answers
+
+
+def answer_questions(
+    model: Any, tokenizer: Any, examples: Sequence[Example], setup: SetupConfig, *, merge: bool | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[str]:  # fmt: skip
+    """The model's greedy answers to any task's examples, decoded as the setup's eval says. `merge`
+    overrides `eval.merge_adapter` (an export compares unmerged with merged answers)."""
+    device = next(model.parameters()).device.type
+    prompts = [render_prompt(tokenizer, ex) for ex in examples]
+    merged = merges_adapter(setup, device) if merge is None else merge
+    # Lifted first, merged after: the LoRA sums are folded in fp32 too.
+    with decoding_precision(model, setup.eval.precision), adapter_merged(model, merged):
+        return generate_answers(
+            model, tokenizer, prompts, batch_size=eval_batch_size(setup.eval.batch_size, device),
+            max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer), on_batch=on_batch,
+        )  # fmt: skip
+
+
+def timed_answers(
+    model: Any, tokenizer: Any, test: Sequence[Example], setup: SetupConfig, progress: Progress, phase: str
+) -> tuple[list[str], float]:
+    """`answer_questions` as a run's phase: progress shown, wall time returned."""
+    progress.phase(phase, total=len(test))
+    started = time.perf_counter()
+    answers = answer_questions(model, tokenizer, test, setup, on_batch=lambda n: progress.advance(n))
+    return answers, round(time.perf_counter() - started, 2)
+
+
+def baseline_answers(
+    setup: SetupConfig, runtime: Runtime, model_path: Path, split: Split, test: Sequence[Example],
+    model: Any, tokenizer: Any, progress: Progress,
+) -> tuple[list[str], float, bool]:  # fmt: skip
+    """The untrained model's answers, the seconds they took when decoded, and whether they came from the
+    cache. Cached per model + split + decoding precision + eval settings: the answers, not their scores
+    (scoring is cheap and may improve between runs)."""
+    decoded_in = "fp32" if setup.eval.precision == "fp32" else runtime.precision  # what the answers depend on
+    key_payload = json.dumps(
+        [str(model_path), setup.model.model_dump(mode="json"), decoded_in, split.hash, len(test),
+         setup.eval.max_new_tokens],
+    )  # fmt: skip
+    key = hashlib.sha256(key_payload.encode()).hexdigest()[:16]
+    path = cache_dir() / "baseline" / f"{key}.json"
+    if path.is_file():
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        return cached["answers"], cached["eval_s"], True
+    answers, seconds = timed_answers(model, tokenizer, test, setup, progress, "baseline eval")
+    atomic.write_json(path, {"answers": answers, "eval_s": seconds}, indent=None)
+    return answers, seconds, False

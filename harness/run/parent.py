@@ -1,0 +1,235 @@
+"""One run, top to bottom (the design's ten steps), as seen from the parent process.
+
+The parent takes the provenance snapshot, asks the guard, starts the trainer child (steps 3–9, see
+`harness.run.recipe`), and always writes the record — also when the child failed, was stopped by a
+check, or died without a word. Nothing a run learned is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.config import SetupConfig
+from harness.errors import UserError
+from harness.gpu.visibility import hide_integrated_gpus
+from harness.guard import GuardConfig, GuardVerdict, Sampler, offline_env, precheck, timed_lock
+from harness.models import check_model_source
+from harness.provenance import collect_provenance, default_stack
+from harness.results import MemoryStats, RunRecord, fingerprint, predictions_path, record_path, write_record
+from harness.run.adapter import eval_adapter_source, keep_adapter
+from harness.run.capped import run_capped
+from harness.run.child import execute_job
+from harness.run.outcome import Job, Outcome, read_outcome, write_outcome
+from harness.tasks.registry import task_module
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_dir: Path = Path("results")
+    stack: str = field(default_factory=default_stack)
+    timed: bool = False
+    allow_noisy: bool = False
+    guard: GuardConfig = field(default_factory=GuardConfig)
+    quiet: bool = False
+    isolate: bool = True  # the trainer in a child process; tests may run it inline
+    memory_cap_bytes: int | None = field(default_factory=lambda: parse_bytes_env("LORABENCH_MEM_CAP"))
+    # The watchdog kills the trainer, never the host, when available memory falls below this floor
+    # (unified-memory APUs freeze instead of failing an allocation).
+    memory_floor_bytes: int | None = field(default_factory=lambda: parse_bytes_env("LORABENCH_MEMORY_FLOOR", "512m"))
+
+
+def parse_bytes_env(name: str, default: str | None = None) -> int | None:
+    raw = os.environ.get(name, default)
+    if not raw:
+        return None
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    text = raw.strip().lower().removesuffix("b").removesuffix("i")
+    try:
+        return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+    except (ValueError, IndexError):
+        raise UserError(f"${name}: {raw!r} is not a size; use bytes or a number with k, m, g (e.g. 2g)") from None
+
+
+def new_run_id(created: datetime, fp: str, seed: int) -> str:
+    return f"{created.strftime('%Y%m%dT%H%M%SZ')}-{fp[:8]}-s{seed}"
+
+
+def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
+    check_model_source(setup.model)
+    task_module(setup.task).check_source(setup.data)
+    eval_adapter_source(setup)  # a wrong eval.adapter fails here, not after the model has loaded
+    created = datetime.now(UTC)
+    started = time.perf_counter()
+
+    # 1. Provenance snapshot: host, stack, git. An iGPU is hidden from HIP first, before torch looks.
+    hidden = hide_integrated_gpus()
+    provenance = collect_provenance(options.stack)
+    if hidden:
+        provenance["host"]["hidden_gpus"] = hidden
+    host = provenance["host"]["id"]
+    fp = fingerprint(setup.fingerprint_payload(), options.stack, host)
+    run_id = new_run_id(created, fp, setup.recipe.seed)
+    base = {
+        "run_id": run_id, "created": created.isoformat(timespec="seconds"), "experiment": setup.experiment,
+        "setup_name": setup.name, "seed": setup.recipe.seed, "stack": options.stack, "host": host,
+        "fingerprint": fp, "setup": setup.model_dump(mode="json"), "provenance": provenance,
+    }  # fmt: skip
+
+    work_dir = options.results_dir / ".work" / run_id
+    work_dir.mkdir(parents=True, exist_ok=True)
+    job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet)
+    guard: dict[str, Any] = {"timed": options.timed}
+    try:
+        with stop_signals_raise():
+            if not options.timed:
+                outcome = run_trainer(job, options) if options.isolate else execute_job(job)
+            else:
+                # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
+                with timed_lock():
+                    verdict = precheck(options.guard)
+                    guard["precheck"] = verdict.to_dict()
+                    if not verdict.ok and not options.allow_noisy:
+                        shutil.rmtree(work_dir, ignore_errors=True)
+                        record = RunRecord(**base, status="refused", reason=verdict.reason, guard=guard)
+                        return record, write_record(options.results_dir, record)
+                    # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
+                    with Sampler(options.guard) as sampler:
+                        outcome = run_trainer(job, options, extra_env=offline_env())
+                    guard.update(timing_verdict(verdict, sampler, job.work_dir))
+    except (Stopped, KeyboardInterrupt) as exc:
+        # The trainer's process group is already killed (run_capped); what it reported so far is kept.
+        interrupted = exc
+        signal_name = str(exc) if isinstance(exc, Stopped) else "SIGINT"
+        outcome = read_outcome(job.work_dir) or Outcome(status="killed")
+        outcome.status = "killed"
+        outcome.reason = f"stopped from outside by {signal_name} (a timeout, docker stop, a cancelled job) before the run ended"
+    else:
+        interrupted = None
+
+    # 10. The record, atomically, predictions beside it.
+    outcome.add_timings(total_s=round(time.perf_counter() - started, 2))
+    reason = outcome.reason
+    if outcome.traceback:
+        (work_dir / "traceback.txt").write_text(outcome.traceback, encoding="utf-8")
+        reason = f"{reason} (traceback: {work_dir / 'traceback.txt'})"
+    record = RunRecord(
+        **base, status=outcome.status, reason=reason, data=outcome.data, model=outcome.model,
+        baseline=outcome.baseline, trained=outcome.trained, train=outcome.train, memory=outcome.memory,
+        timings=outcome.timings, checks=outcome.checks, guard=guard, predictions_file=None,
+    )  # fmt: skip
+    produced = work_dir / "predictions.jsonl"
+    if produced.is_file():
+        target = record_path(options.results_dir, record)
+        record = record.model_copy(update={"predictions_file": predictions_path(target).name})
+    path = write_record(options.results_dir, record)
+    if produced.is_file():
+        os.replace(produced, predictions_path(path))
+    keep_adapter(work_dir / "adapter", path)
+    if not outcome.traceback:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    if interrupted is not None:
+        # The record is written; the stop goes on up, so a suite or a shell loop stops too.
+        print(summary_line(record, path), file=sys.stderr)
+        raise KeyboardInterrupt(str(interrupted)) from interrupted
+    return record, path
+
+
+class Stopped(Exception):
+    """SIGTERM reached the parent: the run is being stopped from outside."""
+
+
+@contextlib.contextmanager
+def stop_signals_raise() -> Generator[None]:
+    """SIGTERM raises `Stopped` in the main thread for the block, so that a run stopped by `timeout`,
+    `docker stop` or a cancelled CI job still ends with a `killed` record (the H200 lost one that way).
+    After the record, `run_setup` raises KeyboardInterrupt: the caller (CLI: exit 130, pytest) stops too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_stopped(signum: int, _frame: Any) -> None:
+        raise Stopped(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, raise_stopped)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def train_window(work_dir: Path) -> tuple[float, float] | None:
+    """The train phase's wall-clock start and end, as the trainer child stamped them."""
+    events_file = work_dir / "events.jsonl"
+    if not events_file.is_file():
+        return None
+    stamps = {}
+    for line in events_file.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event["phase"] == "train":
+            stamps[event["event"]] = event["t"]
+    return (stamps["start"], stamps["end"]) if {"start", "end"} <= stamps.keys() else None
+
+
+def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: Path) -> dict[str, Any]:
+    """Whether the timing holds: a quiet pre-check and no noise while the train phase ran."""
+    window = train_window(work_dir)
+    report = sampler.report(window=window)
+    valid = precheck_verdict.ok and report.valid
+    reasons = [r for r in (precheck_verdict.reason if not precheck_verdict.ok else None, report.reason) if r]
+    return {"sampler": report.to_dict(), "timing_valid": valid, "timing_invalid_reason": "; ".join(reasons) or None}
+
+
+def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:
+    job_file = job.work_dir / "job.json"
+    job_file.write_text(job.model_dump_json(), encoding="utf-8")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
+    # The child must import this very harness, also when it is run from a source tree.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
+    if "CUDA_VISIBLE_DEVICES" not in env:
+        # Exactly the GPUs the setup asks for: with more visible, Trainer would wrap one process in
+        # nn.DataParallel (which SFTTrainer refuses) instead of one process per GPU.
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(job.setup.gpus))
+    child_module = ["-m", "harness.run.child", str(job_file)]
+    if job.setup.gpus > 1:
+        # One process per GPU; the Trainer sees torchrun's variables and wraps the model in DDP.
+        child_module = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={job.setup.gpus}", *child_module]
+    child = run_capped(
+        [sys.executable, *child_module], env=env, cwd=None,
+        cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes,
+    )  # fmt: skip
+    outcome = read_outcome(job.work_dir) or Outcome(
+        status="killed", reason=f"trainer {child.reason} before reporting an outcome"
+    )
+    memory = outcome.memory or MemoryStats(device=outcome.model.device if outcome.model else "unknown")
+    outcome.memory = memory.model_copy(update={
+        "peak_rss_bytes": child.peak_rss_bytes, "cap_method": child.cap_method,
+        "watchdog_reading": child.reading or None,
+    })  # fmt: skip
+    write_outcome(outcome, job.work_dir)
+    return outcome
+
+
+def summary_line(record: RunRecord, path: Path) -> str:
+    parts = [f"{record.status}", f"{record.experiment}/{record.setup_name} seed {record.seed}"]
+    if record.baseline and record.trained:
+        parts.append(f"exact match {record.baseline.exact_match:.1f}% → {record.trained.exact_match:.1f}%")
+    elif record.trained:
+        parts.append(f"exact match {record.trained.exact_match:.1f}%")
+    if record.timings.total_s:
+        parts.append(f"{record.timings.total_s:.0f} s")
+    if record.reason:
+        parts.append(f"reason: {record.reason}")
+    parts.append(f"record: {path}")
+    return " | ".join(parts)

@@ -1,0 +1,68 @@
+"""Data-parallel ranks (DDP under torchrun): which process is rank 0, each rank's GPU, values gathered
+from every rank, and staggered model loading.
+
+Staggered loading: the processes of one multi-process run load their model one after another instead
+of all at once. N ranks reading and materialising a checkpoint together hold N copies in host RAM at
+the peak; on a 24–64 GiB box with a 12B model that is the difference between a run and a frozen machine
+(on a unified-memory APU the GPU shares that RAM). Training then runs in parallel.
+Not covered: ranks on several hosts (each host staggers its own ranks only).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from harness.locks import exclusive_lock, lock_dir
+
+
+def is_main_process() -> bool:
+    """Rank 0 under torchrun (DDP), or the only process. Only it scores, stamps events and reports."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def rank_name() -> str:
+    return f"rank{os.environ.get('RANK', '0')}"
+
+
+def bind_local_gpu() -> None:
+    """Under torchrun each rank drives the GPU of its local rank; "cuda" then means that one."""
+    if "LOCAL_RANK" in os.environ:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+
+
+def gathered(value: Any) -> list[Any]:
+    """`value` from every rank, in rank order, under DDP (every rank must call this); else `[value]`."""
+    import torch
+
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return [value]
+    values: list[Any] = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(values, value)
+    return values
+
+
+def load_windows(windows: Sequence[tuple[float, float]]) -> list[list[float]]:
+    """Each rank's [start, end] of loading the model, in seconds from the first start."""
+    first = min(start for start, _ in windows)
+    return [[round(start - first, 2), round(end - first, 2)] for start, end in windows]
+
+
+def load_lock_path() -> Path:
+    """One lock per user and host: $LORABENCH_LOAD_LOCK, else a file in the lock folder."""
+    if env := os.environ.get("LORABENCH_LOAD_LOCK"):
+        return Path(env)
+    return lock_dir() / f"lorabench-model-load-{os.getuid()}.lock"
+
+
+@contextmanager
+def staggered_load(path: Path | None = None) -> Generator[Path]:
+    """Hold the model-load lock for the block (waiting until it is free)."""
+    with exclusive_lock(path or load_lock_path(), what="model load lock") as held:
+        yield held

@@ -1,0 +1,198 @@
+"""One run's work inside the trainer child, top to bottom (design steps 3–9). Read it like a recipe.
+
+Order matters: the data is split before the model loads (a bad data path fails in a second, not after
+a minute of loading); the baseline is scored before LoRA wraps the model; preflight checks run before
+the first optimizer step; the smoke observer rides along the first steps of the real training, so a
+broken run stops there instead of after the long phase. `lorabench checks` runs this same recipe for
+the smoke's steps with eval off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from harness import atomic
+from harness.backends.common import TrainOutcome, steady_step_seconds
+from harness.checks import SmokeObserver
+from harness.config import SetupConfig
+from harness.errors import RunStopped, UserError
+from harness.gpu.facts import visible_gpu_count
+from harness.models import resolve_model
+from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
+from harness.run.adapter import eval_adapter_source, save_adapter
+from harness.run.evaluate import baseline_answers, timed_answers
+from harness.run.mfu import model_flops_utilisation
+from harness.run.outcome import Events, Outcome
+from harness.run.progress import Progress
+from harness.run.ranks import gathered, is_main_process, load_windows, staggered_load
+from harness.runtime import Runtime, resolve_runtime
+from harness.tasks.encoding import end_of_turn
+from harness.tasks.registry import Split, task_module
+
+
+def backend_module(name: str) -> ModuleType:
+    """Backends share function signatures (`load`, `train`, `attach_adapter`), not a class tree."""
+    return importlib.import_module(f"harness.backends.{name}")
+
+
+def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress) -> None:
+    runtime = resolve_runtime(setup.device, setup.precision)
+    backend = backend_module(setup.backend)
+    main_process = is_main_process()
+    check_gpus(setup, runtime)
+
+    # 3. Data: the story's split, hashed so runs compare only on equal splits. The task reads and scores it.
+    progress.phase("data")
+    task = task_module(setup.task)
+    split = task.load_split(setup.data)
+    test = split.test[: setup.eval.limit] if setup.eval.limit else split.test
+    outcome.data = DataInfo(
+        source=split.source, split_hash=split.hash, n_rows=split.n_rows, n_train=len(split.train), n_test=len(test)
+    )
+
+    # 4. Model through the backend. Ranks load one after another: several copies in host RAM at once
+    # overflowed it in the story.
+    progress.phase(f"load {setup.model.source} ({runtime.device}, {runtime.precision})")
+    started = time.perf_counter()
+    with events.span("load"), staggered_load() if setup.gpus > 1 else contextlib.nullcontext():
+        load_started = time.time()  # wall clock, comparable across ranks; inside the lock
+        resolved = resolve_model(setup.model)
+        model, tokenizer = backend.load(setup, resolved.path, runtime)
+        load_window = (load_started, time.time())
+    outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
+    outcome.model = ModelInfo(
+        source=setup.model.source, resolved=str(resolved.path),
+        weights="random" if setup.model.random_weights else "pretrained",
+        precision=runtime.precision, device=runtime.device,
+    )  # fmt: skip
+    outcome.add_checks({"end_of_turn": end_of_turn_check(tokenizer)})
+
+    # The untrained model, scored the same way (its answers cached per model + split + eval settings).
+    base_answers: list[str] | None = None
+    if setup.eval.enabled and setup.eval.baseline and main_process:
+        with events.span("baseline eval"):
+            base_answers, seconds, cached = baseline_answers(
+                setup, runtime, resolved.path, split, test, model, tokenizer, progress
+            )
+        outcome.baseline = Metrics(**task.score(base_answers, test), eval_s=seconds, cached=cached)
+        # Time spent in this run: none when the answers came from the cache.
+        outcome.add_timings(baseline_eval_s=0.0 if cached else seconds)
+
+    # 5–8. Train, or (eval.adapter) put a trained adapter onto this base and train nothing.
+    source = eval_adapter_source(setup)
+    if source is not None:
+        scored_model = backend.attach_adapter(model, source.adapter_dir)
+        outcome.model = outcome.model.model_copy(update={"adapter": {
+            "path": str(source.adapter_dir), "base_model": source.base_model, "trained_precision": source.precision,
+        }})  # fmt: skip
+    else:
+        scored_model = train(setup, runtime, model, tokenizer, split, backend, outcome, progress, events)
+        if setup.gpus > 1:  # the process group exists once training has set it up
+            outcome.add_timings(load_windows=load_windows(gathered(load_window)))
+        # The adapter, for `lorabench export` (the parent decides whether it is kept beside the record).
+        if main_process:
+            save_adapter(scored_model, work_dir / "adapter", setup, runtime.precision, resolved.path)
+
+    # 9. Evaluate the trained adapter (rank 0 alone under DDP).
+    if setup.eval.enabled and main_process:
+        with events.span("eval"):
+            answers, seconds = timed_answers(scored_model, tokenizer, test, setup, progress, "eval")
+        outcome.add_timings(eval_s=seconds)
+        metrics, rows = task.score_with_rows(test, answers, base_answers)
+        outcome.trained = Metrics(**metrics, eval_s=seconds)
+        atomic.write_lines(work_dir / "predictions.jsonl", rows)
+        if source is not None:
+            outcome.memory = memory_stats(runtime)
+
+
+def train(
+    setup: SetupConfig, runtime: Runtime, model: Any, tokenizer: Any, split: Split, backend: ModuleType,
+    outcome: Outcome, progress: Progress, events: Events,
+) -> Any:  # fmt: skip
+    """Steps 5–8: preflight checks, training with the smoke observer riding along, post checks. Returns
+    the trained model; a failed check or smoke stops the run (RunStopped)."""
+    smoke = SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None
+    progress.phase("train", total=setup.recipe.steps)
+    observers = [o for o in (smoke, ProgressObserver(progress)) if o]
+    with events.span("train"):
+        trained = backend.train(model, tokenizer, split.train, setup, runtime, observers)
+    if trained.preflight_s is not None:
+        outcome.add_timings(preflight_s=trained.preflight_s)
+    outcome.add_timings(train_s=round(trained.train_s, 2))
+    outcome.train = train_stats(trained, runtime, setup)
+    outcome.memory = memory_stats(runtime)
+    outcome.add_checks(trained.checks)
+    if smoke:
+        outcome.add_checks({"smoke": smoke.final_verdict()})
+    if trained.stopped_reason:
+        stopped_by_smoke = smoke is not None and trained.stopped_reason.startswith("smoke:")
+        raise RunStopped(smoke.status if stopped_by_smoke else "failed", trained.stopped_reason)
+    return trained.model
+
+
+class ProgressObserver:
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def on_step(self, step: int, loss: float) -> str | None:
+        self.progress.advance(loss=loss)
+        return None
+
+
+def end_of_turn_check(tokenizer: Any) -> CheckVerdict:
+    """What ends an answer in training and generation, next to what the tokenizer calls EOS."""
+    eot = end_of_turn(tokenizer)
+    evidence = {"eos_token": tokenizer.eos_token, "end_of_turn": eot}
+    if eot == tokenizer.eos_token:
+        return CheckVerdict("pass", f"answers end with EOS {eot!r}", evidence)
+    return CheckVerdict(
+        "pass", f"answers end with the chat template's {eot!r}, not the tokenizer's EOS {tokenizer.eos_token!r}", evidence
+    )
+
+
+def train_stats(trained: TrainOutcome, runtime: Runtime, setup: SetupConfig) -> TrainStats:
+    losses = [round(x, 5) for x in trained.losses]
+    tail = losses[-max(1, len(losses) // 10) :] if losses else []
+    seconds = trained.train_s or None
+    return TrainStats(
+        steps_done=len(losses),
+        loss=losses,
+        first_loss=losses[0] if losses else None,
+        final_loss=round(sum(tail) / len(tail), 5) if tail else None,
+        train_s=round(trained.train_s, 2),
+        step_s=steady_step_seconds(trained.step_ends),
+        tokens=trained.tokens,
+        tokens_per_s=round(trained.tokens / seconds, 1) if trained.tokens and seconds else None,
+        samples_per_s=round(trained.samples / seconds, 3) if seconds else None,
+        mfu=model_flops_utilisation(trained, runtime, setup),
+        trainable_params=trained.trainable_params,
+        total_params=trained.total_params,
+        graphs=trained.graphs.to_record() if trained.graphs else None,
+    )
+
+
+def check_gpus(setup: SetupConfig, runtime: Runtime) -> None:
+    available = visible_gpu_count()
+    if setup.gpus > 1 and (runtime.device != "cuda" or available < setup.gpus):
+        raise UserError(
+            f"gpus: {setup.gpus} data-parallel processes need {setup.gpus} GPUs, this host has "
+            f"{available}; lower gpus or run on a bigger host"
+        )
+
+
+def memory_stats(runtime: Runtime) -> MemoryStats:
+    """Peak VRAM of this process's GPU; under DDP every rank's, gathered (memory per card)."""
+    import torch
+
+    if runtime.device != "cuda":
+        return MemoryStats(device=runtime.device)
+    peak = int(torch.cuda.max_memory_allocated())
+    peaks = gathered(peak)
+    return MemoryStats(
+        device=runtime.device, peak_vram_bytes=peak, peak_vram_per_gpu_bytes=peaks if len(peaks) > 1 else None
+    )

@@ -1,0 +1,68 @@
+"""The hf backend's loading options, on the tiny seeded model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.backends import hf
+from harness.config import load_setup
+from harness.runtime import Runtime
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_attention_implementation_is_the_setups(tiny_model_dir: Path, attention: str) -> None:
+    setup = load_setup(None, [f"model.source={tiny_model_dir}", f"model.attention={attention}"])
+    model, _ = hf.load(setup, tiny_model_dir, Runtime("cpu", "fp32"))
+    assert model.config._attn_implementation == attention
+    # The default stays transformers' own, so records made before the field existed keep their meaning.
+    assert load_setup(None).model.attention == "sdpa"
+
+
+def test_steady_step_time_leaves_the_warm_up_out():
+    from harness.backends.common import steady_step_seconds
+
+    # 20 steps: the first takes 5 s (a compile), the others 0.1 s or 0.3 s.
+    ends = [0.0, 5.0]
+    for i in range(19):
+        ends.append(ends[-1] + (0.1 if i % 3 else 0.3))
+    assert steady_step_seconds(ends) == pytest.approx(0.1)
+    assert steady_step_seconds([0.0, 2.0]) is None  # one step: nothing left after the warm-up
+    assert steady_step_seconds([]) is None
+
+
+def _train_tiny(tiny_model_dir: Path, compile_: str) -> tuple[object, list[float]]:
+    from harness.tasks.sql.data import SqlExample
+
+    setup = load_setup(None, [
+        f"model.source={tiny_model_dir}", "device=cpu", "precision=fp32", "recipe.steps=4", "recipe.batch_size=2",
+        "recipe.warmup_steps=0", "recipe.lr=1e-2", f"recipe.compile={compile_}", "checks.preflight=false",
+    ])  # fmt: skip
+    runtime = Runtime("cpu", "fp32")
+    examples = [
+        SqlExample(question=f"Name in {1990 + i}?", context=f"CREATE TABLE t{i} (name VARCHAR, year VARCHAR)",
+                   answer=f'SELECT name FROM t{i} WHERE year = "{1990 + i}"' + " AND name IS NOT NULL" * (i % 3))
+        for i in range(8)
+    ]  # fmt: skip
+    model, tokenizer = hf.load(setup, tiny_model_dir, runtime)
+    outcome = hf.train(model, tokenizer, examples, setup, runtime)
+    return outcome.model, outcome.losses
+
+
+def test_compiled_layers_train_the_same_and_are_put_back(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the trainer's scratch folder
+    _, eager = _train_tiny(tiny_model_dir, "none")
+    model, compiled = _train_tiny(tiny_model_dir, "layers")
+    # Same math, fused kernels: equal to float rounding, step by step, with a learning rate that moves it.
+    assert compiled == pytest.approx(eager, rel=1e-4) and eager[0] != pytest.approx(eager[-1], rel=1e-3)
+    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    assert layers and all(layer._compiled_call_impl is None for layer in layers)  # eval decodes eager
+
+
+def test_compile_needs_decoder_layers() -> None:
+    from harness.errors import UserError
+
+    with pytest.raises(UserError, match=r"recipe\.compile: 'layers' found no decoder layer .* in Linear"):
+        hf.compiled_layers(torch.nn.Linear(2, 2), True).__enter__()

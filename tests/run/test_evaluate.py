@@ -1,0 +1,101 @@
+"""Batched greedy decoding against one question at a time, and decoding with the adapter merged, on a
+tiny seeded model (real tokenizer, real PEFT)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.run.evaluate import adapter_merged, decoding_precision, generate_answers
+
+PROMPTS = [
+    "CREATE TABLE t (a VARCHAR)\n-- how many a?",
+    "Hi",
+    "CREATE TABLE table_name_12 (year VARCHAR, votes INTEGER, name VARCHAR)\n-- which year had the most votes?",
+    "SELECT",
+    "What is the name of the team whose coach is Smith and which won in 1990?",
+    "x",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir: Path) -> tuple[object, object]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    return AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), dtype=torch.float32), tokenizer
+
+
+def test_batched_answers_match_one_at_a_time(tiny: tuple[object, object]) -> None:
+    model, tokenizer = tiny
+    batched = generate_answers(model, tokenizer, PROMPTS, batch_size=4, max_new_tokens=12)
+    single = generate_answers(model, tokenizer, PROMPTS, batch_size=1, max_new_tokens=12)
+    assert batched == single
+    assert all("\n" not in a for a in batched)
+    assert any(batched)  # a model that answers nothing would make the comparison empty
+
+
+def test_merged_adapter_decodes_alike_and_is_unmerged_after(tiny: tuple[object, object]) -> None:
+    from peft import LoraConfig, get_peft_model
+
+    base, tokenizer = tiny
+    torch.manual_seed(0)
+    # init_lora_weights=False: B is random, so the adapter really changes the answers.
+    config = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj"], init_lora_weights=False)
+    model = get_peft_model(base, config)
+    weight = model.base_model.model.model.layers[0].self_attn.q_proj.base_layer.weight
+    before = weight.detach().clone()
+    unmerged = generate_answers(model, tokenizer, PROMPTS, batch_size=3, max_new_tokens=12)
+    with adapter_merged(model, True):
+        assert not torch.equal(weight, before)  # folded in
+        merged = generate_answers(model, tokenizer, PROMPTS, batch_size=3, max_new_tokens=12)
+    torch.testing.assert_close(weight, before)  # unfolded again, up to rounding
+    assert merged == unmerged
+    after = weight.detach().clone()
+    with adapter_merged(model, False):
+        assert torch.equal(weight, after)
+    model.unload()  # the module-scoped base model goes back without LoRA layers
+
+
+def test_fp32_eval_decodes_a_bf16_model_as_its_fp32_copy_and_puts_it_back(tiny_model_dir: Path) -> None:
+    import copy
+
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    base = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), dtype=torch.bfloat16)
+    torch.manual_seed(0)
+    config = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj"], init_lora_weights=False)
+    model = get_peft_model(base, config)  # base in bf16, LoRA weights in fp32 (PEFT's default)
+    before = {name: t.detach().clone() for name, t in model.state_dict().items()}
+    lifted = copy.deepcopy(model).float()
+    expected = generate_answers(lifted, tokenizer, PROMPTS, batch_size=3, max_new_tokens=12)
+    with decoding_precision(model, "fp32"):
+        assert {p.dtype for p in model.parameters()} == {torch.float32}
+        lifted_here = generate_answers(model, tokenizer, PROMPTS, batch_size=3, max_new_tokens=12)
+    assert lifted_here == expected and any(expected)
+    after = model.state_dict()  # bf16 → fp32 → bf16 is exact, and the fp32 LoRA weights stay fp32
+    assert all(after[name].dtype == t.dtype and torch.equal(after[name], t) for name, t in before.items())
+    # As a run decodes with eval.merge_adapter on: lifted first, the LoRA sums folded in fp32.
+    with decoding_precision(model, "fp32"), adapter_merged(model, True):
+        assert generate_answers(model, tokenizer, PROMPTS, batch_size=3, max_new_tokens=12) == expected
+    with decoding_precision(model, "train"):
+        assert model.base_model.model.model.layers[0].mlp.down_proj.weight.dtype == torch.bfloat16
+
+
+def test_stop_criterion_looks_at_the_newest_generated_token_only() -> None:
+    import torch
+
+    from harness.run.evaluate import StopAtTokens
+
+    stop = StopAtTokens({7, 9}, prompt_length=3)
+    prompt_with_a_stop_id = torch.tensor([[7, 1, 2], [1, 2, 3]])
+    assert stop(prompt_with_a_stop_id, None).tolist() == [False, False]  # nothing generated yet
+    assert stop(torch.tensor([[7, 1, 2, 5], [1, 2, 3, 9]]), None).tolist() == [False, True]
+    # generate ANDs the flags into its own unfinished mask, so a sequence that stopped stays stopped
+    assert stop(torch.tensor([[7, 1, 2, 5, 7], [1, 2, 3, 9, 0]]), None).tolist() == [True, False]

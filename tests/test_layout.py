@@ -1,0 +1,105 @@
+"""The package's shape holds: no import cycles among harness modules, and no task's types outside it.
+
+Read from the source (every import statement, also those inside functions and TYPE_CHECKING blocks),
+so a cycle hidden in a lazy import is caught too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+HARNESS = Path(__file__).resolve().parents[1] / "harness"
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module → the harness modules it imports (`from pkg import sub` counts as importing `pkg.sub`)."""
+    files = {module_name(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, base] if base else parts)
+                targets.update(f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names)
+        resolved = set()
+        for target in targets:
+            while target not in files and "." in target:
+                target = target.rpartition(".")[0]
+            if target in files and target != name:
+                resolved.add(target)
+        graph[name] = resolved
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def test_no_import_cycles_among_harness_modules() -> None:
+    cycle = find_cycle(import_graph(HARNESS))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_lazy_cycle(tmp_path: Path) -> None:
+    package = tmp_path / "harness"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from harness.b import f\n")
+    (package / "b.py").write_text("def f():\n    from harness import a\n")
+    assert find_cycle(import_graph(package)) == ["harness.a", "harness.b", "harness.a"]
+
+
+def classes_defined_in(package: Path) -> set[str]:
+    return {
+        node.name
+        for path in package.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+    }
+
+
+@pytest.mark.parametrize("task", ["sql", "verdict"])
+def test_no_task_type_is_named_outside_its_task(task: str) -> None:
+    """Code outside `harness/tasks/<task>/` knows examples and splits through `harness.tasks.registry`."""
+    package = HARNESS / "tasks" / task
+    names = classes_defined_in(package)
+    offenders = []
+    for path in HARNESS.rglob("*.py"):
+        if package in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Name) and node.id in names) or (isinstance(node, ast.alias) and node.name in names):
+                offenders.append(f"{path.relative_to(HARNESS.parent)}:{node.lineno}")
+    assert not offenders, f"{task} types named outside harness/tasks/{task}/: {offenders}"
