@@ -145,7 +145,7 @@ def claims_table(results: Sequence[ClaimResult]) -> str:
          "–" if r.differs is None else "; ".join(r.differs) or "nothing"]
         for r in results
     ]  # fmt: skip
-    return table(rows, ["experiment", "claim", "setups", "bound", "measured", "result", "setups also differ in"])
+    return table(rows, ["experiment", "claim", "setups", "bound", "measured", "result", "settings the setups differ in"])
 
 
 def claim_counts(results: Sequence[ClaimResult]) -> dict[ClaimStatus, int]:
