@@ -138,7 +138,7 @@ def check_gain(records: Sequence[RunRecord], min_points: float) -> Outcome:
             raise NotEvaluable(f"{label(record)}: no baseline or trained score, cannot judge the gain")
         gains.append(record.gain)
     shown = "; ".join(
-        f"seed {r.seed}: {r.baseline.exact_match:.1f} → {exact_match(r):.1f} ({g:+.1f})"  # type: ignore[union-attr]
+        f"{label(r)}: {r.baseline.exact_match:.1f} → {exact_match(r):.1f} (gain {g:+.1f})"  # type: ignore[union-attr]
         for r, g in zip(records, gains, strict=True)
     )
     if any(g < min_points for g in gains):

@@ -45,7 +45,7 @@ def not_evaluable(outcome: claims.Outcome, pattern: str) -> None:
 def test_gain_fails_naming_the_seed_below_the_bound() -> None:
     assert claims.require(claims.check_gain([record(1, em=40.0), record(2, em=35.0)], min_points=20)) == [30.0, 25.0]
     fails(claims.check_gain([record(1, em=40.0), record(2, em=25.0)], min_points=20),
-          r"gain below 20 points: seed 1: 10.0 → 40.0 \(\+30.0\); seed 2: 10.0 → 25.0 \(\+15.0\)$")  # fmt: skip
+          r"gain below 20 points: exp_x/s seed 1: 10.0 → 40.0 \(gain \+30.0\); exp_x/s seed 2: 10.0 → 25.0 \(gain \+15.0\)$")  # fmt: skip
     not_evaluable(claims.check_gain([record(1).model_copy(update={"baseline": None})], 20), "no baseline")
 
 
