@@ -10,6 +10,7 @@ for one); on others it is "not evaluable" and shows the unguarded figure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,7 +68,8 @@ def _records(group: ReportGroup, key: str | None) -> list[RunRecord]:
 def _aggregate(outcomes: Sequence[tuple[int, Outcome]]) -> tuple[ClaimStatus, str]:
     statuses = {o.status for _, o in outcomes}
     status: ClaimStatus = "fail" if "fail" in statuses else "not evaluable" if "not evaluable" in statuses else "pass"
-    texts = [o.measured if f"seed {seed}" in o.measured else f"seed {seed}: {o.measured}" for seed, o in outcomes]
+    # A check that names its run already says the seed; the others get it in front.
+    texts = [o.measured if re.search(rf"\bseed {seed}\b", o.measured) else f"seed {seed}: {o.measured}" for seed, o in outcomes]
     return status, "; ".join(texts)
 
 
@@ -104,7 +106,7 @@ def _evaluate(claim: Claim, group: ReportGroup, files: _SetupFiles) -> ClaimResu
     def result(status: ClaimStatus, measured: str, differs: Sequence[str] | None = None) -> ClaimResult:
         return ClaimResult(claim, status, measured, bound, " vs ".join(names), None if differs is None else tuple(differs))
 
-    unreadable = [files.get(name) for name in {*claim.setups.values(), claim.bound_file}]
+    unreadable = [files.get(name) for name in dict.fromkeys([*claim.setups.values(), claim.bound_file])]
     if problems := [p for p in unreadable if isinstance(p, str)]:
         return result("not evaluable", "; ".join(problems))
     if claim.cross_stack:
