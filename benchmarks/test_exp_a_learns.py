@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.suite.claims import assert_gain, assert_seed_spread
+from harness.suite.catalogue import assert_claim
 from harness.suite.plugin import RunFixture
 from harness.suite.setups import BenchSetup
 
@@ -23,7 +23,7 @@ def test_gain_on_every_seed(
     record_property: Callable[[str, object], None],
 ) -> None:
     record = lorabench_run(SETUP, lorabench_seed)
-    gains = assert_gain([record], min_points=lorabench_setup(SETUP).claim("min_gain"))
+    gains = assert_claim("exp_a", "gain on every seed", {"lora": [record]}, lorabench_setup)
     record_property("gain", gains[0])
 
 
@@ -34,5 +34,5 @@ def test_seed_spread(
     record_property: Callable[[str, object], None],
 ) -> None:
     records = [lorabench_run(SETUP, seed) for seed in lorabench_seeds]
-    spread = assert_seed_spread(records, max_points=lorabench_setup(SETUP).claim("max_seed_spread"))
+    spread = assert_claim("exp_a", "seed spread", {"lora": records}, lorabench_setup)
     record_property("seed_spread", spread)

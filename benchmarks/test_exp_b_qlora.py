@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks.quantizable import predict_4bit_saving
 from harness.results import RunRecord
-from harness.suite.claims import assert_equivalent, assert_finite, assert_memory_saved
+from harness.suite.catalogue import assert_claim
+from harness.suite.claims import predicted_4bit_saving
 from harness.suite.plugin import RunFixture
 from harness.suite.setups import BenchSetup
 
@@ -17,15 +17,19 @@ from harness.suite.setups import BenchSetup
 BF16 = "setups/exp_a.toml"
 QLORA = "setups/exp_b_4bit.toml"
 QLORA_ON_BF16 = "setups/exp_b_4bit_adapter_on_bf16.toml"
+NO_NAN = {BF16: "no NaN (bf16 reference)", QLORA: "no NaN (4-bit)"}
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("setup_file", [BF16, QLORA])
 def test_no_nan_in_training_or_generation(
-    lorabench_run: RunFixture, setup_file: str, lorabench_seed: int
+    lorabench_run: RunFixture,
+    lorabench_setup: Callable[[str | Path], BenchSetup],
+    setup_file: str,
+    lorabench_seed: int,
 ) -> None:
-    assert_finite([lorabench_run(setup_file, lorabench_seed)])
+    assert_claim("exp_b", NO_NAN[setup_file], {"runs": [lorabench_run(setup_file, lorabench_seed)]}, lorabench_setup)
 
 
 def test_accuracy_equivalent_to_bf16(
@@ -37,7 +41,7 @@ def test_accuracy_equivalent_to_bf16(
     # The runs this host may lack (and skip) first, before hours of the reference.
     qlora = [lorabench_run(QLORA, seed) for seed in lorabench_seeds]
     bf16 = [lorabench_run(BF16, seed) for seed in lorabench_seeds]
-    diff = assert_equivalent(bf16, qlora, margin=lorabench_setup(QLORA).claim("equivalence_margin"))
+    diff = assert_claim("exp_b", "accuracy equivalent to bf16", {"bf16": bf16, "4bit": qlora}, lorabench_setup)
     record_property("exact_match_difference", diff)
 
 
@@ -50,12 +54,9 @@ def test_memory_saved_as_predicted(
     # The runs this host may lack (and skip) first, before hours of the reference.
     qlora = [lorabench_run(QLORA, seed) for seed in lorabench_seeds]
     bf16 = [lorabench_run(BF16, seed) for seed in lorabench_seeds]
-    assert bf16[0].model is not None
-    predicted = predict_4bit_saving(Path(bf16[0].model.resolved))
-    record_property("quantizable_fraction", round(predicted.fraction, 3))
-    share = assert_memory_saved(
-        bf16, qlora, predicted.saved_bytes, lorabench_setup(QLORA).claim("min_saving_share")
-    )
+    # The prediction is the bf16 run's quantizable_fraction check, so a report can judge it from the record too.
+    record_property("predicted_saving_bytes", predicted_4bit_saving(bf16[0]))
+    share = assert_claim("exp_b", "memory saved as predicted", {"bf16": bf16, "4bit": qlora}, lorabench_setup)
     record_property("saving_share_of_prediction", share)
 
 
@@ -73,5 +74,5 @@ def test_adapter_scored_on_the_other_base_precision(
         lorabench_run(QLORA_ON_BF16, record.seed, {"eval.adapter": str(lorabench_record_file(record))})
         for record in qlora
     ]
-    diff = assert_equivalent(qlora, moved, margin=lorabench_setup(QLORA_ON_BF16).claim("equivalence_margin"))
+    diff = assert_claim("exp_b", "adapter scored on a bf16 base", {"4bit": qlora, "on_bf16": moved}, lorabench_setup)
     record_property("exact_match_difference_on_bf16", diff)

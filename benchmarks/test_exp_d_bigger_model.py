@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.suite.claims import GiB, assert_memory, assert_time_ratio, exact_match, mean, peak_vram
+from harness.suite.catalogue import assert_claim
+from harness.suite.claims import mean, peak_vram
 from harness.suite.plugin import RunFixture
 from harness.suite.runner import SuiteSettings
 from harness.suite.setups import BenchSetup
@@ -30,8 +31,8 @@ def test_fits_the_vram_budget(
     lorabench_seed: int,
     record_property: Callable[[str, object], None],
 ) -> None:
-    budget = lorabench_setup(BIG).claim("vram_budget_gib") * GiB
-    record_property("peak_vram_bytes", assert_memory([lorabench_run(BIG, lorabench_seed)], max_bytes=budget))
+    big = [lorabench_run(BIG, lorabench_seed)]
+    record_property("peak_vram_bytes", assert_claim("exp_d", "fits the VRAM budget", {"big": big}, lorabench_setup))
 
 
 def test_against_the_small_model(
@@ -42,12 +43,10 @@ def test_against_the_small_model(
 ) -> None:
     small = [lorabench_run(SMALL, seed) for seed in lorabench_seeds]
     big = [lorabench_run(BIG, seed) for seed in lorabench_seeds]
-    claims = lorabench_setup(SMALL)
+    runs = {"small": small, "big": big}
     record_property(
         "memory_ratio", round(mean([peak_vram(r) for r in big]) / mean([peak_vram(r) for r in small]), 2)
     )
-    record_property("time_ratio", assert_time_ratio(small, big, max_ratio=claims.claim("max_time_ratio")))
-    gain = round(mean([exact_match(r) for r in big]) - mean([exact_match(r) for r in small]), 1)
+    record_property("time_ratio", assert_claim("exp_d", "time against the small model", runs, lorabench_setup))
+    gain = assert_claim("exp_d", "exact match against the small model", runs, lorabench_setup)
     record_property("exact_match_gain_over_small", gain)
-    bound = claims.claim("min_exact_match_gain_over_small")
-    assert gain >= bound, f"bigger model scores {gain:+.1f} points against the small one, below {bound:+g}"

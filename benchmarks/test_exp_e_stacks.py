@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.results import RunRecord
-from harness.suite.claims import assert_equivalent, assert_time_ratio
+from harness.suite.catalogue import assert_claim
 from harness.suite.plugin import RecordFixture, RunFixture
 from harness.suite.runner import SuiteSettings
 from harness.suite.setups import BenchSetup
@@ -40,7 +40,7 @@ def test_accuracy_equivalent(
     both_stacks: tuple[list[RunRecord], list[RunRecord]], lorabench_setup: Callable[[str | Path], BenchSetup]
 ) -> None:
     other, this = both_stacks
-    assert_equivalent(other, this, margin=lorabench_setup(SETUP).claim("equivalence_margin"))
+    assert_claim("exp_e", "accuracy equivalent across stacks", {"other": other, "this": this}, lorabench_setup)
 
 
 def test_time_ratio(
@@ -49,20 +49,15 @@ def test_time_ratio(
     record_property: Callable[[str, object], None],
 ) -> None:
     other, this = both_stacks
-    bound = lorabench_setup(SETUP).claim("max_time_ratio")
-    record_property("time_ratio", assert_time_ratio(other, this, max_ratio=bound))
-    assert_time_ratio(this, other, max_ratio=bound)
+    runs = {"other": other, "this": this}
+    record_property("time_ratio", assert_claim("exp_e", "time ratio across stacks", runs, lorabench_setup))
 
 
 def test_package_diff(
-    both_stacks: tuple[list[RunRecord], list[RunRecord]], record_property: Callable[[str, object], None]
+    both_stacks: tuple[list[RunRecord], list[RunRecord]],
+    lorabench_setup: Callable[[str | Path], BenchSetup],
+    record_property: Callable[[str, object], None],
 ) -> None:
     other, this = both_stacks
-    before = other[0].provenance.get("stack", {}).get("packages", {})
-    after = this[0].provenance.get("stack", {}).get("packages", {})
-    diff = {name: (before.get(name), after.get(name)) for name in sorted(set(before) | set(after))
-            if before.get(name) != after.get(name)}  # fmt: skip
+    diff = assert_claim("exp_e", "the stacks differ", {"other": other, "this": this}, lorabench_setup)
     record_property("package_diff", diff)
-    assert diff, (
-        f"stacks {other[0].stack!r} and {this[0].stack!r} have the same packages: nothing is compared"
-    )

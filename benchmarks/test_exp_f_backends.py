@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.suite.claims import assert_equivalent, assert_speedup
+from harness.suite.catalogue import assert_claim
 from harness.suite.plugin import RunFixture
 from harness.suite.setups import BenchSetup
 
@@ -26,7 +26,7 @@ def test_accuracy_equivalent(
     # The runs this host may lack (and skip) first, before hours of the reference.
     unsloth = [lorabench_run(UNSLOTH, seed) for seed in lorabench_seeds]
     hf = [lorabench_run(HF, seed) for seed in lorabench_seeds]
-    assert_equivalent(hf, unsloth, margin=lorabench_setup(UNSLOTH).claim("equivalence_margin"))
+    assert_claim("exp_f", "accuracy equivalent to hf", {"hf": hf, "unsloth": unsloth}, lorabench_setup)
 
 
 def test_speedup(
@@ -38,6 +38,5 @@ def test_speedup(
     # The runs this host may lack (and skip) first, before hours of the reference.
     unsloth = [lorabench_run(UNSLOTH, seed) for seed in lorabench_seeds]
     hf = [lorabench_run(HF, seed) for seed in lorabench_seeds]
-    record_property(
-        "speedup", assert_speedup(hf, unsloth, min_ratio=lorabench_setup(UNSLOTH).claim("min_speedup"))
-    )
+    speedup = assert_claim("exp_f", "speedup over hf", {"hf": hf, "unsloth": unsloth}, lorabench_setup)
+    record_property("speedup", speedup)

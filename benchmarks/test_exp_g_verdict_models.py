@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.results import RunRecord
+from harness.suite.catalogue import assert_claim
 from harness.suite.claims import label, mean, train_seconds
 from harness.suite.plugin import RunFixture
 from harness.suite.setups import BenchSetup
@@ -48,12 +49,7 @@ def test_keeps_the_output_contract(
     lorabench_seed: int,
 ) -> None:
     record = lorabench_run(MODELS[model], lorabench_seed)
-    bound = lorabench_setup(MODELS[model]).claim("min_contract")
-    contract = gate(record)["contract"]
-    assert contract is not None and contract >= bound, (
-        f"{label(record)}: {contract}% of answers keep the contract, below {bound}% "
-        f"(before training: {record.baseline.gate['contract'] if record.baseline and record.baseline.gate else '?'}%)"
-    )
+    assert_claim("exp_g", f"output contract (model {model})", {"model": [record]}, lorabench_setup)
 
 
 def test_head_to_head(

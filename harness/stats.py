@@ -1,8 +1,8 @@
 """Small statistics for few seeds and paired per-question outcomes, pure numpy + stdlib.
 
-What a scorecard and an experiment's assertions need: mean, spread (max − min), sample std, a seeded
-bootstrap interval, Student-t quantiles (for 3 seeds a normal quantile is far too narrow), an exact
-McNemar test and a sign-flip permutation test for paired differences, and equivalence by two one-sided
+What a scorecard, `lorabench compare` and an experiment's claims use: mean, a seeded bootstrap interval
+for a ratio of means (a speedup), Student-t quantiles (for 3 seeds a normal quantile is far too narrow),
+an exact McNemar test on paired per-question outcomes, Welch's t-test, and equivalence by two one-sided
 tests (TOST). "Not significant" is never proof of "the same": only TOST with a stated margin says that.
 
 Not covered: multiple-comparison corrections, unequal-variance tests beyond Welch's, Bayesian anything.
@@ -11,13 +11,10 @@ Not covered: multiple-comparison corrections, unequal-variance tests beyond Welc
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import product
 
 import numpy as np
-
-Statistic = Callable[[np.ndarray], float]
 
 
 def _array(values: Sequence[float]) -> np.ndarray:
@@ -29,18 +26,6 @@ def _array(values: Sequence[float]) -> np.ndarray:
 
 def mean(values: Sequence[float]) -> float:
     return float(np.mean(_array(values)))
-
-
-def spread(values: Sequence[float]) -> float:
-    """max − min: with three seeds the honest summary of variation."""
-    data = _array(values)
-    return float(data.max() - data.min())
-
-
-def sample_std(values: Sequence[float]) -> float | None:
-    """Standard deviation with n − 1 in the denominator; None for a single value (undefined, not 0)."""
-    data = _array(values)
-    return float(np.std(data, ddof=1)) if data.size > 1 else None
 
 
 # --- Student t, exact for integer degrees of freedom (Abramowitz & Stegun 26.7.3 / 26.7.4) ---
@@ -88,32 +73,6 @@ class Interval:
     high: float
     level: float
 
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
-
-
-def mean_ci(values: Sequence[float], level: float = 0.95) -> Interval | None:
-    """Student-t interval for the mean; None for a single value."""
-    data = _array(values)
-    if data.size < 2:
-        return None
-    half = t_quantile(0.5 + level / 2, data.size - 1) * float(np.std(data, ddof=1)) / math.sqrt(data.size)
-    centre = float(data.mean())
-    return Interval(centre - half, centre + half, level)
-
-
-def bootstrap_ci(
-    values: Sequence[float], statistic: Statistic = np.mean, level: float = 0.95, n_resamples: int = 10_000,
-    seed: int = 0,
-) -> Interval:  # fmt: skip
-    """Percentile bootstrap interval of `statistic`, seeded so a report renders the same twice."""
-    data = _array(values)
-    rng = np.random.default_rng(seed)
-    samples = data[rng.integers(0, data.size, size=(n_resamples, data.size))]
-    stats = np.apply_along_axis(statistic, 1, samples)
-    alpha = (1 - level) / 2
-    return Interval(float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)), level)
-
 
 def bootstrap_ratio_ci(
     numerator: Sequence[float], denominator: Sequence[float], level: float = 0.95, n_resamples: int = 10_000,
@@ -121,7 +80,8 @@ def bootstrap_ratio_ci(
 ) -> Interval:  # fmt: skip
     """Interval for mean(numerator) / mean(denominator), each group resampled on its own (a speedup is
     old time / new time). With three seeds per group the interval is rough; it is still wider, and so
-    more honest, than none."""
+    more honest, than none. A group of one has nothing to resample: the interval then shows only the
+    other group's spread, so callers print the n instead (as the scorecard does)."""
     top, bottom = _array(numerator), _array(denominator)
     rng = np.random.default_rng(seed)
     top_means = top[rng.integers(0, top.size, size=(n_resamples, top.size))].mean(axis=1)
@@ -170,29 +130,6 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> TestResult:
     return TestResult("exact McNemar", n, diff, _binomial_two_sided(only_b, only_a + only_b), only_a, only_b)
 
 
-def sign_flip_test(differences: Sequence[float], n_resamples: int = 20_000, seed: int = 0) -> TestResult:
-    """Paired permutation test of mean difference = 0: flip each difference's sign at random.
-
-    Exact (all 2^k sign patterns of the k non-zero differences) when k ≤ 16, else a seeded Monte Carlo."""
-    data = _array(differences)
-    observed = abs(float(data.mean()))
-    nonzero = data[data != 0]
-    if nonzero.size == 0:
-        return TestResult("sign-flip permutation", data.size, 0.0, 1.0)
-    if nonzero.size <= 16:
-        signs = np.array(list(product((1.0, -1.0), repeat=nonzero.size)))
-        exact = True
-    else:
-        signs = np.random.default_rng(seed).choice((1.0, -1.0), size=(n_resamples, nonzero.size))
-        exact = False
-    means = np.abs((signs * nonzero).sum(axis=1) / data.size)
-    # A small tolerance so ties with the observed value count (floating sums differ in the last bit).
-    hits = int(np.sum(means >= observed - 1e-12))
-    p = hits / len(signs) if exact else (hits + 1) / (len(signs) + 1)
-    method = "sign-flip permutation (exact)" if exact else f"sign-flip permutation ({n_resamples} draws)"
-    return TestResult(method, data.size, float(data.mean()), min(1.0, p))
-
-
 @dataclass(frozen=True)
 class Equivalence:
     """TOST: equivalent when the (1 − 2α) interval of the mean difference lies inside ±margin."""
@@ -229,15 +166,6 @@ def tost(differences: Sequence[float], margin: float, alpha: float = 0.05) -> Eq
     return Equivalence(
         diff, Interval(diff - half, diff + half, 1 - 2 * alpha), margin, max(p_lower, p_upper), n
     )
-
-
-def tost_paired_accuracy(
-    a: Sequence[bool], b: Sequence[bool], margin_points: float, alpha: float = 0.05
-) -> Equivalence:
-    """TOST on per-question outcomes of two runs over the same questions; the margin is in points."""
-    if len(a) != len(b):
-        raise ValueError(f"paired outcomes need the same questions: {len(a)} vs {len(b)}")
-    return tost([100.0 * (int(y) - int(x)) for x, y in zip(a, b, strict=True)], margin_points, alpha)
 
 
 def welch_test(a: Sequence[float], b: Sequence[float]) -> TestResult | None:

@@ -4,20 +4,15 @@ bitsandbytes NF4 quantizes the weights of linear layers only; their biases, embe
 output head stay 16-bit. A model whose parameters sit largely in embeddings saves far less than "4×
 smaller" (the story: 44% of Gemma 3n E4B is embeddings, so 4-bit saved 3.4 GB, not ~6). The preflight
 check is always "pass": its figures are evidence to compare with the measured saving later (Exp B's
-claim predicts from the model's shape alone, with the same counts). Activations, optimizer state and
+memory claim reads `max_saving_bytes` from the bf16 run's record). Activations, optimizer state and
 the CUDA context are not counted.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from torch import nn
-
-from harness.results import CheckVerdict
 
 BF16_BYTES = 2.0
 # NF4 with double quantization (as `backends.hf` loads it): 4 bits per weight, one 8-bit absmax per
@@ -58,53 +53,3 @@ def parameter_kinds(model: nn.Module) -> dict[str, int]:
             seen.add(id(param))
             counts[_kind(name, module, param_name)] += _numel(param)
     return counts
-
-
-@dataclass(frozen=True)
-class QuantPrediction:
-    total_params: int
-    quantizable_params: int
-
-    @property
-    def fraction(self) -> float:
-        return self.quantizable_params / self.total_params if self.total_params else 0.0
-
-    @property
-    def saved_bytes(self) -> float:
-        return self.quantizable_params * (BF16_BYTES - NF4_BYTES)
-
-
-def predict_4bit_saving(model_dir: Path) -> QuantPrediction:
-    """The saving from the model's shape alone: built on the meta device from its config (no weights read)."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    config = AutoConfig.from_pretrained(str(model_dir))
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config)
-    counts = parameter_kinds(model)
-    return QuantPrediction(total_params=sum(counts.values()), quantizable_params=counts["linear"])
-
-
-def quantizable_fraction(model: nn.Module) -> CheckVerdict:
-    counts = parameter_kinds(model)
-    base = sum(v for k, v in counts.items() if k != "adapter")
-    linear = counts["linear"]
-    bytes_bf16 = base * BF16_BYTES
-    bytes_nf4 = bytes_bf16 - linear * (BF16_BYTES - NF4_BYTES)
-    saving = bytes_bf16 - bytes_nf4
-    evidence: dict[str, Any] = {
-        "params": counts, "base_params": base,
-        "fractions": {k: round(v / base, 4) for k, v in counts.items() if k != "adapter"} if base else {},
-        "bytes_bf16": int(bytes_bf16), "bytes_nf4_linear": int(bytes_nf4), "max_saving_bytes": int(saving),
-        "nf4_bytes_per_param": round(NF4_BYTES, 4),
-    }  # fmt: skip
-    if not base:
-        return CheckVerdict("pass", "no parameters", evidence)
-    return CheckVerdict(
-        "pass",
-        f"linear layers hold {linear / base:.0%} of {base / 1e6:.1f}M params (embeddings {counts['embedding'] / base:.0%}); "
-        f"4-bit can save at most {saving / 2**30:.2f} GiB of {bytes_bf16 / 2**30:.2f} GiB bf16 weights "
-        f"({saving / bytes_bf16:.0%})",
-        evidence,
-    )

@@ -1,4 +1,5 @@
-"""`lorabench misses`: which questions every run misses, fixes, or splits on; bad-gold candidates."""
+"""`lorabench misses`: which questions every run gets right, gets wrong, or splits on; within them the
+fixes, style-only differences and bad-gold candidates."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from harness.config import DATA_ENV
 from harness.errors import UserError
 from harness.results import load_record
 from harness.tasks.sql.data import SqlExample
-from harness.tasks.sql.misses import MissAnalysis, analyze_misses, category_rows, load_predictions
+from harness.tasks.sql.misses import (
+    ALL_QUESTIONS,
+    MissAnalysis,
+    analyze_misses,
+    category_rows,
+    load_predictions,
+)
 from harness.tasks.sql.resolve import record_test_rows
 
 _PREDICTIONS_SUFFIX = ".predictions.jsonl"
@@ -22,7 +29,7 @@ _PREDICTIONS_SUFFIX = ".predictions.jsonl"
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "misses",
-        help="miss analysis across runs: always wrong, fixed by every run, mixed, bad-gold candidates",
+        help="miss analysis across runs: always right, mixed, always wrong; fixes, style, bad-gold candidates",
         description=__doc__,
     )
     parser.add_argument(
@@ -74,7 +81,7 @@ def render_table(analysis: MissAnalysis) -> str:
         f"{len(analysis.labels)} run(s), {n} questions in every run"
         + (f" ({analysis.n_not_in_every_run} more not in every run, left out)" if analysis.n_not_in_every_run else ""),
         tabulate(table, headers=["category", "questions", "%", "indices"]),
-        f"estimated exact-match ceiling: {analysis.estimated_exact_match_ceiling}%",
+        f"the first three rows partition the questions ({ALL_QUESTIONS}); the rows after it overlap them and each other",
     ]
     if not analysis.rows_resolved:
         lines.append(f"test rows not at hand (no record beside the predictions, or its data is elsewhere: --data or ${DATA_ENV}): answers agree by text only")

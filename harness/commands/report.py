@@ -1,4 +1,5 @@
-"""`lorabench report`: one Markdown scorecard per host × stack from run records, and reports/README.md."""
+"""`lorabench report`: one Markdown scorecard per host × stack from run records, and reports/README.md.
+Each scorecard judges the suite's claims on its records, with the bounds of `benchmarks/setups/*.toml`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.report.claim_table import DEFAULT_BENCHMARKS
 from harness.report.pipeline import write_reports
 
 
@@ -18,11 +20,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("-o", "--output", type=Path, default=Path("reports"), metavar="DIR",
                         help="reports folder (default: reports)")  # fmt: skip
+    parser.add_argument("--benchmarks", type=Path, default=DEFAULT_BENCHMARKS, metavar="DIR",
+                        help="the suite's folder, whose setups/*.toml [claims] tables hold the bounds the claims "
+                             f"are judged against (default: {DEFAULT_BENCHMARKS})")  # fmt: skip
     parser.set_defaults(func=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    summaries, index = write_reports(args.results, args.output)
+    summaries, index = write_reports(args.results, args.output, args.benchmarks)
     for s in summaries:
         print(f"{args.output / s.path}: {s.verdict}")
     print(f"index: {index}")

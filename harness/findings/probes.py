@@ -8,6 +8,7 @@ evidence says "not tested", never "works".
 from __future__ import annotations
 
 from harness.findings.evidence import Evidence, FindingStatus, ProbeResult, not_tested, not_used
+from harness.results import CheckVerdict, RunRecord
 
 # record.checks keys the probes read; the checks module writes them.
 MASK_AUDIT = "mask_audit"
@@ -25,21 +26,41 @@ def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
+def _where(ev: Evidence, verdicts: list[tuple[RunRecord, CheckVerdict]]) -> str:
+    """Which runs, by setup (`exp/setup seeds 42, 1234`), and what the first of them said."""
+    seeds: dict[str, list[str]] = {}
+    for record, _ in verdicts:
+        seeds.setdefault(f"{record.experiment}/{record.setup_name}", []).append(str(record.seed))
+    runs = "; ".join(f"{setup} seed{'s' if len(s) > 1 else ''} {', '.join(s)}" for setup, s in seeds.items())
+    return f"{runs}: {verdicts[0][1].detail}" if verdicts[0][1].detail else runs
+
+
 def from_check(ev: Evidence, check: str, passed: FindingStatus = "works as-is") -> ProbeResult:
+    """A check's verdicts over the runs that carry it. Works only when it passed on every one of them:
+    an error or a skip on some runs is named, never folded into "works"."""
     verdicts = ev.verdicts(check)
     if not verdicts:
         return not_tested(f"no record carries the {check} check")
-    failed = [(r, v) for r, v in verdicts if v.verdict == "fail"]
-    if failed:
-        record, verdict = failed[0]
-        return ProbeResult(
-            "caught",
-            f"{check} failed in {len(failed)} of {_runs(len(verdicts))} ({ev.label(record)}: {verdict.detail})",
-        )
-    ok = [v for _, v in verdicts if v.verdict == "pass"]
-    if not ok:
-        return not_tested(f"{check} was skipped or errored in all {_runs(len(verdicts))}")
-    return ProbeResult(passed, f"{check} passed in {len(ok)} of {_runs(len(verdicts))}")
+    by: dict[str, list[tuple[RunRecord, CheckVerdict]]] = {}
+    for record, verdict in verdicts:
+        by.setdefault(verdict.verdict, []).append((record, verdict))
+    total = _runs(len(verdicts))
+    parts = [f"{check} {word} in {len(by[key])} of {total} ({_where(ev, by[key])})"
+             for key, word in (("fail", "failed"), ("error", "errored"), ("skipped", "was skipped"))
+             if key in by]  # fmt: skip
+    n_pass = len(by.get("pass", []))
+    if n_pass:
+        parts.append(f"passed in {n_pass}" if parts else f"{check} passed in {n_pass} of {total}")
+    evidence = "; ".join(parts)
+    if "fail" in by:
+        return ProbeResult("caught", evidence)
+    if "error" in by:
+        return ProbeResult("check error", evidence)
+    if not n_pass:
+        return not_tested(evidence)
+    if "skipped" in by:
+        return ProbeResult("partly tested", evidence)
+    return ProbeResult(passed, evidence)
 
 
 def _rocm_only(ev: Evidence) -> ProbeResult | None:

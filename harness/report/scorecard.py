@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.findings import Assessment, assess_findings
 from harness.report import charts, tables
+from harness.report.claim_table import ClaimResult, claim_counts, claims_table, evaluate_claims
 from harness.report.groups import ReportGroup, SetupRuns
 from harness.report.miss_section import miss_section
 from harness.results import slug
@@ -37,18 +38,46 @@ def report_dir(out_dir: Path, host: str, stack: str) -> Path:
     return out_dir / slug(host) / slug(stack)
 
 
-def verdict_line(group: ReportGroup, assessments: tuple[Assessment, ...]) -> str:
+def _claims_part(claims: Sequence[ClaimResult] | None) -> tuple[str, str]:
+    """(head word, claims part) of the verdict: a failed claim is never green, nor one left unjudged."""
+    if claims is None:
+        return "INCOMPLETE", "claims not judged (the suite's setup files were not found)"
+    if not claims:
+        return "NO CLAIMS", "no setup of the suite ran here"
+    counts = claim_counts(claims)
+    words = f"{len(claims)} claims: " + ", ".join(f"{counts[s]} {s}" for s in ("fail", "not evaluable", "pass") if counts[s])
+    head = "FAIL" if counts["fail"] else "INCOMPLETE" if counts["not evaluable"] else "PASS"
+    return head, words
+
+
+def _checks_part(group: ReportGroup) -> str:
+    counts = Counter(v.verdict for r in group.records for v in r.checks.values())
+    shown = [f"{counts[v]} {word}" for v, word in (("fail", "failed"), ("error", "errored"), ("skipped", "skipped")) if counts[v]]
+    if not counts:
+        return "no checks recorded"
+    return "checks: " + ", ".join(shown) if shown else f"checks: all {sum(counts.values())} passed"
+
+
+def verdict_line(
+    group: ReportGroup, assessments: tuple[Assessment, ...], claims: Sequence[ClaimResult] | None
+) -> str:
+    """Claims first: FAIL when one fails or a finding was caught; INCOMPLETE when a claim is not evaluable
+    or a check errored; PASS only when every claim passed and nothing else was left open."""
     counts = Counter(r.status for r in group.records)
     n, ok = len(group.records), counts.get("ok", 0)
     others = ", ".join(f"{counts[s]} {s}" for s in STATUS_WORDS if counts.get(s))
-    n_setups = sum(len(group.setups(e)) for e in group.experiments)
-    complete = sum(
-        1 for e in group.experiments for s in group.setups(e) if s.runs and len(s.ok) == len(s.runs)
-    )
     caught = sum(1 for a in assessments if a.result.status == "caught")
+    check_errors = sum(1 for r in group.records for v in r.checks.values() if v.verdict == "error")
+    head, claims_text = _claims_part(claims)
+    if caught:
+        head = "FAIL"
+    elif check_errors and head == "PASS":
+        head = "INCOMPLETE"
     parts = [
+        head,
+        claims_text,
         f"{ok} of {n} runs ok" + (f" ({others})" if others else ""),
-        f"{complete} of {n_setups} setups ok on every seed",
+        _checks_part(group),
         f"{caught} finding(s) caught" if caught else "no finding caught",
     ]
     return " · ".join(parts)
@@ -70,15 +99,17 @@ def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
     return (first.get("model") or {}).get("source"), first.get("task", "sql")
 
 
-def _against_reference(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> dict[str, str] | None:
-    """This experiment's setups against Exp A's setup of the same model and task, on this host and stack."""
+def _against_reference(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> str | None:
+    """This experiment's setups against every Exp A setup of the same model and task, on this host and stack."""
     if experiment == REFERENCE_EXPERIMENT:
         return None
-    for reference in group.setups(REFERENCE_EXPERIMENT):
-        same = [s for s in setups if _model_and_task(s) == _model_and_task(reference)]
-        if same:
-            return {"reference": reference.setup, "table": tables.comparison_table(same, reference=reference) or ""}
-    return None
+    pairs = [
+        (reference, s)
+        for s in setups
+        for reference in group.setups(REFERENCE_EXPERIMENT)
+        if _model_and_task(s) == _model_and_task(reference)
+    ]
+    return tables.comparison_table(pairs)
 
 
 def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path) -> dict[str, Any]:
@@ -92,15 +123,12 @@ def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path) -> d
     for setup in setups:
         section = miss_section(setup)
         if section is not None:
-            ceiling = section.analysis.estimated_exact_match_ceiling
-            misses.append({
-                "setup": section.setup, "seeds": ", ".join(map(str, section.seeds)), "analysis": section.analysis,
-                "ceiling": "–" if ceiling is None else f"{ceiling:.1f}%", "table": section.render(),
-            })  # fmt: skip
+            misses.append({"setup": section.setup, "seeds": ", ".join(map(str, section.seeds)),
+                           "analysis": section.analysis, "table": section.render()})  # fmt: skip
     return {
         "name": experiment,
         "table": tables.experiment_table(setups),
-        "comparison": tables.comparison_table(setups),
+        "comparison": tables.comparison_table([(setups[0], s) for s in setups[1:]]),
         "against_reference": _against_reference(group, experiment, setups),
         "reference": setups[0].setup,
         "charts": [
@@ -112,12 +140,16 @@ def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path) -> d
     }
 
 
-def render_scorecard(group: ReportGroup, out_dir: Path) -> ReportSummary:
-    """Write the scorecard, its images and summary.json under `out_dir/<host>/<stack>/`."""
+def render_scorecard(group: ReportGroup, out_dir: Path, benchmarks: Path) -> ReportSummary:
+    """Write the scorecard, its images and summary.json under `out_dir/<host>/<stack>/`; the claims are
+    judged with the bounds of the suite's setup files under `benchmarks`."""
     target = report_dir(out_dir, group.host, group.stack)
     assessments = assess_findings(group.records)
-    verdict = verdict_line(group, assessments)
+    claims = evaluate_claims(group, benchmarks)
+    verdict = verdict_line(group, assessments, claims)
     context = {
+        "claims": None if claims is None else claims_table(claims) if claims else "",
+        "benchmarks": str(benchmarks),
         "host": group.host, "stack": group.stack, "verdict": verdict, "date": group.date,
         "n_records": len(group.records), "results_hint": f"<results>/{slug(group.stack)}/{slug(group.host)}/",
         "findings_table": tables.findings_table(assessments),

@@ -13,9 +13,12 @@ from tabulate import tabulate
 
 from harness import stats
 from harness.findings import Assessment
+from harness.report import settings
 from harness.report.groups import ReportGroup, SetupRuns, paired_outcomes
 from harness.results import RunRecord
 from harness.run import mfu as mfu_table
+from harness.suite import claims
+from harness.suite.claims import timing_guarded
 
 GIB = 1024**3
 NONE = "–"
@@ -112,10 +115,6 @@ def mfu_percent(r: RunRecord) -> float | None:
 UNGUARDED = " †"
 
 
-def timing_guarded(record: RunRecord) -> bool:
-    return bool(record.guard.get("timed")) and record.guard.get("timing_valid", True) is not False
-
-
 def experiment_table(setups: Sequence[SetupRuns]) -> str:
     """One row per setup; a train time marked † includes runs whose timing no guard vouches for."""
     rows = []
@@ -135,43 +134,55 @@ def experiment_table(setups: Sequence[SetupRuns]) -> str:
     return table(rows, headers)
 
 
-# The equivalence margin the scorecard tests against (the story's, and every setup's claim today).
+# The margin the comparison tables test equivalence against (the story's; each claim uses its setup
+# file's own, in the claims table).
 EQUIVALENCE_MARGIN = 3.0
 
 
 def _equivalence(ref: SetupRuns, other: SetupRuns, margin: float) -> str:
-    """TOST on the per-seed exact-match differences (paired by seed), as the suite's claims judge it."""
-    ref_em = {r.seed: r.trained.exact_match for r in ref.ok if r.trained is not None}
-    diffs = [r.trained.exact_match - ref_em[r.seed] for r in other.ok if r.trained is not None and r.seed in ref_em]
-    if len(diffs) < 2:
-        return f"{NONE} ({len(diffs)} paired seed{'s' if len(diffs) != 1 else ''}; needs 2)"
-    result = stats.tost(diffs, margin)
+    """TOST on the per-seed exact-match differences (paired by seed): the claims' own test."""
+    try:
+        result, _ = claims.equivalence(ref.ok, other.ok, margin)
+    except claims.NotEvaluable:
+        paired = len({r.seed for r in ref.ok} & {r.seed for r in other.ok})
+        return f"{NONE} (needs 2 seeds run on both sides, got {paired})"
     verdict = "equivalent" if result.is_equivalent else "not shown"
-    return f"{verdict}: 90% [{result.interval.low:+.1f}, {result.interval.high:+.1f}], {result.n} seeds"
+    return f"{verdict}: 90% [{result.interval.low:+.1f}, {result.interval.high:+.1f}], n = {result.n} seeds"
 
 
 def _speedup(ref_seconds: list[float], seconds: list[float]) -> str:
-    """Ratio of mean times with a seeded 95% bootstrap interval, or NONE where a side has no times."""
+    """Ratio of mean times with a seeded 95% bootstrap interval; a side with one run has no spread to
+    resample, so there the ratio stands alone with its n."""
     if not (ref_seconds and seconds):
         return NONE
+    ratio = f"{stats.mean(ref_seconds) / stats.mean(seconds):.2f}×"
+    if len(ref_seconds) == 1 and len(seconds) == 1:
+        return f"{ratio} (n = 1)"
+    if min(len(ref_seconds), len(seconds)) == 1:
+        return f"{ratio} (n = {len(ref_seconds)} vs n = {len(seconds)})"
     ci = stats.bootstrap_ratio_ci(ref_seconds, seconds, seed=0)
-    return f"{stats.mean(ref_seconds) / stats.mean(seconds):.2f}× [{ci.low:.2f}–{ci.high:.2f}]"
+    return f"{ratio} [{ci.low:.2f}–{ci.high:.2f}]"
 
 
-def comparison_table(setups: Sequence[SetupRuns], reference: SetupRuns | None = None) -> str | None:
-    """Each setup against `reference` (default: the experiment's first by name): speedup in train time
-    with a seeded bootstrap interval, the exact-match difference with an exact McNemar test on paired
-    per-question outcomes, and equivalence within ±EQUIVALENCE_MARGIN points (TOST over seeds)."""
-    if reference is None:
-        if len(setups) < 2:
-            return None
-        reference, setups = setups[0], setups[1:]
-    ref = reference
-    ref_times = values(ref.ok, train_seconds)
+Pair = tuple[SetupRuns, SetupRuns]  # (reference, setup)
+
+
+def order_pairs(pairs: Sequence[Pair]) -> list[tuple[Pair, list[str]]]:
+    """Each pair with the settings its runs differ in, like-for-like pairs (fewest differences) first."""
+    found = [(pair, settings.differences(pair[0].records, pair[1].records)) for pair in pairs]
+    return sorted(found, key=lambda item: (settings.count_settings(item[1]), item[0][1].setup, item[0][0].setup))
+
+
+def comparison_table(pairs: Sequence[Pair]) -> str | None:
+    """Each setup against its reference, like-for-like pairs first, naming every setting the two differ
+    in: speedup in train time and steady step (seeded 95% bootstrap interval; none from one run), the
+    exact-match difference with an exact McNemar test on paired per-question outcomes, and equivalence
+    within ±EQUIVALENCE_MARGIN points (TOST over seeds)."""
+    if not pairs:
+        return None
     rows = []
-    for s in setups:
-        times = values(s.ok, train_seconds)
-        speed = _speedup(ref_times, times)
+    for (ref, s), diffs in order_pairs(pairs):
+        speed = _speedup(values(ref.ok, train_seconds), values(s.ok, train_seconds))
         step_speed = _speedup(values(ref.ok, step_seconds), values(s.ok, step_seconds))
         xs, ys, seeds = paired_outcomes(ref, s)
         if xs:
@@ -181,9 +192,11 @@ def comparison_table(setups: Sequence[SetupRuns], reference: SetupRuns | None = 
             p = f"{test.p_value:.3g}"
         else:
             diff, detail, p = NONE, "no paired predictions", NONE
-        rows.append([f"{s.setup} vs {ref.setup}", speed, step_speed, diff, detail, p, _equivalence(ref, s, EQUIVALENCE_MARGIN)])
-    headers = ["setups", "speedup (train time, 95% bootstrap)", "speedup (steady step)", "EM difference (points)",
-               "only ref right / only setup right", "McNemar p", f"same EM within ±{EQUIVALENCE_MARGIN:g} (TOST)"]  # fmt: skip
+        rows.append([f"{s.setup} vs {ref.setup}", "; ".join(diffs) or "nothing", speed, step_speed, diff, detail, p,
+                     _equivalence(ref, s, EQUIVALENCE_MARGIN)])  # fmt: skip
+    headers = ["setups", "settings that differ", "speedup (train time, 95% bootstrap)", "speedup (steady step)",
+               "EM difference (points)", "only ref right / only setup right", "McNemar p",
+               f"same EM within ±{EQUIVALENCE_MARGIN:g} (TOST)"]  # fmt: skip
     return table(rows, headers)
 
 

@@ -1,20 +1,70 @@
-"""The experiments' claims as assertions over run records, with messages that show every number.
+"""The experiments' claims as judgments over run records: each `check_*` returns an `Outcome` (pass, fail
+or not evaluable, with the numbers behind it), so the suite (`require`, which raises) and the report
+(which renders every outcome) judge with the same code. Which setups and bounds each claim takes is
+`harness.suite.catalogue`.
 
-Deliberately minimal math (mean, max − min, ratios of means) until `harness.stats` lands; the places
-that should use a proper test are marked `STATS:`. Each function returns the figure it judged, so a
-test can hand it to the report (`record_property`).
+"Not evaluable" is its own answer: too few seeds for the statistic, or a number the records lack. The
+suite still fails on it (`NotEvaluable` is an AssertionError); a report shows it as neither pass nor fail.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, ParamSpec
 
 from harness import stats
 from harness.results import RunRecord
 
 GiB = 1024**3
+ClaimStatus = Literal["pass", "fail", "not evaluable"]
+
+
+class NotEvaluable(AssertionError):
+    """The records cannot answer the claim: too few seeds, or a number missing from a record."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: ClaimStatus
+    measured: str  # the numbers behind the status, one line: a report cell and the assertion message
+    value: Any = None  # the figure judged (gain per seed, spread, ratio…), for `record_property`
+
+
+def passed(measured: str, value: Any) -> Outcome:
+    return Outcome("pass", measured, value)
+
+
+def failed(measured: str, value: Any = None) -> Outcome:
+    return Outcome("fail", measured, value)
+
+
+def require(outcome: Outcome) -> Any:
+    """The suite's side: the figure when the claim passes, else an assertion that shows every number."""
+    if outcome.status == "pass":
+        return outcome.value
+    if outcome.status == "not evaluable":
+        raise NotEvaluable(f"not evaluable: {outcome.measured}")
+    raise AssertionError(outcome.measured)
+
+
+P = ParamSpec("P")
+
+
+def judged(check: Callable[P, Outcome]) -> Callable[P, Outcome]:
+    """A number missing from a record (`NotEvaluable` from a getter) makes the outcome "not evaluable"."""
+
+    @functools.wraps(check)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> Outcome:
+        try:
+            return check(*args, **kwargs)
+        except NotEvaluable as exc:
+            return Outcome("not evaluable", str(exc))
+
+    return wrapper
 
 
 def label(record: RunRecord) -> str:
@@ -23,176 +73,263 @@ def label(record: RunRecord) -> str:
 
 def mean(values: Sequence[float]) -> float:
     if not values:
-        raise AssertionError("no values to average: the claim needs at least one run")
+        raise NotEvaluable("no values to average: the claim needs at least one run")
     return sum(values) / len(values)
+
+
+def seeds_of(records: Sequence[RunRecord]) -> str:
+    return ", ".join(str(r.seed) for r in records)
+
+
+# --- getters: a number the record lacks makes a claim not evaluable, never a pass ---
 
 
 def exact_match(record: RunRecord) -> float:
     if record.trained is None:
-        raise AssertionError(
-            f"{label(record)}: no trained exact match in the record (status {record.status})"
-        )
+        raise NotEvaluable(f"{label(record)}: no trained exact match in the record (status {record.status})")
     return record.trained.exact_match
 
 
 def train_seconds(record: RunRecord) -> float:
     seconds = record.train.train_s if record.train else None
     if not seconds:
-        raise AssertionError(f"{label(record)}: no training time in the record")
+        raise NotEvaluable(f"{label(record)}: no training time in the record")
     return seconds
 
 
 def step_seconds(record: RunRecord) -> float:
     seconds = record.train.step_s if record.train else None
     if not seconds:
-        raise AssertionError(f"{label(record)}: no steady step time in the record (made before train.step_s existed?)")
+        raise NotEvaluable(f"{label(record)}: no steady step time in the record (made before train.step_s existed?)")
     return seconds
 
 
 def peak_vram(record: RunRecord) -> int:
     peak = record.memory.peak_vram_bytes if record.memory else None
     if peak is None:
-        raise AssertionError(
+        raise NotEvaluable(
             f"{label(record)}: no peak VRAM in the record (device {record.memory and record.memory.device})"
         )
     return peak
 
 
-def _table(records: Sequence[RunRecord], figure: Callable[[RunRecord], str]) -> str:
-    return "; ".join(f"{label(r)}: {figure(r)}" for r in records)
+def timing_guarded(record: RunRecord) -> bool:
+    """Timed under the quiet-machine guard (`lorabench run --timed`) and no noise seen while it ran."""
+    return bool(record.guard.get("timed")) and record.guard.get("timing_valid", True) is not False
 
 
-def assert_gain(records: Sequence[RunRecord], min_points: float) -> list[float]:
+def runs_not_ok(records: Sequence[RunRecord]) -> Outcome | None:
+    """A run that did not finish ok fails every claim that reads it, as the suite's run fixture does."""
+    bad = [r for r in records if r.status != "ok"]
+    if not bad:
+        return None
+    return failed("; ".join(f"{label(r)}: run {r.status}: {r.reason}" for r in bad))
+
+
+# --- the claims ---
+
+
+@judged
+def check_gain(records: Sequence[RunRecord], min_points: float) -> Outcome:
     """Exact match after training minus before, in points, at least `min_points` on every run."""
     gains: list[float] = []
     for record in records:
-        gain = record.gain
-        if gain is None:
-            raise AssertionError(f"{label(record)}: no baseline or trained score, cannot judge the gain")
-        gains.append(gain)
-    low = [(r, g) for r, g in zip(records, gains, strict=True) if g < min_points]
-    if low:
-        shown = "; ".join(
-            f"{label(r)}: {r.baseline.exact_match:.1f} → {r.trained.exact_match:.1f} (gain {g:+.1f})"  # type: ignore[union-attr]
-            for r, g in low
-        )
-        raise AssertionError(f"gain below {min_points:g} points: {shown}")
-    return gains
+        if record.gain is None or record.baseline is None:
+            raise NotEvaluable(f"{label(record)}: no baseline or trained score, cannot judge the gain")
+        gains.append(record.gain)
+    shown = "; ".join(
+        f"{label(r)}: {r.baseline.exact_match:.1f} → {exact_match(r):.1f} (gain {g:+.1f})"  # type: ignore[union-attr]
+        for r, g in zip(records, gains, strict=True)
+    )
+    if any(g < min_points for g in gains):
+        return failed(f"gain below {min_points:g} points: {shown}", gains)
+    return passed(shown, gains)
 
 
-def assert_seed_spread(records: Sequence[RunRecord], max_points: float) -> float:
+@judged
+def check_seed_spread(records: Sequence[RunRecord], max_points: float) -> Outcome:
     """max − min of trained exact match over seeds, at most `max_points`."""
     if len(records) < 2:
-        raise AssertionError(f"seed spread needs at least 2 seeds, got {len(records)}")
+        raise NotEvaluable(f"seed spread needs at least 2 seeds, got {len(records)}")
     scores = [exact_match(r) for r in records]
     spread = round(max(scores) - min(scores), 1)
+    shown = f"spread {spread:.1f} points ({' / '.join(f'{s:.1f}' for s in scores)}; seeds {seeds_of(records)})"
     if spread > max_points:
-        shown = _table(records, lambda r: f"{exact_match(r):.1f}")
-        raise AssertionError(f"seed spread {spread:.1f} points > bound {max_points:g}: {shown}")
-    return spread
+        return failed(f"seed spread {spread:.1f} points > bound {max_points:g}: {shown}", spread)
+    return passed(shown, spread)
 
 
-def assert_equivalent(a: Sequence[RunRecord], b: Sequence[RunRecord], margin: float) -> float:
-    """Same accuracy within ±`margin` points by two one-sided tests (TOST) on the per-seed differences,
-    paired by seed; returns the mean difference b − a. "Not significantly different" is never taken
-    as "the same": with three seeds the interval is wide, and a claim may fail for want of evidence."""
+def equivalence(a: Sequence[RunRecord], b: Sequence[RunRecord], margin: float) -> tuple[stats.Equivalence, str]:
+    """TOST on the per-seed exact-match differences b − a, paired by seed, and the pairs as text."""
     by_seed = {r.seed: r for r in a}
     pairs = [(by_seed[r.seed], r) for r in b if r.seed in by_seed]
     if len(pairs) < 2:
-        raise AssertionError(f"equivalence needs at least two seeds run on both sides, got {len(pairs)}")
+        raise NotEvaluable(f"equivalence needs at least 2 seeds run on both sides, got {len(pairs)}")
     result = stats.tost([exact_match(y) - exact_match(x) for x, y in pairs], margin)
+    return result, "; ".join(f"seed {y.seed}: {exact_match(x):.1f} → {exact_match(y):.1f}" for x, y in pairs)
+
+
+@judged
+def check_equivalent(a: Sequence[RunRecord], b: Sequence[RunRecord], margin: float) -> Outcome:
+    """Same accuracy within ±`margin` points by two one-sided tests (TOST) on the per-seed differences,
+    paired by seed; the value is the mean difference b − a. "Not significantly different" is never taken
+    as "the same": with three seeds the interval is wide, and a claim may fail for want of evidence."""
+    result, per_seed = equivalence(a, b, margin)
     diff = round(result.diff, 1)
+    shown = (
+        f"mean difference {diff:+.1f} points, 90% interval [{result.interval.low:+.1f}, {result.interval.high:+.1f}] "
+        f"(TOST p = {result.p_value:.3f}, n = {result.n} seeds; {per_seed})"
+    )
     if not result.is_equivalent:
-        raise AssertionError(
-            f"not shown equivalent within ±{margin:g} points: mean difference {diff:+.1f}, "
-            f"90% interval [{result.interval.low:+.1f}, {result.interval.high:+.1f}] (TOST p={result.p_value:.3f}, "
-            f"n={result.n} seeds) (A: {_table(a, lambda r: f'{exact_match(r):.1f}')}) "
-            f"(B: {_table(b, lambda r: f'{exact_match(r):.1f}')})"
-        )
-    return diff
+        return failed(f"not shown equivalent within ±{margin:g} points: {shown}", diff)
+    return passed(shown, diff)
 
 
-def assert_speedup(
+@judged
+def check_speedup(
     baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], min_ratio: float, per: str = "run"
-) -> float:
+) -> Outcome:
     """Mean time of `baseline` / that of `candidate`; the lower end of its 95% bootstrap interval must
-    reach `min_ratio` (a lucky mean alone does not pass). Returns the ratio of means. `per` = "run":
-    the whole training span (warm-up and compile included); "step": the steady seconds per step
-    (train.step_s), for claims about throughput that a short run's fixed costs would blur."""
+    reach `min_ratio` (a lucky mean alone does not pass, so one run a side cannot). The value is the ratio
+    of means. `per` = "run": the whole training span (warm-up and compile included); "step": the steady
+    seconds per step (train.step_s), for throughput claims a short run's fixed costs would blur."""
     seconds = {"run": train_seconds, "step": step_seconds}[per]
     old, new = [seconds(r) for r in baseline], [seconds(r) for r in candidate]
     ratio = round(mean(old) / mean(new), 2)
-    interval = stats.bootstrap_ratio_ci(old, new)
-    if interval.low < min_ratio:
-        unit = "s" if per == "run" else "s/step"
-        digits = 0 if per == "run" else 3
-        raise AssertionError(
-            f"speedup {ratio:.2f}× per {per} (95% interval {interval.low:.2f}–{interval.high:.2f}×) does not reach "
-            f"{min_ratio:g}×: baseline {_table(baseline, lambda r: f'{seconds(r):.{digits}f} {unit}')}; "
-            f"candidate {_table(candidate, lambda r: f'{seconds(r):.{digits}f} {unit}')}"
+    unit, digits = ("s", 0) if per == "run" else ("s/step", 3)
+    times = (
+        f"baseline {'; '.join(f'{s:.{digits}f}' for s in old)} {unit}, "
+        f"candidate {'; '.join(f'{s:.{digits}f}' for s in new)} {unit}"
+    )
+    if min(len(old), len(new)) < 2:
+        raise NotEvaluable(
+            f"{ratio:.2f}× per {per} from n = {len(old)} and n = {len(new)} runs; the 95% interval the bound is "
+            f"judged on needs at least 2 seeds a side ({times})"
         )
-    return ratio
+    interval = stats.bootstrap_ratio_ci(old, new)
+    shown = f"{ratio:.2f}× per {per}, 95% interval {interval.low:.2f}–{interval.high:.2f}× (n = {len(old)} / {len(new)}; {times})"
+    if interval.low < min_ratio:
+        return failed(f"speedup does not reach {min_ratio:g}×: {shown}", ratio)
+    return passed(shown, ratio)
 
 
-def assert_time_ratio(
-    baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], max_ratio: float
-) -> float:
+@judged
+def check_time_ratio(baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], max_ratio: float) -> Outcome:
     """How much slower `candidate` trains than `baseline` (ratio of means), at most `max_ratio`."""
     ratio = round(mean([train_seconds(r) for r in candidate]) / mean([train_seconds(r) for r in baseline]), 2)
+    shown = f"time ratio {ratio:.2f}× (n = {len(baseline)} / {len(candidate)})"
     if ratio > max_ratio:
-        raise AssertionError(f"time ratio {ratio:.2f}× > bound {max_ratio:g}×")
-    return ratio
+        return failed(f"{shown} > bound {max_ratio:g}×", ratio)
+    return passed(shown, ratio)
 
 
-def assert_memory(records: Sequence[RunRecord], max_bytes: float) -> int:
-    """Peak VRAM of every run within `max_bytes`; returns the largest peak."""
+@judged
+def check_memory(records: Sequence[RunRecord], max_bytes: float) -> Outcome:
+    """Peak VRAM of every run within `max_bytes`; the value is the largest peak."""
     worst = max(peak_vram(r) for r in records)
+    shown = "; ".join(f"seed {r.seed}: {peak_vram(r) / GiB:.2f} GiB" for r in records)
     if worst > max_bytes:
-        shown = _table(records, lambda r: f"{peak_vram(r) / GiB:.2f} GiB")
-        raise AssertionError(
-            f"peak VRAM {worst / GiB:.2f} GiB over the budget {max_bytes / GiB:.2f} GiB: {shown}"
-        )
-    return worst
+        return failed(f"peak VRAM {worst / GiB:.2f} GiB over the budget {max_bytes / GiB:.2f} GiB: {shown}", worst)
+    return passed(shown, worst)
 
 
-def assert_memory_saved(
+def predicted_4bit_saving(record: RunRecord) -> float:
+    """The saving 4-bit can make at most, from the record's quantizable_fraction check (preflight)."""
+    check = record.checks.get("quantizable_fraction")
+    saving = check.evidence.get("max_saving_bytes") if check else None
+    if not saving:
+        raise NotEvaluable(f"{label(record)}: no quantizable_fraction check with max_saving_bytes in the record")
+    return float(saving)
+
+
+@judged
+def check_memory_saved(
     baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], predicted_bytes: float, min_share: float
-) -> float:
-    """Peak VRAM saved by `candidate` is at least `min_share` of the predicted saving; returns saved / predicted."""
+) -> Outcome:
+    """Peak VRAM saved by `candidate` is at least `min_share` of the predicted saving; the value is saved / predicted."""
     saved = mean([peak_vram(r) for r in baseline]) - mean([peak_vram(r) for r in candidate])
     share = round(saved / predicted_bytes, 2) if predicted_bytes > 0 else 0.0
+    shown = f"saved {saved / GiB:.2f} GiB = {share:.2f} of the predicted {predicted_bytes / GiB:.2f} GiB"
     if share < min_share:
-        raise AssertionError(
-            f"peak VRAM saved {saved / GiB:.2f} GiB = {share:.2f} of the predicted {predicted_bytes / GiB:.2f} GiB, "
-            f"below {min_share:g}"
-        )
-    return share
+        return failed(f"peak VRAM {shown}, below {min_share:g}", share)
+    return passed(shown, share)
 
 
-def assert_finite(records: Sequence[RunRecord]) -> None:
+@judged
+def check_vram_ratio(one: RunRecord, other: RunRecord, max_ratio: float) -> Outcome:
+    """Peak VRAM of `other` (per card: the record's peak is rank 0's) at most `max_ratio` × that of `one`."""
+    ratio = round(peak_vram(other) / peak_vram(one), 2)
+    shown = f"{peak_vram(other) / GiB:.2f} GiB per card against {peak_vram(one) / GiB:.2f} GiB: {ratio:.2f}×"
+    if ratio > max_ratio:
+        return failed(f"peak VRAM per card {shown}, bound {max_ratio:g}×", ratio)
+    return passed(shown, ratio)
+
+
+@judged
+def check_mean_gain_over(small: Sequence[RunRecord], big: Sequence[RunRecord], min_points: float) -> Outcome:
+    """Mean exact match of `big` minus that of `small`, at least `min_points`."""
+    gain = round(mean([exact_match(r) for r in big]) - mean([exact_match(r) for r in small]), 1)
+    shown = f"{gain:+.1f} points (means over n = {len(big)} / {len(small)} seeds)"
+    if gain < min_points:
+        return failed(f"bigger model scores {shown} against the small one, below {min_points:+g}", gain)
+    return passed(shown, gain)
+
+
+@judged
+def check_contract(record: RunRecord, min_contract: float) -> Outcome:
+    """Task verdict: the share of answers that keep the output contract, at least `min_contract` percent."""
+    gate = record.trained.gate if record.trained else None
+    if not gate or gate.get("contract") is None:
+        raise NotEvaluable(f"{label(record)}: no verdict metrics in the record (status {record.status})")
+    contract = float(gate["contract"])
+    before = record.baseline.gate.get("contract") if record.baseline and record.baseline.gate else None
+    shown = f"{contract:g}% of answers keep the contract (before training: {'?' if before is None else before}%)"
+    if contract < min_contract:
+        return failed(f"{label(record)}: {shown}, below {min_contract:g}%", contract)
+    return passed(shown, contract)
+
+
+@judged
+def check_finite(records: Sequence[RunRecord]) -> Outcome:
     """No NaN or inf in any training loss, and a scored generation on every run."""
     for record in records:
         losses = record.train.loss if record.train else []
+        if not losses:
+            raise NotEvaluable(f"{label(record)}: no training losses recorded")
         bad = [i for i, x in enumerate(losses, start=1) if not math.isfinite(x)]
         if bad:
-            raise AssertionError(f"{label(record)}: non-finite training loss at step(s) {bad[:10]}")
-        if not losses:
-            raise AssertionError(f"{label(record)}: no training losses recorded")
+            return failed(f"{label(record)}: non-finite training loss at step(s) {bad[:10]}")
         exact_match(record)  # generation ran and was scored
+    steps = sum(len(r.train.loss) for r in records if r.train)
+    return passed(f"{steps} losses finite, exact match scored (seed{'s' if len(records) > 1 else ''} {seeds_of(records)})", None)
 
 
-def assert_loads_staggered(record: RunRecord) -> float:
+@judged
+def check_loads_staggered(record: RunRecord) -> Outcome:
     """Under DDP each rank loaded the model only after the one before it had finished (the staggered-load
     lock, so the host never holds two copies in RAM at once): sorted by start, no load window begins
-    before the previous one ended. Returns when the last rank started loading (the staggering's cost)."""
+    before the previous one ended. The value is when the last rank started loading (the staggering's cost)."""
     windows = sorted(record.timings.load_windows or [])
     if len(windows) < 2:
-        raise AssertionError(
+        raise NotEvaluable(
             f"{label(record)}: no per-rank load windows in the record (one process, or a record made "
             f"before they were recorded)"
         )
     overlapping = [(a, b) for a, b in itertools.pairwise(windows) if b[0] < a[1]]
     if overlapping:
         shown = "; ".join(f"[{a[0]:.2f}, {a[1]:.2f}] s and [{b[0]:.2f}, {b[1]:.2f}] s" for a, b in overlapping)
-        raise AssertionError(f"{label(record)}: ranks loaded the model at the same time: {shown}")
-    return windows[-1][0]
+        return failed(f"{label(record)}: ranks loaded the model at the same time: {shown}")
+    shown = ", ".join(f"[{a:.2f}, {b:.2f}] s" for a, b in windows)
+    return passed(f"load windows {shown}", windows[-1][0])
+
+
+@judged
+def check_packages_differ(one: RunRecord, other: RunRecord) -> Outcome:
+    """Two stacks must differ in some installed package, or nothing was compared; the value is the diff."""
+    before = one.provenance.get("stack", {}).get("packages", {})
+    after = other.provenance.get("stack", {}).get("packages", {})
+    diff = {name: (before.get(name), after.get(name)) for name in sorted(set(before) | set(after))
+            if before.get(name) != after.get(name)}  # fmt: skip
+    if not diff:
+        return failed(f"stacks {one.stack!r} and {other.stack!r} have the same packages: nothing is compared", diff)
+    return passed("; ".join(f"{k} {a or '–'} → {b or '–'}" for k, (a, b) in diff.items()), diff)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
 from conftest import load_model
 
 from harness.checks import quantizable_fraction
@@ -36,26 +33,3 @@ def test_smollm2_is_a_fifth_embeddings(smollm2):
     fractions = verdict.evidence["fractions"]
     assert 0.20 < fractions["embedding"] < 0.22  # 49152 × 576 of 134.5M
     assert "embeddings 21%" in verdict.detail
-
-
-def test_4bit_saving_predicted_from_the_linear_layers(tiny_model_dir: Path) -> None:
-    from harness.checks.quantizable import NF4_BYTES, predict_4bit_saving
-
-    prediction = predict_4bit_saving(tiny_model_dir)
-    # Tiny Llama: hidden 64, kv 2 of 4 heads (32), MLP 128, 2 layers; the tied head is not quantized.
-    per_layer = 64 * 64 * 2 + 64 * 32 * 2 + 64 * 128 * 3
-    assert prediction.quantizable_params == 2 * per_layer
-    assert 0 < prediction.fraction < 1
-    assert prediction.saved_bytes == pytest.approx(2 * per_layer * (2 - NF4_BYTES))
-
-
-def test_prediction_and_preflight_check_count_alike(tiny_model_dir: Path) -> None:
-    from transformers import AutoModelForCausalLM
-
-    from harness.checks.quantizable import predict_4bit_saving
-
-    model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))
-    check = quantizable_fraction(model)
-    prediction = predict_4bit_saving(tiny_model_dir)
-    assert check.evidence["max_saving_bytes"] == int(prediction.saved_bytes)
-    assert check.evidence["base_params"] == prediction.total_params

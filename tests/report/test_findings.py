@@ -39,6 +39,21 @@ def test_mask_audit_pass_and_fail() -> None:
     assert status([amd()], "loss-on-prompt")[0] == "not tested"
 
 
+def test_an_errored_or_skipped_check_never_reads_as_works() -> None:
+    error = {"mask_audit": {"verdict": "error", "detail": "AttributeError: boom", "evidence": {}}}
+    skipped = {"mask_audit": {"verdict": "skipped", "detail": "padding-free batches", "evidence": {}}}
+    got, evidence = status([amd(checks=PASS_MASK), amd(seed=2, checks=error)], "loss-on-prompt")
+    assert got == "check error"
+    assert evidence == "mask_audit errored in 1 of 2 runs (exp-a/s seed 2: AttributeError: boom); passed in 1"
+    assert status([amd(checks=error)], "loss-on-prompt")[0] == "check error"
+    got, evidence = status([amd(checks=PASS_MASK), amd(seed=2, checks=skipped)], "loss-on-prompt")
+    assert got == "partly tested"
+    assert evidence == "mask_audit was skipped in 1 of 2 runs (exp-a/s seed 2: padding-free batches); passed in 1"
+    assert status([amd(checks=skipped)], "loss-on-prompt")[0] == "not tested"
+    # A failure anywhere outranks an error elsewhere: the problem showed up.
+    assert status([amd(checks=FAIL_MASK), amd(seed=2, checks=error)], "loss-on-prompt")[0] == "caught"
+
+
 def test_cuda_triton_beside_rocm_torch_is_caught() -> None:
     stack = copy.deepcopy(STACK_ROCM)
     assert status([amd(stack=stack)], "triton-override")[0] == "works with a workaround"

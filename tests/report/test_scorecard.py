@@ -16,6 +16,8 @@ from harness.cli import main
 from harness.report.pipeline import write_reports
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+# The suite's setup files: the claims' bounds come from their [claims] tables.
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 MARKDOWN = (
     "README.md",
     "amd-radeon-rx-7900-xtx/rocm7.2-hf5.5/scorecard.md",
@@ -27,7 +29,7 @@ MARKDOWN = (
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("story")
     write_story_results(root / "results")
-    write_reports([root / "results"], root / "reports")
+    write_reports([root / "results"], root / "reports", BENCHMARKS)
     if os.environ.get("LORABENCH_UPDATE_GOLDEN"):
         for name in MARKDOWN:
             (GOLDEN / name).parent.mkdir(parents=True, exist_ok=True)
@@ -44,7 +46,7 @@ def test_markdown_matches_golden(rendered: Path, name: str) -> None:
 
 def test_same_records_same_bytes(rendered: Path, tmp_path: Path) -> None:
     # Through the CLI this time, into a fresh folder: Markdown and PNGs must be byte-identical.
-    assert main(["report", str(rendered / "results"), "-o", str(tmp_path)]) == 0
+    assert main(["report", str(rendered / "results"), "-o", str(tmp_path), "--benchmarks", str(BENCHMARKS)]) == 0
     first = sorted(
         p.relative_to(rendered / "reports") for p in (rendered / "reports").rglob("*") if p.is_file()
     )
@@ -81,7 +83,7 @@ def test_index_keeps_reports_from_earlier_runs(rendered: Path, tmp_path: Path) -
     # Render the CPU results alone into a folder that already holds the AMD report: both stay listed.
     out = tmp_path / "reports"
     shutil.copytree(rendered / "reports", out)
-    write_reports([rendered / "results" / "cpu"], out)
+    write_reports([rendered / "results" / "cpu"], out, BENCHMARKS)
     assert (out / "README.md").read_text() == (GOLDEN / "README.md").read_text()
 
 
@@ -104,7 +106,7 @@ def test_other_tasks_compare_without_the_sql_miss_analysis(tmp_path: Path) -> No
                                  created="2026-11-30T00:00:00+00:00", rows=rows)  # fmt: skip
             record = record.model_copy(update={"setup": {**record.setup, "task": "verdict"}})
             write(tmp_path / "results", record, rows)
-    write_reports([tmp_path / "results"], tmp_path / "reports")
+    write_reports([tmp_path / "results"], tmp_path / "reports", BENCHMARKS)
     (scorecard,) = (tmp_path / "reports").glob("*/*/scorecard.md")
     text = scorecard.read_text()
     assert "verdict-b vs verdict-a" in text and "of 24 (seeds 42, 3407)" in text

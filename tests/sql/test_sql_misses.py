@@ -14,7 +14,7 @@ from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.results import RunRecord, write_predictions, write_record
 from harness.tasks.sql.data import SqlExample, make_split, row_id
-from harness.tasks.sql.misses import analyze_misses, category_rows, load_predictions
+from harness.tasks.sql.misses import ALL_QUESTIONS, analyze_misses, category_rows, load_predictions
 from harness.tasks.sql.scoring import exact_match
 from harness.tasks.sql.semantic import semantic_match
 
@@ -64,13 +64,22 @@ def test_categories_style_fixes_and_bad_gold() -> None:
     assert bad[5].reason == "gold does not execute"
     assert bad[5].gold == QUESTIONS[5][0]
     assert bad[4].reason.startswith("2 of 3 runs agree")
-    assert analysis.estimated_exact_match_ceiling == round(100 * 4 / 6, 1)
-    json.dumps(analysis.to_dict())
+    assert "estimated_exact_match_ceiling" not in json.loads(json.dumps(analysis.to_dict()))
     # The table names the two kinds of evidence apart: a gold that does not run, runs agreeing elsewhere.
     rows = {row[0]: (row[1], row[3]) for row in category_rows(analysis, shown=8)}
-    assert rows["bad-gold candidates"] == (2, "4, 5")
     assert rows["… gold does not execute"] == (1, "5")
-    assert rows["… runs agree on another answer"] == (1, "4")
+    assert rows["… runs agree on another wrong answer (a shared mistake or a bad gold)"] == (1, "4")
+
+
+def test_the_first_rows_partition_the_questions() -> None:
+    analysis = analyze_misses(_runs(), test_rows=TEST_ROWS)
+    rows = category_rows(analysis, shown=8)
+    assert [row[0] for row in rows[:4]] == ["always right", "mixed (depends on the seed)", "always wrong", ALL_QUESTIONS]
+    assert rows[0][1] + rows[1][1] + rows[2][1] == rows[3][1] == analysis.n_questions == 6  # type: ignore[operator]
+    assert [row[1] for row in rows[:3]] == [2, 1, 3]
+    # One run cannot agree with another: that row says so instead of counting zero.
+    single = {row[0]: row[1:] for row in category_rows(analyze_misses(_runs()[:1], test_rows=TEST_ROWS), shown=8)}
+    assert single["… runs agree on another wrong answer (a shared mistake or a bad gold)"] == ["–", "–", "needs 2 or more runs"]
 
 
 def test_without_the_rows_answers_agree_by_text_only() -> None:
@@ -121,7 +130,8 @@ def test_command_accepts_records_and_predictions(tmp_path: Path, capsys: pytest.
     assert main(["misses", str(tmp_path / "seed-0.json"), str(paths[1]), str(paths[2]), "-o", str(out)]) == 0
     table = capsys.readouterr().out
     assert "3 run(s), 6 questions in every run" in table
-    assert "estimated exact-match ceiling: 83.3%" in table  # no rows at hand: only the gold that fails to run
+    assert "the first three rows partition the questions (all questions)" in table
+    assert "ceiling" not in table
     assert "test rows not at hand" in table
     assert json.loads(out.read_text())["always_wrong"] == [2, 4, 5]
     assert main(["misses", "--json", str(paths[0])]) == 0

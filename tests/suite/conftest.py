@@ -49,13 +49,13 @@ min_gain = {min_gain}
 
 CLAIM_MODULE = """\
 import pytest
-from harness.suite.claims import assert_gain
+from harness.suite.claims import check_gain, require
 
 pytestmark = pytest.mark.cpu_ok
 
 def test_gain(lorabench_run, lorabench_setup, lorabench_seed):
     record = lorabench_run("setups/tiny.toml", lorabench_seed)
-    assert_gain([record], lorabench_setup("setups/tiny.toml").claim("min_gain"))
+    require(check_gain([record], lorabench_setup("setups/tiny.toml").claim("min_gain")))
 """
 
 STACK = "teststack"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import math
 from pathlib import Path
 
@@ -9,8 +10,9 @@ import pytest
 
 from harness.config import validate_setup
 from harness.results import MemoryStats, Metrics, RunRecord, TrainStats, fingerprint, write_record
-from harness.suite import claims
+from harness.suite import catalogue, claims
 from harness.suite.cache import lookup, wants_rerun
+from harness.suite.setups import BenchSetup, load_bench_setup
 
 GiB = 1024**3
 
@@ -26,67 +28,100 @@ def record(seed: int = 3407, *, base: float = 10.0, em: float = 40.0, train_s: f
     )  # fmt: skip
 
 
+def fails(outcome: claims.Outcome, pattern: str) -> None:
+    """The outcome is a fail, and the suite's `require` raises it with every number shown."""
+    assert outcome.status == "fail", outcome
+    with pytest.raises(AssertionError, match=pattern) as raised:
+        claims.require(outcome)
+    assert not isinstance(raised.value, claims.NotEvaluable)
+
+
+def not_evaluable(outcome: claims.Outcome, pattern: str) -> None:
+    assert outcome.status == "not evaluable", outcome
+    with pytest.raises(claims.NotEvaluable, match=pattern):
+        claims.require(outcome)
+
+
 def test_gain_fails_naming_the_seed_below_the_bound() -> None:
-    assert claims.assert_gain([record(1, em=40.0), record(2, em=35.0)], min_points=20) == [30.0, 25.0]
-    with pytest.raises(
-        AssertionError, match=r"gain below 20 points: exp_x/s seed 2: 10.0 → 25.0 \(gain \+15.0\)$"
-    ):
-        claims.assert_gain([record(1, em=40.0), record(2, em=25.0)], min_points=20)
+    assert claims.require(claims.check_gain([record(1, em=40.0), record(2, em=35.0)], min_points=20)) == [30.0, 25.0]
+    fails(claims.check_gain([record(1, em=40.0), record(2, em=25.0)], min_points=20),
+          r"gain below 20 points: exp_x/s seed 1: 10.0 → 40.0 \(gain \+30.0\); exp_x/s seed 2: 10.0 → 25.0 \(gain \+15.0\)$")  # fmt: skip
+    not_evaluable(claims.check_gain([record(1).model_copy(update={"baseline": None})], 20), "no baseline")
 
 
 def test_seed_spread_is_max_minus_min() -> None:
     story = [record(1, em=46.0), record(2, em=46.0), record(3, em=50.7)]
-    assert claims.assert_seed_spread(story, max_points=7) == pytest.approx(4.7)
-    with pytest.raises(
-        AssertionError, match=r"seed spread 4.7 points > bound 4: exp_x/s seed 1: 46.0; .*seed 3: 50.7"
-    ):
-        claims.assert_seed_spread(story, max_points=4)
-    with pytest.raises(AssertionError, match="at least 2 seeds"):
-        claims.assert_seed_spread(story[:1], max_points=7)
+    assert claims.require(claims.check_seed_spread(story, max_points=7)) == pytest.approx(4.7)
+    fails(claims.check_seed_spread(story, max_points=4),
+          r"seed spread 4.7 points > bound 4: spread 4.7 points \(46.0 / 46.0 / 50.7; seeds 1, 2, 3\)")  # fmt: skip
+    not_evaluable(claims.check_seed_spread(story[:1], max_points=7), "at least 2 seeds")
 
 
 def test_equivalence_within_the_margin_only() -> None:
     bf16 = [record(1, em=46.0), record(2, em=47.0)]
-    assert claims.assert_equivalent(
-        bf16, [record(1, em=44.0), record(2, em=45.0)], margin=3
+    assert claims.require(
+        claims.check_equivalent(bf16, [record(1, em=44.0), record(2, em=45.0)], margin=3)
     ) == pytest.approx(-2.0)
-    with pytest.raises(AssertionError, match=r"not shown equivalent within ±3 points: mean difference -3.5"):
-        claims.assert_equivalent(bf16, [record(1, em=43.0), record(2, em=43.0)], margin=3)
+    fails(claims.check_equivalent(bf16, [record(1, em=43.0), record(2, em=43.0)], margin=3),
+          r"not shown equivalent within ±3 points: mean difference -3.5")  # fmt: skip
     # A mean inside the margin is not enough: seeds that disagree this much prove nothing (TOST).
     noisy = [record(1, em=48.5), record(2, em=44.5), record(3, em=47.0)]
-    with pytest.raises(AssertionError, match=r"not shown equivalent .* mean difference \+0\.7, 90% interval \[-4\.0, \+5\.3\]"):
-        claims.assert_equivalent([*bf16, record(3, em=45.0)], noisy, margin=3)
+    fails(claims.check_equivalent([*bf16, record(3, em=45.0)], noisy, margin=3),
+          r"not shown equivalent .* mean difference \+0\.7 points, 90% interval \[-4\.0, \+5\.3\]")  # fmt: skip
+    # One seed in common is no evidence either way: not evaluable, not a pass and not a measured failure.
+    not_evaluable(claims.check_equivalent(bf16, [record(2, em=47.0), record(9, em=47.0)], margin=3),
+                  "at least 2 seeds run on both sides, got 1")  # fmt: skip
 
 
-def test_speedup_time_ratio_and_memory() -> None:
-    one, two = [record(train_s=163.0)], [record(train_s=100.0)]
-    assert claims.assert_speedup(one, two, min_ratio=1.5) == pytest.approx(1.63)
-    with pytest.raises(AssertionError, match=r"speedup 1.63× per run \(95% interval 1.63–1.63×\) does not reach 1.8×"):
-        claims.assert_speedup(one, two, min_ratio=1.8)
+def test_speedup_needs_an_interval() -> None:
+    one = [record(1, train_s=163.0), record(2, train_s=165.0)]
+    two = [record(1, train_s=100.0), record(2, train_s=101.0)]
+    assert claims.require(claims.check_speedup(one, two, min_ratio=1.5)) == pytest.approx(1.63)
+    fails(claims.check_speedup(one, two, min_ratio=1.8),
+          r"speedup does not reach 1.8×: 1.63× per run, 95% interval 1.6.–1.6.× \(n = 2 / 2")  # fmt: skip
+    # One run a side: a lucky run alone must not pass, and there is nothing to resample.
+    not_evaluable(claims.check_speedup(one[:1], two[:1], min_ratio=1.5),
+                  r"1.63× per run from n = 1 and n = 1 runs; the 95% interval .* needs at least 2 seeds a side")  # fmt: skip
     # Per step: the steady step time, so a short run's warm-up does not blur a throughput claim.
-    short_one, short_two = [record(train_s=60.0, step_s=0.5)], [record(train_s=40.0, step_s=0.26)]
-    assert claims.assert_speedup(short_one, short_two, min_ratio=1.8, per="step") == pytest.approx(1.92)
-    with pytest.raises(AssertionError, match=r"per run .* does not reach 1.8×: baseline .*60 s"):
-        claims.assert_speedup(short_one, short_two, min_ratio=1.8)
-    with pytest.raises(AssertionError, match=r"no steady step time in the record"):
-        claims.assert_speedup([record(train_s=60.0)], short_two, min_ratio=1.8, per="step")
-    with pytest.raises(AssertionError, match=r"time ratio 1.63× > bound 1.5×"):
-        claims.assert_time_ratio(two, one, max_ratio=1.5)
-    assert claims.assert_memory([record(vram=10 * GiB)], max_bytes=24 * GiB) == 10 * GiB
-    with pytest.raises(AssertionError, match=r"peak VRAM 25.00 GiB over the budget 24.00 GiB"):
-        claims.assert_memory([record(vram=25 * GiB)], max_bytes=24 * GiB)
-    with pytest.raises(AssertionError, match="no peak VRAM"):
-        claims.assert_memory([record()], max_bytes=24 * GiB)
+    short_one = [record(1, train_s=60.0, step_s=0.5), record(2, train_s=61.0, step_s=0.5)]
+    short_two = [record(1, train_s=40.0, step_s=0.26), record(2, train_s=41.0, step_s=0.26)]
+    assert claims.require(claims.check_speedup(short_one, short_two, 1.8, per="step")) == pytest.approx(1.92)
+    fails(claims.check_speedup(short_one, short_two, min_ratio=1.8), r"per run, .*baseline 60; 61 s")
+    not_evaluable(claims.check_speedup([record(train_s=60.0)], short_two, 1.8, per="step"),
+                  r"no steady step time in the record")  # fmt: skip
+
+
+def test_time_ratio_and_memory() -> None:
+    one, two = [record(train_s=163.0)], [record(train_s=100.0)]
+    fails(claims.check_time_ratio(two, one, max_ratio=1.5), r"time ratio 1.63× \(n = 1 / 1\) > bound 1.5×")
+    assert claims.require(claims.check_memory([record(vram=10 * GiB)], max_bytes=24 * GiB)) == 10 * GiB
+    fails(claims.check_memory([record(vram=25 * GiB)], max_bytes=24 * GiB), r"peak VRAM 25.00 GiB over the budget 24.00 GiB")
+    not_evaluable(claims.check_memory([record()], max_bytes=24 * GiB), "no peak VRAM")
     bf16, q4 = [record(vram=10 * GiB)], [record(vram=7 * GiB)]
-    assert claims.assert_memory_saved(bf16, q4, predicted_bytes=4 * GiB, min_share=0.5) == pytest.approx(0.75)
-    with pytest.raises(AssertionError, match=r"= 0.75 of the predicted 4.00 GiB, below 0.8"):
-        claims.assert_memory_saved(bf16, q4, predicted_bytes=4 * GiB, min_share=0.8)
+    assert claims.require(claims.check_memory_saved(bf16, q4, 4 * GiB, min_share=0.5)) == pytest.approx(0.75)
+    fails(claims.check_memory_saved(bf16, q4, 4 * GiB, min_share=0.8), r"= 0.75 of the predicted 4.00 GiB, below 0.8")
+    assert claims.require(claims.check_vram_ratio(record(vram=10 * GiB), record(vram=12 * GiB), 1.25)) == pytest.approx(1.2)
+    fails(claims.check_vram_ratio(record(vram=10 * GiB), record(vram=13 * GiB), 1.25), r"1.30×, bound 1.25×")
+
+
+def test_the_predicted_saving_comes_from_the_record() -> None:
+    from harness.results import CheckVerdict
+
+    check = CheckVerdict(verdict="pass", evidence={"max_saving_bytes": 3 * GiB})
+    assert claims.predicted_4bit_saving(record().model_copy(update={"checks": {"quantizable_fraction": check}})) == 3 * GiB
+    with pytest.raises(claims.NotEvaluable, match="no quantizable_fraction check"):
+        claims.predicted_4bit_saving(record())
 
 
 def test_finite_catches_a_nan_loss() -> None:
-    claims.assert_finite([record()])
-    with pytest.raises(AssertionError, match=r"non-finite training loss at step\(s\) \[2\]"):
-        claims.assert_finite([record(loss=(2.0, math.nan))])
+    assert claims.check_finite([record()]).status == "pass"
+    fails(claims.check_finite([record(loss=(2.0, math.nan))]), r"non-finite training loss at step\(s\) \[2\]")
+
+
+def test_a_run_that_did_not_finish_fails_the_claim() -> None:
+    killed = record(2, status="killed").model_copy(update={"reason": "SIGTERM"})
+    assert claims.runs_not_ok([record(1)]) is None
+    fails(claims.runs_not_ok([record(1), killed]), r"exp_x/s seed 2: run killed: SIGTERM")  # type: ignore[arg-type]
 
 
 def test_cache_matches_fingerprint_and_timing_only(tmp_path: Path) -> None:
@@ -117,9 +152,72 @@ def test_staggered_loads_one_after_another() -> None:
     from harness.results import Timings
 
     staggered = record().model_copy(update={"timings": Timings(load_windows=[[0.0, 4.1], [4.1, 8.3]])})
-    assert claims.assert_loads_staggered(staggered) == pytest.approx(4.1)
+    assert claims.require(claims.check_loads_staggered(staggered)) == pytest.approx(4.1)
     together = record().model_copy(update={"timings": Timings(load_windows=[[0.0, 4.1], [0.2, 4.4]])})
-    with pytest.raises(AssertionError, match=r"ranks loaded the model at the same time: \[0.00, 4.10\] s and \[0.20, 4.40\] s"):
-        claims.assert_loads_staggered(together)
-    with pytest.raises(AssertionError, match=r"no per-rank load windows in the record"):
-        claims.assert_loads_staggered(record())
+    fails(claims.check_loads_staggered(together),
+          r"ranks loaded the model at the same time: \[0.00, 4.10\] s and \[0.20, 4.40\] s")  # fmt: skip
+    not_evaluable(claims.check_loads_staggered(record()), r"no per-rank load windows in the record")
+
+
+# --- the catalogue: one definition of each claim for the suite and the report ---
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+# Cases that assert something other than a claim over records (the head-to-head only gathers figures).
+NOT_CLAIMS = {"test_exp_g_verdict_models.py::test_head_to_head"}
+
+
+def load(name: str) -> BenchSetup:
+    return load_bench_setup(BENCHMARKS / name)
+
+
+def test_every_claim_names_real_setups_and_bounds() -> None:
+    for claim in catalogue.CLAIMS:
+        for name in claim.setups.values():
+            assert (BENCHMARKS / name).is_file(), (claim.name, name)
+        bounds = load(claim.bound_file).claims
+        assert set(claim.required) <= set(bounds), (claim.name, claim.bound_file)
+        assert claim.bound_text(bounds)  # every placeholder has a bound or a default
+    owned = {name for e in catalogue.EXPERIMENTS for name in e.setups}
+    assert {name for c in catalogue.CLAIMS for name in c.setups.values()} <= owned
+
+
+def _cases() -> dict[str, ast.FunctionDef]:
+    found = {}
+    for module in sorted(BENCHMARKS.glob("test_exp_*.py")):
+        for node in ast.parse(module.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                found[f"{module.name}::{node.name}"] = node
+    return found
+
+
+def _calls_assert_claim(node: ast.FunctionDef) -> bool:
+    return any(isinstance(n, ast.Call) and getattr(n.func, "id", None) == "assert_claim" for n in ast.walk(node))
+
+
+def test_every_suite_case_judges_through_the_catalogue() -> None:
+    # A case asserting on its own would judge something the report cannot show; a catalogue entry
+    # without its case would be judged by the report alone.
+    cases = _cases()
+    assert {c.test for c in catalogue.CLAIMS} <= set(cases)
+    for name, node in cases.items():
+        assert name in NOT_CLAIMS or _calls_assert_claim(node), f"{name} does not judge through assert_claim"
+    assert set(cases) >= NOT_CLAIMS
+
+
+def test_assert_claim_checks_the_records_are_the_catalogues_setups() -> None:
+    def named(r: RunRecord, experiment: str, setup: str) -> RunRecord:
+        return r.model_copy(update={"experiment": experiment, "setup_name": setup})
+
+    bf16 = [named(record(s, em=50.0), "exp_a", "smollm2-135m-lora") for s in (1, 2)]
+    qlora = [named(record(s, em=49.0 + s / 5), "exp_b", "smollm2-135m-4bit") for s in (1, 2)]
+    figure = catalogue.assert_claim("exp_b", "accuracy equivalent to bf16", {"bf16": bf16, "4bit": qlora}, load)
+    assert figure == pytest.approx(-0.7)
+    with pytest.raises(AssertionError, match=r"role '4bit' is exp_b/smollm2-135m-4bit .*got exp_a/smollm2-135m-lora seed 1"):
+        catalogue.assert_claim("exp_b", "accuracy equivalent to bf16", {"bf16": bf16, "4bit": bf16}, load)
+    with pytest.raises(ValueError, match="takes records for"):
+        catalogue.assert_claim("exp_b", "accuracy equivalent to bf16", {"bf16": bf16}, load)
+    low = [named(record(s, em=40.0), "exp_b", "smollm2-135m-4bit") for s in (1, 2)]
+    with pytest.raises(AssertionError, match=r"not shown equivalent within ±3 points: mean difference -10.0"):
+        catalogue.assert_claim("exp_b", "accuracy equivalent to bf16", {"bf16": bf16, "4bit": low}, load)
+    with pytest.raises(KeyError, match="no claim 'made up'"):
+        catalogue.find_claim("exp_b", "made up")

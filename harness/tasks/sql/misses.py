@@ -1,6 +1,6 @@
-"""Miss analysis across runs: which questions every run gets wrong, which every run fixes, which
-depend on the seed; which fixes only changed style; which golds look wrong; and what exact match can
-practically reach on this test split. Input: the per-question predictions each run writes
+"""Miss analysis across runs: which questions every run gets right, gets wrong, or splits on (these three
+partition the questions); within them, which every run fixes, which misses are only style, which fixes
+only changed style, which golds do not execute, and which wrong answers the runs agree on. Input: the per-question predictions each run writes
 (`*.predictions.jsonl`, one JSON object per line, keys in `REQUIRED_KEYS`) and, when at hand, the test
 rows they point at (`harness.tasks.sql.resolve`): predictions name a row by hash and never copy it.
 Without the rows, wrong answers agree only when their text is the same after normalisation (with
@@ -79,19 +79,18 @@ class BadGoldCandidate:
 class MissAnalysis:
     """Question indices per category (sorted), over the questions present in every run.
 
-    always_right / always_wrong / mixed: exact in every run / in none / in some.
+    always_right / always_wrong / mixed: exact in every run / in none / in some; these partition the
+    questions. The others are details that overlap them and each other:
     fixed_by_every_run: exact in every run while the base model's answer was not (in every run).
     style_only_fixes: fixed by at least one run although the base answer was already semantically
         right, i.e. fine-tuning taught the dataset's style, not the answer.
     style_misses: wrong in every run but semantically right in every run.
     bad_gold_candidates: the gold does not execute, or most runs (at least two, more than half)
-        agree on one meaning, by semantic match, that differs from the gold's.
-    estimated_exact_match_ceiling: 100 × (questions − bad-gold candidates) / questions, in percent.
-        Exact match cannot credit a question whose gold is wrong or does not run, so this is the
-        practical ceiling. It is an estimate both ways: a candidate may be a mistake all runs share
-        (ceiling too low), and a wrong gold that no run contests is not found (ceiling too high);
-        style that cannot be learned (the dataset writes '71' and 71 for the same thing) is not
-        subtracted. None when there are no questions.
+        agree on one meaning, by semantic match, that differs from the gold's. The second kind is weak
+        evidence: runs of one setup differ only by seed, so a mistake the model makes every time looks
+        the same, and the count grows with the number of runs (none with one run). No exact-match
+        ceiling is derived from it; a gold that does not execute is no ceiling either, since exact
+        match compares text and a run may still write the gold's text.
     """
 
     labels: tuple[str, ...]
@@ -106,11 +105,10 @@ class MissAnalysis:
     style_only_fixes: tuple[int, ...]
     style_misses: tuple[int, ...]
     bad_gold_candidates: tuple[BadGoldCandidate, ...]
-    estimated_exact_match_ceiling: float | None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["format_version"] = 2  # 2: rows_resolved; gold may be null
+        data["format_version"] = 3  # 2: rows_resolved; gold may be null. 3: estimated_exact_match_ceiling gone
         return data
 
 
@@ -209,29 +207,41 @@ def analyze_misses(
         style_only_fixes=tuple(cats["style_fix"]),
         style_misses=tuple(cats["style_miss"]),
         bad_gold_candidates=tuple(bad),
-        estimated_exact_match_ceiling=round(100.0 * (n - len(bad)) / n, 1) if n else None,
     )
 
 
-def category_rows(analysis: MissAnalysis, *, shown: int, empty: str = "–") -> list[list[object]]:
-    """One table row per category: name, count, share in %, the first `shown` question indices.
-    Shared by `lorabench misses` and the scorecard so both name and count the categories alike."""
+# A row of `category_rows`: name, count, share in %, the first question indices.
+CategoryRow = list[object]
+ALL_QUESTIONS = "all questions"
+
+
+def category_rows(analysis: MissAnalysis, *, shown: int, empty: str = "–") -> list[CategoryRow]:
+    """One table row per category: name, count, share in %, the first `shown` question indices. The
+    first three rows partition the questions and the fourth (`ALL_QUESTIONS`) is their sum; the rest
+    are details that overlap them and each other. Shared by `lorabench misses` and the scorecard so both
+    name and count the categories alike."""
     n = analysis.n_questions
-    categories = [
+    agreed = tuple(c.index for c in analysis.bad_gold_candidates if c.agreed_prediction is not None)
+    categories: list[tuple[str, tuple[int, ...] | None]] = [
         ("always right", analysis.always_right),
-        ("fixed by every run (base wrong)", analysis.fixed_by_every_run),
-        ("always wrong", analysis.always_wrong),
-        ("style misses (semantically right)", analysis.style_misses),
         ("mixed (depends on the seed)", analysis.mixed),
-        ("style-only fixes", analysis.style_only_fixes),
-        ("bad-gold candidates", tuple(c.index for c in analysis.bad_gold_candidates)),
-        # Two kinds of evidence, unequal: a gold that does not run is wrong; runs agreeing on another
-        # answer may be a mistake they share (runs of one setup differ only by seed).
+        ("always wrong", analysis.always_wrong),
+        (ALL_QUESTIONS, None),
+        ("… fixed by every run (always right, base wrong in every run)", analysis.fixed_by_every_run),
+        ("… style misses (always wrong, semantically right in every run)", analysis.style_misses),
+        ("… style-only fixes (right in a run whose base answer was semantically right)", analysis.style_only_fixes),
+        # Two kinds of bad-gold evidence, unequal: a gold that does not run is broken; runs agreeing on
+        # another answer may share a mistake (runs of one setup differ only by seed).
         ("… gold does not execute", tuple(c.index for c in analysis.bad_gold_candidates if c.agreed_prediction is None)),
-        ("… runs agree on another answer", tuple(c.index for c in analysis.bad_gold_candidates if c.agreed_prediction is not None)),
+        ("… runs agree on another wrong answer (a shared mistake or a bad gold)", agreed),
     ]
-    rows: list[list[object]] = []
+    rows: list[CategoryRow] = []
     for name, indices in categories:
-        listed = ", ".join(map(str, indices[:shown])) + (" …" if len(indices) > shown else "")
-        rows.append([name, len(indices), f"{100 * len(indices) / n:.1f}" if n else empty, listed])
+        if indices is None:
+            rows.append([name, n, "100.0" if n else empty, ""])
+        elif name.startswith("… runs agree") and len(analysis.labels) < 2:
+            rows.append([name, empty, empty, "needs 2 or more runs"])
+        else:
+            listed = ", ".join(map(str, indices[:shown])) + (" …" if len(indices) > shown else "")
+            rows.append([name, len(indices), f"{100 * len(indices) / n:.1f}" if n else empty, listed])
     return rows

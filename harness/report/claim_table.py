@@ -1,0 +1,154 @@
+"""The suite's claims judged on one host × stack's records: the same claims (`harness.suite.catalogue`),
+the same judgments (`harness.suite.claims`), the bounds from the same setup files' `[claims]` tables.
+
+The records a claim reads are its setups' records on this host and stack, every seed found, paired by
+seed where a claim pairs: seeds not run for every setup of a claim are left out and named. As in the
+suite, a run that did not finish ok fails the claims that read it. A time claim of a timed experiment
+is judged on runs timed under the quiet-machine guard only (the suite never reuses an untimed record
+for one); on others it is "not evaluable" and shows the unguarded figure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError, UserError
+from harness.report.groups import ReportGroup
+from harness.report.settings import differences
+from harness.report.tables import table
+from harness.results import RunRecord
+from harness.suite.catalogue import CLAIMS, EXPERIMENTS, Claim, judge
+from harness.suite.claims import ClaimStatus, Outcome, runs_not_ok, timing_guarded
+from harness.suite.setups import BenchSetup, load_bench_setup
+
+# Where `lorabench report` finds the suite's setup files when not told: the suite `lorabench bench` runs.
+DEFAULT_BENCHMARKS = Path("benchmarks")
+RESULT_WORDS: Mapping[ClaimStatus, str] = {"pass": "pass", "fail": "**FAIL**", "not evaluable": "*not evaluable*"}
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim: Claim
+    status: ClaimStatus
+    measured: str
+    bound: str
+    setups: str
+    differs: tuple[str, ...] | None  # settings that differ between the claim's two setups (None: one setup)
+
+
+class _SetupFiles:
+    """The suite's setup files under one benchmarks folder, each read once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._loaded: dict[str, BenchSetup | str] = {}
+
+    def get(self, name: str) -> BenchSetup | str:
+        """The setup, or why it cannot be read."""
+        if name not in self._loaded:
+            try:
+                self._loaded[name] = load_bench_setup(self.root / name)
+            except (ConfigError, UserError, OSError) as exc:
+                self._loaded[name] = f"{self.root / name}: {exc}"
+        return self._loaded[name]
+
+    def key(self, name: str) -> str | None:
+        setup = self.get(name)
+        return None if isinstance(setup, str) else f"{setup.fields.get('experiment')}/{setup.fields.get('name')}"
+
+
+def _records(group: ReportGroup, key: str | None) -> list[RunRecord]:
+    return sorted((r for r in group.records if f"{r.experiment}/{r.setup_name}" == key), key=lambda r: r.seed)
+
+
+def _aggregate(outcomes: Sequence[tuple[int, Outcome]]) -> tuple[ClaimStatus, str]:
+    statuses = {o.status for _, o in outcomes}
+    status: ClaimStatus = "fail" if "fail" in statuses else "not evaluable" if "not evaluable" in statuses else "pass"
+    # A check that names its run already says the seed; the others get it in front.
+    texts = [o.measured if re.search(rf"\bseed {seed}\b", o.measured) else f"seed {seed}: {o.measured}" for seed, o in outcomes]
+    return status, "; ".join(texts)
+
+
+def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]], bounds: Mapping[str, Any]) -> tuple[ClaimStatus, str]:
+    used = [r for records in runs.values() for r in records]
+    if (bad := runs_not_ok(used)) is not None:
+        return bad.status, bad.measured
+    if claim.per_seed:
+        seeds = sorted({r.seed for r in used})
+        return _aggregate([
+            (seed, judge(claim, {role: [r for r in rs if r.seed == seed] for role, rs in runs.items()}, bounds))
+            for seed in seeds
+        ])  # fmt: skip
+    outcome = judge(claim, runs, bounds)
+    if claim.timed and not all(timing_guarded(r) for r in used):
+        unguarded = ", ".join(sorted({f"{r.experiment}/{r.setup_name}" for r in used if not timing_guarded(r)}))
+        return "not evaluable", (
+            f"runs of {unguarded} were not timed under the quiet-machine guard (`lorabench run --timed`), which "
+            f"the suite requires for a time claim; from them: {outcome.measured}"
+        )
+    return outcome.status, outcome.measured
+
+
+def _evaluate(claim: Claim, group: ReportGroup, files: _SetupFiles) -> ClaimResult:
+    keys = {role: files.key(name) for role, name in claim.setups.items()}
+    names = list(dict.fromkeys(k or claim.setups[role] for role, k in keys.items()))
+    bound_setup = files.get(claim.bound_file)
+    bounds = bound_setup.claims if isinstance(bound_setup, BenchSetup) else {}
+    try:
+        bound = claim.bound_text(bounds) + f" (`{Path(claim.bound_file).name}`)"
+    except (KeyError, ValueError):
+        bound = f"`{Path(claim.bound_file).name}` [claims] lacks {', '.join(claim.required)}"
+
+    def result(status: ClaimStatus, measured: str, differs: Sequence[str] | None = None) -> ClaimResult:
+        return ClaimResult(claim, status, measured, bound, " vs ".join(names), None if differs is None else tuple(differs))
+
+    unreadable = [files.get(name) for name in dict.fromkeys([*claim.setups.values(), claim.bound_file])]
+    if problems := [p for p in unreadable if isinstance(p, str)]:
+        return result("not evaluable", "; ".join(problems))
+    if claim.cross_stack:
+        return result("not evaluable", "compares two stacks of this host; a scorecard holds one (`lorabench compare OLD NEW`)")
+    runs = {role: _records(group, key) for role, key in keys.items()}
+    if missing := [keys[role] for role, rs in runs.items() if not rs]:
+        return result("not evaluable", f"no records of {', '.join(dict.fromkeys(str(m) for m in missing))} on this host and stack")
+    seed_sets = [{r.seed for r in rs} for rs in runs.values()]
+    common = set.intersection(*seed_sets)
+    left_out = sorted(set.union(*seed_sets) - common)
+    note = f" (seeds {', '.join(map(str, left_out))} left out: not run for every setup)" if left_out else ""
+    if not common:
+        return result("not evaluable", f"no seed was run for every setup{note}")
+    runs = {role: [r for r in rs if r.seed in common] for role, rs in runs.items()}
+    roles = list(dict.fromkeys(claim.setups.values()))
+    differs: list[str] | None = None
+    if len(roles) == 2:
+        first, second = (next(rs for role, rs in runs.items() if claim.setups[role] == name) for name in roles)
+        differs = differences(first, second)
+    status, measured = _judge(claim, runs, bounds)
+    return result(status, measured + note, differs)
+
+
+def evaluate_claims(group: ReportGroup, benchmarks: Path) -> tuple[ClaimResult, ...] | None:
+    """Every claim of each experiment that has records here (one of the setups it owns); None when the
+    suite's setup files are not at `benchmarks` (so nothing can be judged)."""
+    if not (benchmarks / "setups").is_dir():
+        return None
+    files = _SetupFiles(benchmarks)
+    present = {f"{r.experiment}/{r.setup_name}" for r in group.records}
+    shown = {e.name for e in EXPERIMENTS if any(files.key(s) in present for s in e.setups)}
+    return tuple(_evaluate(claim, group, files) for claim in CLAIMS if claim.experiment in shown)
+
+
+def claims_table(results: Sequence[ClaimResult]) -> str:
+    rows = [
+        [r.claim.experiment, r.claim.name, r.setups, r.bound, r.measured, RESULT_WORDS[r.status],
+         "–" if r.differs is None else "; ".join(r.differs) or "nothing"]
+        for r in results
+    ]  # fmt: skip
+    return table(rows, ["experiment", "claim", "setups", "bound", "measured", "result", "settings the setups differ in"])
+
+
+def claim_counts(results: Sequence[ClaimResult]) -> dict[ClaimStatus, int]:
+    return {status: sum(1 for r in results if r.status == status) for status in ("fail", "not evaluable", "pass")}

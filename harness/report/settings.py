@@ -1,0 +1,94 @@
+"""What differs between two setups' runs, setting by setting, so a comparison says what it compares.
+
+Read from the records: each record's setup with the schema's defaults filled in for fields it predates
+(a field added later defaults to the old behaviour, as `SetupConfig.fingerprint_payload` promises), and
+"auto" settings shown as what the run resolved them to where the record says so (precision and device
+from `model`, recipe.compile = auto from `train.graphs`). Also the data split and the lorabench commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from harness.config import SetupConfig
+from harness.results import RunRecord
+
+# Fields that name a run rather than change what it does.
+IDENTITY = frozenset({"name", "experiment", "recipe.seed"})
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+@cache
+def _defaults() -> dict[str, Any]:
+    return _flatten(SetupConfig().model_dump(mode="json"))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return "–" if value is None else str(value)
+
+
+def settings(record: RunRecord) -> dict[str, str]:
+    """Setting → value as this run had it (resolved where it said "auto" and the record tells)."""
+    flat = {**_defaults(), **_flatten(record.setup)}
+    out = {key: _text(value) for key, value in flat.items() if key not in IDENTITY}
+    if record.model is not None:
+        for key, resolved in (("precision", record.model.precision), ("device", record.model.device)):
+            if out.get(key) == "auto":
+                out[key] = f"{resolved} (auto)"
+    if out.get("recipe.compile") == "auto" and record.status == "ok":
+        out["recipe.compile"] = f"{'graphs' if record.train and record.train.graphs else 'none'} (auto)"
+    out["data split"] = record.data.split_hash if record.data else "–"
+    git = record.provenance.get("git", {})
+    out["lorabench commit"] = f"{str(git.get('sha') or '–')[:7]}{' (dirty)' if git.get('dirty') else ''}"
+    return out
+
+
+def _values(records: Sequence[RunRecord], key: str) -> str:
+    seen = dict.fromkeys(settings(r).get(key, "–") for r in records)
+    return " / ".join(seen)
+
+
+def _same(value: str) -> str:
+    # "bf16 (auto)" and "bf16" ran alike: compare what ran, show how it was asked for.
+    return value.removesuffix(" (auto)")
+
+
+def _ran(records: Sequence[RunRecord]) -> list[RunRecord]:
+    # A run that stopped early never resolved its "auto" settings: what ran is what the ok runs say.
+    ok = [r for r in records if r.status == "ok"]
+    return ok or list(records)
+
+
+def differences(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> list[str]:
+    """`setting: a's value vs b's value` for every setting whose values differ between the two sets of runs
+    (several values on one side, joined by ' / ', when its runs differ among themselves)."""
+    a, b = _ran(a), _ran(b)
+    if not a or not b:
+        return []
+    keys = sorted({k for r in (*a, *b) for k in settings(r)})
+    out = []
+    for key in keys:
+        left, right = _values(a, key), _values(b, key)
+        if {_same(v) for v in left.split(" / ")} != {_same(v) for v in right.split(" / ")}:
+            out.append(f"{key}: {left} vs {right}")
+    return out
+
+
+def count_settings(diffs: Sequence[str]) -> int:
+    """How far from like-for-like a pair is: differing settings, the commit not counted (it differs almost always)."""
+    return sum(1 for d in diffs if not d.startswith("lorabench commit:"))

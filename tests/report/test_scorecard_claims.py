@@ -1,0 +1,190 @@
+"""The scorecard judges the suite's claims from records on disk: a failed claim renders as failed and
+is never green, what cannot be judged says why, an errored check is an error, a one-run speedup shows
+its n, and a comparison names every setting its two setups differ in."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import EXP_A_SETUP, EXP_B_SETUP, HOST_AMD, SEEDS, STACK_ROCM, make_record, predictions, write
+
+from harness.report.claim_table import evaluate_claims
+from harness.report.groups import group_records, load_records
+from harness.report.pipeline import write_reports
+from harness.results import RunRecord
+from harness.suite.catalogue import assert_claim
+from harness.suite.setups import load_bench_setup
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def amd(experiment: str, setup: str, seed: int, rows: list[dict[str, Any]] | None, **kwargs: Any) -> RunRecord:
+    return make_record(host=HOST_AMD, stack=STACK_ROCM, experiment=experiment, setup_name=setup, seed=seed,
+                       created=f"2026-11-28T10:00:{seed % 60:02d}+00:00", rows=rows, **kwargs)  # fmt: skip
+
+
+def wrong_from(rows: list[dict[str, Any]], first: int, last: int) -> list[dict[str, Any]]:
+    """The same answers with questions first..last made wrong (a less accurate setup)."""
+    return [{**r, "exact": False, "semantic": False} if first <= r["index"] <= last else r for r in rows]
+
+
+def render(results: Path, benchmarks: Path = BENCHMARKS) -> tuple[str, str]:
+    out = results.parent / "reports"
+    write_reports([results], out, benchmarks)
+    (scorecard,) = out.glob("*/*/scorecard.md")
+    return scorecard.read_text(encoding="utf-8"), (out / "README.md").read_text(encoding="utf-8")
+
+
+def cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+
+
+def claim_row(text: str, claim: str) -> list[str]:
+    (line,) = [line for line in text.splitlines() if line.startswith("| exp_") and f"| {claim} " in line]
+    return cells(line)
+
+
+def verdict(text: str) -> str:
+    return text.splitlines()[2].strip("*")
+
+
+def write_ab(results: Path, wrong: tuple[int, int] | None, seeds: tuple[int, ...] = SEEDS) -> None:
+    for seed in seeds:
+        rows = predictions(seed, skill=0)
+        write(results, amd("exp_a", EXP_A_SETUP, seed, rows), rows)
+        rows4 = wrong_from(rows, *wrong) if wrong else rows
+        write(results, amd("exp_b", EXP_B_SETUP, seed, rows4, precision="4bit"), rows4)
+
+
+def test_a_failed_claim_renders_as_failed_and_the_verdict_is_not_green(tmp_path: Path) -> None:
+    write_ab(tmp_path / "results", wrong=(6, 12))  # 4-bit loses 7 of 24 questions on every seed
+    text, index = render(tmp_path / "results")
+    row = claim_row(text, "accuracy equivalent to bf16")
+    assert row[2] == "exp_a/smollm2-135m-lora vs exp_b/smollm2-135m-4bit"
+    assert row[3] == "within ±3 points (TOST, 90% interval) (`exp_b_4bit.toml`)"
+    assert row[4].startswith("not shown equivalent within ±3 points: mean difference -29.2 points")
+    assert row[5] == "**FAIL**"
+    assert row[6] == "precision: bf16 vs 4bit"
+    assert verdict(text).startswith("FAIL · 7 claims: 1 fail,")
+    assert "| FAIL · 7 claims: 1 fail," in index
+
+
+def test_the_same_records_without_the_loss_pass(tmp_path: Path) -> None:
+    # The control for the test above: identical answers are equivalent, and nothing fails.
+    write_ab(tmp_path / "results", wrong=None)
+    text, _ = render(tmp_path / "results")
+    assert claim_row(text, "accuracy equivalent to bf16")[5] == "pass"
+    assert not verdict(text).startswith("FAIL")
+    assert "**FAIL**" not in text
+
+
+def test_one_seed_is_not_evaluable_and_a_speedup_shows_n_1(tmp_path: Path) -> None:
+    write_ab(tmp_path / "results", wrong=None, seeds=(3407,))
+    text, index = render(tmp_path / "results")
+    spread = claim_row(text, "seed spread")
+    assert spread[4] == "seed spread needs at least 2 seeds, got 1" and spread[5] == "*not evaluable*"
+    assert claim_row(text, "accuracy equivalent to bf16")[4] == "equivalence needs at least 2 seeds run on both sides, got 1"
+    assert verdict(text).startswith("INCOMPLETE · 7 claims: 4 not evaluable, 3 pass")
+    assert "| INCOMPLETE ·" in index
+    (row,) = [line for line in text.splitlines() if line.startswith(f"| {EXP_B_SETUP} vs {EXP_A_SETUP}")]
+    assert "(n = 1)" in row
+    assert not re.search(r"\d× \[(\d\.\d\d)–\1\]", text)  # never a zero-width "interval" from one run
+
+
+def test_a_run_that_did_not_finish_fails_its_claims(tmp_path: Path) -> None:
+    write_ab(tmp_path / "results", wrong=None)
+    killed = amd("exp_b", EXP_B_SETUP, 42, None, status="killed", reason="stopped by SIGTERM", train_s=None)
+    write(tmp_path / "results", killed, None)
+    text, _ = render(tmp_path / "results")
+    row = claim_row(text, "accuracy equivalent to bf16")
+    assert row[4] == "exp_b/smollm2-135m-4bit seed 42: run killed: stopped by SIGTERM" and row[5] == "**FAIL**"
+
+
+def test_an_errored_check_is_an_error_and_a_skipped_one_is_named(tmp_path: Path) -> None:
+    error = {"verdict": "error", "detail": "AttributeError: 'NoneType' object has no attribute 'max'", "evidence": {}}
+    skipped = {"verdict": "skipped", "detail": "batches have no attention_mask", "evidence": {}}
+    passed = {"verdict": "pass", "detail": "", "evidence": {}}
+    for seed in SEEDS:
+        rows = predictions(seed, skill=0)
+        checks = {"cache_parity": passed, "mask_audit": passed}
+        write(tmp_path / "results", amd("exp_a", EXP_A_SETUP, seed, rows, checks=checks), rows)
+        checks = {"cache_parity": error, "mask_audit": skipped}
+        write(tmp_path / "results", amd("exp_f", "smollm2-135m-unsloth", seed, rows, backend="unsloth", checks=checks), rows)
+    text, _ = render(tmp_path / "results")
+    (cache,) = [line for line in text.splitlines() if "KV sharing breaks" in line]
+    assert "**check error**" in cache
+    assert "cache_parity errored in 3 of 6 runs (exp_f/smollm2-135m-unsloth seeds 42, 1234, 3407: AttributeError" in cache
+    (mask,) = [line for line in text.splitlines() if "loss on the prompt" in line]
+    assert "**partly tested**" in mask and "mask_audit was skipped in 3 of 6 runs" in mask
+    assert "works as-is" not in cache + mask
+    assert "checks: 3 errored, 3 skipped" in verdict(text)
+    assert not verdict(text).startswith("PASS")
+
+
+def test_a_time_claim_on_unguarded_runs_is_not_evaluable(tmp_path: Path) -> None:
+    for n, seed in enumerate(SEEDS):
+        rows = predictions(seed, skill=0)
+        write(tmp_path / "results", amd("exp_a", EXP_A_SETUP, seed, rows, train_s=100.0 + n, timed=False), rows)
+        write(tmp_path / "results", amd("exp_f", "smollm2-135m-unsloth", seed, rows, backend="unsloth",
+                                        train_s=50.0 + n, timed=False), rows)  # fmt: skip
+    text, _ = render(tmp_path / "results")
+    row = claim_row(text, "speedup over hf")
+    assert row[5] == "*not evaluable*"
+    assert "were not timed under the quiet-machine guard" in row[4] and "1.98× per run" in row[4]
+    assert claim_row(text, "accuracy equivalent to hf")[5] == "pass"  # accuracy does not need a quiet machine
+
+
+def test_comparisons_name_what_differs_and_like_for_like_comes_first(tmp_path: Path) -> None:
+    for seed in SEEDS:
+        rows = predictions(seed, skill=0)
+        graphed = amd("exp_a", EXP_A_SETUP, seed, rows)
+        graphed = graphed.model_copy(update={
+            "setup": {**graphed.setup, "recipe": {**graphed.setup["recipe"], "compile": "auto"}},
+            "train": graphed.train.model_copy(update={"graphs": {"shapes": 4}}),  # type: ignore[union-attr]
+        })  # fmt: skip
+        write(tmp_path / "results", graphed, rows)
+        write(tmp_path / "results", amd("exp_a", "smollm2-135m-lora-eager", seed, rows), rows)
+        write(tmp_path / "results", amd("exp_f", "smollm2-135m-unsloth", seed, rows, backend="unsloth"), rows)
+    text, _ = render(tmp_path / "results")
+    section = text[text.index("## Experiment `exp_f`"):]
+    rows = [cells(line) for line in section.splitlines() if line.startswith("| smollm2-135m-unsloth vs ")]
+    assert [row[:2] for row in rows] == [
+        ["smollm2-135m-unsloth vs smollm2-135m-lora-eager", "backend: hf vs unsloth"],
+        ["smollm2-135m-unsloth vs smollm2-135m-lora", "backend: hf vs unsloth; recipe.compile: graphs (auto) vs none"],
+    ]
+    # The claim is judged against the suite's reference (exp_a.toml), and says it differs in more than the backend.
+    assert claim_row(text, "speedup over hf")[6] == "backend: hf vs unsloth; recipe.compile: graphs (auto) vs none"
+
+
+def test_without_the_suites_setup_files_the_claims_are_not_judged(tmp_path: Path) -> None:
+    write_ab(tmp_path / "results", wrong=None)
+    text, _ = render(tmp_path / "results", benchmarks=tmp_path / "nowhere")
+    assert "Not judged: the suite's setup files" in text
+    assert verdict(text).startswith("INCOMPLETE · claims not judged")
+
+
+def test_miss_categories_partition_the_questions(tmp_path: Path) -> None:
+    write_ab(tmp_path / "results", wrong=(6, 12))
+    text, _ = render(tmp_path / "results")
+    section = text[text.index("### Misses: `smollm2-135m-4bit`"):]
+    assert "The first three rows partition them" in section and "overlap those rows and each other" in section
+    counts = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in section.splitlines()[4:14] if line.startswith("|")}
+    parts = [int(counts[k]) for k in ("always right", "mixed (depends on the seed)", "always wrong")]
+    assert sum(parts) == int(counts["all questions"]) == 24
+    assert "ceiling" not in section.split("\n\n")[1].replace("no exact-match ceiling is estimated", "")
+
+
+def test_the_report_and_the_suite_judge_alike(tmp_path: Path) -> None:
+    # One judgment, two readers: the scorecard's cell is the suite's assertion message, word for word.
+    write_ab(tmp_path / "results", wrong=(6, 12))
+    (group,) = group_records(load_records([tmp_path / "results"]))
+    results = {r.claim.name: r for r in evaluate_claims(group, BENCHMARKS) or ()}
+    by_setup = {name: sorted((r for r in group.records if r.setup_name == name), key=lambda r: r.seed)
+                for name in (EXP_A_SETUP, EXP_B_SETUP)}  # fmt: skip
+    with pytest.raises(AssertionError) as raised:
+        assert_claim("exp_b", "accuracy equivalent to bf16", {"bf16": by_setup[EXP_A_SETUP], "4bit": by_setup[EXP_B_SETUP]},
+                     lambda name: load_bench_setup(BENCHMARKS / name))  # fmt: skip
+    assert results["accuracy equivalent to bf16"].measured == str(raised.value)
