@@ -37,7 +37,9 @@ def check_writable(paths: list[Path]) -> list[str]:
 def check_rocm_devices() -> list[str]:
     devices = [Path("/dev/kfd"), *sorted(Path("/dev/dri").glob("renderD*"))]
     if not devices[0].exists():
-        return ["/dev/kfd: not in the container; pass --device /dev/kfd --device /dev/dri (compose's ROCm services do)"]
+        return [
+            "/dev/kfd: not in the container; pass --device /dev/kfd --device /dev/dri (compose's ROCm services do)"
+        ]
     problems = []
     groups = sorted(set(os.getgroups()) | {os.getgid()})
     for device in devices:
@@ -61,7 +63,10 @@ def check_rocm_gfx() -> list[str]:
     except (ImportError, AttributeError, RuntimeError) as exc:
         return [f"torch: cannot list the gfx archs it was built for ({exc}); is this a ROCm image?"]
     result = check_gfx_support(
-        gpus, archs, override=os.environ.get(OVERRIDE_ENV) or None, visible=os.environ.get("HIP_VISIBLE_DEVICES")
+        gpus,
+        archs,
+        override=os.environ.get(OVERRIDE_ENV) or None,
+        visible=os.environ.get("HIP_VISIBLE_DEVICES"),
     )
     print(f"lorabench container: {result.message}", file=sys.stderr)
     return [] if result.ok else [result.message]

@@ -12,7 +12,6 @@ from harness.guard.hostview import host_view
 from harness.guard.verdict import Reading, format_bytes, format_seconds
 
 
-
 @dataclass(frozen=True)
 class NetCounters:
     rx_bytes: int

@@ -31,7 +31,9 @@ def engine() -> None:
     if shutil.which("docker") is None:
         pytest.skip("no docker client; CI installs and starts an engine with scripts/docker_engine.sh")
     if _docker("info").returncode != 0:
-        pytest.skip("no Docker engine answers `docker info`; start one with: bash scripts/docker_engine.sh (as root)")
+        pytest.skip(
+            "no Docker engine answers `docker info`; start one with: bash scripts/docker_engine.sh (as root)"
+        )
     if _docker("compose", "version").returncode != 0:
         pytest.skip("no `docker compose` plugin; bash scripts/docker_engine.sh installs it")
 
@@ -69,7 +71,9 @@ def host_dirs(tmp_path: Path) -> HostDirs:
     data = tmp_path / "data" / "rows.jsonl"
     data.parent.mkdir()
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    return HostDirs(tmp_path, tmp_path / "results", tmp_path / "reports", tmp_path / "hf", tmp_path / "cache", data)
+    return HostDirs(
+        tmp_path, tmp_path / "results", tmp_path / "reports", tmp_path / "hf", tmp_path / "cache", data
+    )
 
 
 def host_env(dirs: HostDirs, image_digest: str = "") -> dict[str, str]:

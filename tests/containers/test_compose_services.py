@@ -10,14 +10,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import GID, IMAGE, ROOT, UID, HostDirs, compose_run, host_env, owners
 
 COMMITTED_CPU_RECORDS = ROOT / "reports" / "results" / "cpu"
 
 
 def test_image_carries_its_provenance_and_its_stack_verifies(cpu_image: dict[str, str]) -> None:
-    env = subprocess.run(["docker", "run", "--rm", "--entrypoint", "env", IMAGE], capture_output=True, text=True, check=True)
+    env = subprocess.run(
+        ["docker", "run", "--rm", "--entrypoint", "env", IMAGE], capture_output=True, text=True, check=True
+    )
     baked = dict(line.split("=", 1) for line in env.stdout.splitlines() if "=" in line)
     assert baked["LORABENCH_IMAGE"] == IMAGE
     assert baked["LORABENCH_GIT_SHA"] == cpu_image["io.lorabench.git-sha"] != "unknown"
@@ -42,7 +43,9 @@ def test_report_cpu_renders_records_into_files_owned_by_the_invoking_user(
     assert owners(host_dirs.reports) == {(UID, GID)}
 
 
-def test_report_cpu_fails_when_there_is_nothing_to_report(cpu_image: dict[str, str], host_dirs: HostDirs) -> None:
+def test_report_cpu_fails_when_there_is_nothing_to_report(
+    cpu_image: dict[str, str], host_dirs: HostDirs
+) -> None:
     done = compose_run(host_env(host_dirs), "report-cpu")
     assert done.returncode != 0
     assert "no run records (seed-*.json) under results" in done.stderr

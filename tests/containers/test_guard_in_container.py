@@ -87,7 +87,9 @@ def test_host_cpu_hog_refuses_a_timed_run_in_the_container(
     assert record["status"] == "refused"
     assert f"pid {host_hog.pid} " in record["reason"], "the hog's host pid is named"
     precheck = record["guard"]["precheck"]
-    assert precheck["host_view"]["sees_host"] is True and precheck["host_view"]["net_dev"] == "/proc/1/net/dev"
+    assert (
+        precheck["host_view"]["sees_host"] is True and precheck["host_view"]["net_dev"] == "/proc/1/net/dev"
+    )
     # The record names the image it was made in, its id, its base and the commit it was built from.
     image = record["provenance"]["image"]
     assert image["name"] == IMAGE and image["digest"] == cpu_image["id"] and image["guard_sees_host"] is True
@@ -142,7 +144,9 @@ def veth() -> Iterator[Veth]:
         for step in steps:
             made = subprocess.run(step, capture_output=True)
             if made.returncode != 0:
-                pytest.skip(f"cannot build the test network ({' '.join(step)}): {made.stderr.decode().strip()}")
+                pytest.skip(
+                    f"cannot build the test network ({' '.join(step)}): {made.stderr.decode().strip()}"
+                )
         yield Veth(host_if, netns, ns_ip)
     finally:
         subprocess.run(["ip", "link", "del", host_if], capture_output=True)
@@ -182,11 +186,16 @@ def test_host_download_is_seen_on_the_host_interface_and_in_the_mounted_cache(
     net = readings[f"net:{veth.host_if}"]
     assert not net["ok"] and 2e6 < net["value"] < 8e6, net  # the paced 5 MB/s, seen from inside
     assert not readings["downloads"]["ok"]
-    assert "/cache/huggingface/hub/models--test--model/blobs/0123abcd.incomplete" in readings["downloads"]["detail"]
+    assert (
+        "/cache/huggingface/hub/models--test--model/blobs/0123abcd.incomplete"
+        in readings["downloads"]["detail"]
+    )
     assert host_download.stat().st_size > 0
 
 
-def test_quiet_host_passes_in_the_container(cpu_image: dict[str, str], host_dirs: HostDirs, veth: Veth) -> None:
+def test_quiet_host_passes_in_the_container(
+    cpu_image: dict[str, str], host_dirs: HostDirs, veth: Veth
+) -> None:
     env = host_env(host_dirs)
     config = write_guard_config(host_dirs, checks=["net", "downloads", "view"], window_s=2.0,
                                 net_interfaces=[veth.host_if], net_ignore_interfaces=[])  # fmt: skip

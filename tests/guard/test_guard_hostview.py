@@ -23,7 +23,9 @@ def test_host_sees_itself() -> None:
 
 
 def test_own_pid_namespace_hides_the_host(hermetic: list[str]) -> None:
-    out = subprocess.run([*hermetic, PYTHON, "-c", VIEW], env=child_env(), capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [*hermetic, PYTHON, "-c", VIEW], env=child_env(), capture_output=True, text=True, check=True
+    )
     assert json.loads(out.stdout)["host_pids"] is False
 
 

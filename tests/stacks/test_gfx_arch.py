@@ -23,7 +23,8 @@ def topology(tmp_path: Path, *files: str) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("version", "name"), [(110000, "gfx1100"), (110501, "gfx1151"), (90010, "gfx90a"), (90402, "gfx942"), (100300, "gfx1030")]
+    ("version", "name"),
+    [(110000, "gfx1100"), (110501, "gfx1151"), (90010, "gfx90a"), (90402, "gfx942"), (100300, "gfx1030")],
 )
 def test_target_version_names(version: int, name: str) -> None:
     assert gfx_name(version) == name
@@ -31,7 +32,9 @@ def test_target_version_names(version: int, name: str) -> None:
 
 
 def test_recorded_topology_lists_gpus_in_node_order_and_skips_the_cpu(tmp_path: Path) -> None:
-    nodes = topology(tmp_path, "properties_cpu.txt", "properties_gfx1100_7900xtx.txt", "properties_gfx1151_strix-halo.txt")
+    nodes = topology(
+        tmp_path, "properties_cpu.txt", "properties_gfx1100_7900xtx.txt", "properties_gfx1151_strix-halo.txt"
+    )
     assert read_kfd_gfx(nodes) == ["gfx1100", "gfx1151"]
     assert read_kfd_gfx(tmp_path / "absent") == []
 
@@ -51,9 +54,14 @@ def test_unsupported_card_names_the_override_that_would_run_it() -> None:
 
 def test_override_to_an_arch_torch_lacks_or_malformed_is_refused() -> None:
     lacking = check_gfx_support(["gfx1151"], TORCH_ARCHS, override="11.5.1")
-    assert not lacking.ok and "HSA_OVERRIDE_GFX_VERSION=11.5.1 makes GPU 0 (gfx1151) run gfx1151 kernels" in lacking.message
+    assert (
+        not lacking.ok
+        and "HSA_OVERRIDE_GFX_VERSION=11.5.1 makes GPU 0 (gfx1151) run gfx1151 kernels" in lacking.message
+    )
     malformed = check_gfx_support(["gfx1100"], TORCH_ARCHS, override="11")
-    assert not malformed.ok and "HSA_OVERRIDE_GFX_VERSION='11' is not major.minor.stepping" in malformed.message
+    assert (
+        not malformed.ok and "HSA_OVERRIDE_GFX_VERSION='11' is not major.minor.stepping" in malformed.message
+    )
 
 
 def test_hidden_igpu_is_not_checked() -> None:
