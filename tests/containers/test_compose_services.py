@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import GID, IMAGE, ROOT, UID, HostDirs, compose_run, host_env, owners
+from containerlib import GID, IMAGE, ROOT, UID, HostDirs, compose_run, host_env, owners
 
 COMMITTED_CPU_RECORDS = ROOT / "reports" / "results" / "cpu"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import GID, IMAGE, UID, HostDirs, compose_run, host_env
+from containerlib import GID, IMAGE, UID, HostDirs, compose_run, host_env
 
 # Busy for at most `seconds`, so a failed test never leaves it burning.
 HOG = "import sys, time\nt = time.time()\nwhile time.time() - t < float(sys.argv[1]): pass\n"
