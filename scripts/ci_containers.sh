@@ -39,6 +39,8 @@ if [ -d /opt/wheels ]; then wheels=/opt/wheels; fi
 timed build_cpu_image env BASE_IMAGE=lorabench-base:bookworm-py3.11 LORABENCH_WHEELS="$wheels" \
     bash scripts/build_image.sh cpu >/dev/null
 echo "image lorabench:cpu $(docker image inspect -f '{{.Size}}' lorabench:cpu) bytes" | tee -a "$out/timings.txt" >&2
+# Each CI run's image replaces the last one's tag: drop the untagged leftovers (the build cache stays).
+docker image prune -f >/dev/null
 
 shared="$root/../shared/data/sql-create-context/random-sample.jsonl"
 if [ -f "$shared" ]; then
