@@ -39,8 +39,9 @@ if [ -d /opt/wheels ]; then wheels=/opt/wheels; fi
 timed build_cpu_image env BASE_IMAGE=lorabench-base:bookworm-py3.11 LORABENCH_WHEELS="$wheels" \
     bash scripts/build_image.sh cpu >/dev/null
 echo "image lorabench:cpu $(docker image inspect -f '{{.Size}}' lorabench:cpu) bytes" | tee -a "$out/timings.txt" >&2
-# Each CI run's image replaces the last one's tag: drop the untagged leftovers (the build cache stays).
+# Each CI run's image replaces the last one's tag: drop the untagged leftovers and build cache a day old.
 docker image prune -f >/dev/null
+docker builder prune -f --filter until=24h >/dev/null || true  # build cache unused for a day
 
 shared="$root/../shared/data/sql-create-context/random-sample.jsonl"
 if [ -f "$shared" ]; then
