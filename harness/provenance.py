@@ -90,9 +90,33 @@ def collect_stack(stack: str) -> dict[str, Any]:
     if digest:
         info["lockfile"] = os.path.relpath(lockfile, REPO_ROOT) if lockfile.startswith(str(REPO_ROOT)) else lockfile
         info["lockfile_sha256"] = digest
-    for key, env in (("image", "LORABENCH_IMAGE"), ("image_digest", "LORABENCH_IMAGE_DIGEST")):
+    for key, env in (
+        ("image", "LORABENCH_IMAGE"), ("image_digest", "LORABENCH_IMAGE_DIGEST"), ("base_image", "LORABENCH_BASE_IMAGE"),
+    ):
         if os.environ.get(env):
             info[key] = os.environ[env]
+    return info
+
+
+def collect_image() -> dict[str, Any]:
+    """A run inside one of lorabench's images says so: what the Dockerfile set at build time (image name, its
+    base by digest, git sha), the image id compose passes at run time (LORABENCH_IMAGE_DIGEST, from
+    scripts/host_env.sh; an image cannot know its own id), and whether the guard could see the host."""
+    image = os.environ.get("LORABENCH_IMAGE")
+    if not image:
+        return {}
+    from harness.guard.hostview import host_view
+
+    view = host_view()
+    info: dict[str, Any] = {
+        "name": image,
+        "digest": os.environ.get("LORABENCH_IMAGE_DIGEST") or None,
+        "base": os.environ.get("LORABENCH_BASE_IMAGE") or None,
+        "in_container": view.in_container,
+        "guard_sees_host": view.sees_host,
+    }
+    if not info["digest"]:
+        info["digest_missing"] = "not passed at run time: eval \"$(bash scripts/host_env.sh)\" after building"
     return info
 
 
@@ -104,7 +128,12 @@ def collect_git() -> dict[str, Any]:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
-    sha = os.environ.get("LORABENCH_GIT_SHA") or git("rev-parse", "HEAD")
+    # An image has no .git: its build baked the sha and whether the tree had uncommitted changes.
+    baked = os.environ.get("LORABENCH_GIT_SHA")
+    if baked:
+        dirty = {"true": True, "false": False}.get(os.environ.get("LORABENCH_GIT_DIRTY", ""))
+        return {"sha": baked, "dirty": dirty, "from": "image build"}
+    sha = git("rev-parse", "HEAD")
     if not sha:
         return {}
     status = git("status", "--porcelain", "--untracked-files=no")
@@ -116,9 +145,12 @@ def default_stack() -> str:
 
 
 def collect_provenance(stack: str) -> dict[str, Any]:
-    return {
+    provenance = {
         "host": collect_host(),
         "stack": collect_stack(stack),
         "git": collect_git(),
         "collected": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    if image := collect_image():
+        provenance["image"] = image
+    return provenance

@@ -5,6 +5,8 @@
 # Environment:
 #   LORABENCH_EDITABLE=0   install the project non-editable (images); default 1 (a checkout)
 #   LORABENCH_VERIFY=0     skip the closing `lorabench stacks verify`; default 1
+#   LORABENCH_ONLY=deps    the lockfile and extras only; =project: the project and the verify only. Images
+#                          run the two apart, so a change to harness/ rebuilds one small layer, not the stack
 # What it does not do: create the venv, or install torch for a "base-image" stack (the image has it; a
 # venv for such a stack needs --system-site-packages to see it).
 set -euo pipefail
@@ -35,13 +37,19 @@ if [ "$torch_from" = "base-image" ] && ! "$py" -c "import torch" 2>/dev/null; th
     exit 2
 fi
 
+only="${LORABENCH_ONLY:-all}"
+case "$only" in all|deps|project) ;; *) echo "install.sh: LORABENCH_ONLY must be all, deps or project, got $only" >&2; exit 2 ;; esac
+
 # --no-deps: the lockfile is the complete closure, so pip never resolves, and cannot pull a PyPI torch or
 # triton over the image's (those are left out of the lockfile by the stack's overrides file).
-"$py" -m pip install --no-deps --require-hashes --only-binary=:all: -r "$lockfile"
-if [ -n "$extras" ]; then
-    # shellcheck disable=SC2086  # a space-separated list, split on purpose
-    "$py" -m pip install --no-deps $extras
+if [ "$only" != project ]; then
+    "$py" -m pip install --no-deps --require-hashes --only-binary=:all: -r "$lockfile"
+    if [ -n "$extras" ]; then
+        # shellcheck disable=SC2086  # a space-separated list, split on purpose
+        "$py" -m pip install --no-deps $extras
+    fi
 fi
+if [ "$only" = deps ]; then exit 0; fi
 if [ "${LORABENCH_EDITABLE:-1}" = "1" ]; then
     "$py" -m pip install --no-deps --no-build-isolation -e "$root"
 else

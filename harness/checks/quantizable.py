@@ -11,8 +11,11 @@ the CUDA context are not counted.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from torch import nn
+
+from harness.results import CheckVerdict
 
 BF16_BYTES = 2.0
 # NF4 with double quantization (as `backends.hf` loads it): 4 bits per weight, one 8-bit absmax per
@@ -53,3 +56,27 @@ def parameter_kinds(model: nn.Module) -> dict[str, int]:
             seen.add(id(param))
             counts[_kind(name, module, param_name)] += _numel(param)
     return counts
+
+
+def quantizable_fraction(model: nn.Module) -> CheckVerdict:
+    counts = parameter_kinds(model)
+    base = sum(v for k, v in counts.items() if k != "adapter")
+    linear = counts["linear"]
+    bytes_bf16 = base * BF16_BYTES
+    bytes_nf4 = bytes_bf16 - linear * (BF16_BYTES - NF4_BYTES)
+    saving = bytes_bf16 - bytes_nf4
+    evidence: dict[str, Any] = {
+        "params": counts, "base_params": base,
+        "fractions": {k: round(v / base, 4) for k, v in counts.items() if k != "adapter"} if base else {},
+        "bytes_bf16": int(bytes_bf16), "bytes_nf4_linear": int(bytes_nf4), "max_saving_bytes": int(saving),
+        "nf4_bytes_per_param": round(NF4_BYTES, 4),
+    }  # fmt: skip
+    if not base:
+        return CheckVerdict("pass", "no parameters", evidence)
+    return CheckVerdict(
+        "pass",
+        f"linear layers hold {linear / base:.0%} of {base / 1e6:.1f}M params (embeddings {counts['embedding'] / base:.0%}); "
+        f"4-bit can save at most {saving / 2**30:.2f} GiB of {bytes_bf16 / 2**30:.2f} GiB bf16 weights "
+        f"({saving / bytes_bf16:.0%})",
+        evidence,
+    )

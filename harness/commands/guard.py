@@ -58,5 +58,10 @@ def cmd_guard(args: argparse.Namespace) -> int:
         ]
         print(tabulate(rows, headers=["", "reading", "value", "limit", "detail"]))
         print()
+        if verdict.host_view is not None:
+            from harness.guard.hostview import HostView
+
+            view = HostView(**{k: v for k, v in verdict.host_view.items() if k != "sees_host"})
+            print(f"view: {view.describe()}")
         print(verdict.reason or "quiet: a timed run may start")
     return 0 if verdict.ok else EXIT_NOISY

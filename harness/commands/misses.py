@@ -12,16 +12,8 @@ from tabulate import tabulate
 
 from harness.config import DATA_ENV
 from harness.errors import UserError
-from harness.results import load_record
-from harness.tasks.sql.data import SqlExample
-from harness.tasks.sql.misses import (
-    ALL_QUESTIONS,
-    MissAnalysis,
-    analyze_misses,
-    category_rows,
-    load_predictions,
-)
-from harness.tasks.sql.resolve import record_test_rows
+from harness.results import RunRecord, load_record
+from harness.tasks.registry import MissReport, task_module
 
 _PREDICTIONS_SUFFIX = ".predictions.jsonl"
 
@@ -62,26 +54,24 @@ def predictions_path(path: Path) -> Path:
     raise UserError(f"RUN {path}: expected a *{_PREDICTIONS_SUFFIX} file or a run record *.json")
 
 
-def _test_rows(paths: list[Path], data: str | None) -> tuple[SqlExample, ...] | None:
-    """The test rows the first run was scored on, through the record beside its predictions."""
-    record_file = paths[0].with_name(paths[0].name.removesuffix(_PREDICTIONS_SUFFIX) + ".json")
+def _record_beside(path: Path) -> RunRecord | None:
+    """The record of the run whose predictions these are, when it lies beside them."""
+    record_file = path.with_name(path.name.removesuffix(_PREDICTIONS_SUFFIX) + ".json")
     if not record_file.is_file():
         return None
     try:
-        record = load_record(record_file)
+        return load_record(record_file)
     except (UserError, ValueError):
         return None
-    return record_test_rows(record, data)
 
 
-def render_table(analysis: MissAnalysis) -> str:
-    n = analysis.n_questions
-    table = category_rows(analysis, shown=8, empty="-")
+def render_table(analysis: MissReport) -> str:
+    table = analysis.category_rows(shown=8, empty="-")
     lines = [
-        f"{len(analysis.labels)} run(s), {n} questions in every run"
+        f"{len(analysis.labels)} run(s), {analysis.n_questions} questions in every run"
         + (f" ({analysis.n_not_in_every_run} more not in every run, left out)" if analysis.n_not_in_every_run else ""),
         tabulate(table, headers=["category", "questions", "%", "indices"]),
-        f"the first three rows partition the questions ({ALL_QUESTIONS}); the rows after it overlap them and each other",
+        "the first three rows partition the questions (all questions); the rows after it overlap them and each other",
     ]
     if not analysis.rows_resolved:
         lines.append(f"test rows not at hand (no record beside the predictions, or its data is elsewhere: --data or ${DATA_ENV}): answers agree by text only")
@@ -90,9 +80,12 @@ def render_table(analysis: MissAnalysis) -> str:
 
 def cmd_misses(args: argparse.Namespace) -> int:
     paths = [predictions_path(p) for p in args.runs]
-    runs = [load_predictions(p) for p in paths]
-    test_rows = _test_rows(paths, args.data)
-    analysis = analyze_misses(runs, labels=[str(p) for p in paths], test_rows=test_rows)
+    record = _record_beside(paths[0])
+    task_name = record.setup.get("task", "sql") if record is not None else "sql"  # predictions alone: SQL's
+    task = task_module(task_name)
+    if not hasattr(task, "analyze_runs"):
+        raise UserError(f"RUN {args.runs[0]}: task {task_name!r} has no miss analysis (only 'sql' has one)")
+    analysis = task.analyze_runs(paths, [str(p) for p in paths], record, args.data)
     data = json.dumps(analysis.to_dict(), indent=2)
     if args.output is not None:
         args.output.write_text(data + "\n", encoding="utf-8")

@@ -11,8 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import ConfigError, UserError
 
-Check = Literal["net", "downloads", "cpu", "memory", "gpu"]
-ALL_CHECKS: tuple[Check, ...] = ("net", "downloads", "cpu", "memory", "gpu")
+# "view": in a container, whether the guard can see the host at all (harness/guard/hostview.py).
+Check = Literal["net", "downloads", "cpu", "memory", "gpu", "view"]
+ALL_CHECKS: tuple[Check, ...] = ("net", "downloads", "cpu", "memory", "gpu", "view")
 
 
 class GuardConfig(BaseModel):

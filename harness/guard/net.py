@@ -1,4 +1,5 @@
-"""Network bytes/s per interface from /proc/net/dev: a background download shows up here first."""
+"""Network bytes/s per interface from /proc/net/dev: a background download shows up here first.
+In a container with the host's pid namespace the host's counters are read instead (guard/hostview.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from harness.guard.config import GuardConfig
+from harness.guard.hostview import host_view
 from harness.guard.verdict import Reading, format_bytes, format_seconds
-
-PROC_NET_DEV = Path("/proc/net/dev")
 
 
 @dataclass(frozen=True)
@@ -18,8 +18,10 @@ class NetCounters:
     tx_bytes: int
 
 
-def read_net_counters(path: Path = PROC_NET_DEV) -> dict[str, NetCounters] | None:
-    """Byte counters per interface; None where the host has no /proc (macOS, Windows)."""
+def read_net_counters(path: Path | None = None) -> dict[str, NetCounters] | None:
+    """Byte counters per interface (default: the host's, as far as this process can see them); None where
+    the host has no /proc (macOS, Windows)."""
+    path = path or Path(host_view().net_dev)
     try:
         lines = path.read_text().splitlines()[2:]  # two header lines
     except OSError:

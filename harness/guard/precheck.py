@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from harness.guard.config import GuardConfig
+from harness.guard.hostview import host_view
 from harness.guard.readings import excluded_pids, instant_readings, take_snapshot, windowed_readings
 from harness.guard.verdict import GuardVerdict
 
@@ -19,4 +20,4 @@ def precheck(config: GuardConfig, *, exclude_pids: set[int] | None = None) -> Gu
     after = take_snapshot(config)
     exclude = excluded_pids(after, exclude_pids)
     readings = windowed_readings(before, after, config, exclude) + instant_readings(config, exclude)
-    return GuardVerdict.from_readings(readings)
+    return GuardVerdict.from_readings(readings, host_view=host_view().to_dict())

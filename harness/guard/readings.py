@@ -15,6 +15,7 @@ from harness.guard.config import GuardConfig
 from harness.guard.cpu import ProcCpu, cpu_reading, process_tree, take_cpu_snapshot
 from harness.guard.downloads import downloads_reading, scan_partial_files, watched_dirs
 from harness.guard.gpu_readings import busy_readings, foreign_process_reading
+from harness.guard.hostview import host_view, view_reading
 from harness.guard.memory import memory_reading
 from harness.guard.net import NetCounters, net_readings, read_net_counters
 from harness.guard.verdict import Reading
@@ -81,6 +82,8 @@ def gpu_readings(config: GuardConfig, exclude: set[int], *, with_busy: bool) -> 
 
 def instant_readings(config: GuardConfig, exclude: set[int]) -> list[Reading]:
     readings: list[Reading] = []
+    if "view" in config.checks:
+        readings.append(view_reading(host_view()))
     if "memory" in config.checks:
         readings.append(memory_reading(config))
     if "gpu" in config.checks:

@@ -33,22 +33,30 @@ class GuardVerdict:
     ok: bool
     reason: str | None
     readings: tuple[Reading, ...]
+    host_view: dict[str, Any] | None = None  # what the guard could see (guard/hostview.py), kept in records
 
     @classmethod
     def from_readings(
-        cls, readings: Iterable[Reading], prefix: str = "refused to time", fix: str = ALLOW_NOISY_FIX
+        cls,
+        readings: Iterable[Reading],
+        prefix: str = "refused to time",
+        fix: str = ALLOW_NOISY_FIX,
+        host_view: dict[str, Any] | None = None,
     ) -> GuardVerdict:
         readings = tuple(readings)
         failed = [r for r in readings if not r.ok]
         reason = f"{prefix}: {failed[0].detail} {fix}" if failed else None
-        return cls(ok=not failed, reason=reason, readings=readings)
+        return cls(ok=not failed, reason=reason, readings=readings, host_view=host_view)
 
     @property
     def failed(self) -> tuple[Reading, ...]:
         return tuple(r for r in self.readings if not r.ok)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "reason": self.reason, "readings": [r.to_dict() for r in self.readings]}
+        out = {"ok": self.ok, "reason": self.reason, "readings": [r.to_dict() for r in self.readings]}
+        if self.host_view is not None:
+            out["host_view"] = self.host_view
+        return out
 
 
 def format_bytes(n: float) -> str:

@@ -1,4 +1,4 @@
-"""The miss analysis of one setup: `analyze_misses` over the predictions of its ok seeds, as a table."""
+"""The miss analysis of one setup, when its task has one: over the predictions of its ok seeds, as a table."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 from harness.report.groups import SetupRuns
 from harness.report.tables import table
-from harness.tasks.sql.misses import MissAnalysis, analyze_misses, category_rows, load_predictions
-from harness.tasks.sql.resolve import record_test_rows
+from harness.tasks.registry import MissReport, task_module
 
 SHOWN_INDICES = 10
 
@@ -16,23 +15,21 @@ SHOWN_INDICES = 10
 class MissSection:
     setup: str
     seeds: tuple[int, ...]
-    analysis: MissAnalysis
+    analysis: MissReport
 
     def render(self) -> str:
-        a = self.analysis
-        rows = category_rows(a, shown=SHOWN_INDICES)
+        rows = self.analysis.category_rows(shown=SHOWN_INDICES)
         return table(rows, ["category", "questions", "%", "question indices"])
 
 
 def miss_section(setup: SetupRuns) -> MissSection | None:
     loaded = [item for item in setup.runs if item.record.status == "ok" and item.predictions]
-    # The categories (semantic match, bad gold) are the SQL task's; other tasks have none yet.
-    if not loaded or any(item.record.setup.get("task", "sql") != "sql" for item in loaded):
+    tasks = {item.record.setup.get("task", "sql") for item in loaded}
+    if not loaded or len(tasks) != 1:
         return None
-    predictions = [load_predictions(item.predictions) for item in loaded if item.predictions is not None]
+    task = task_module(tasks.pop())
+    if not hasattr(task, "analyze_runs"):
+        return None  # this task has no miss categories (yet)
+    files = [item.predictions for item in loaded if item.predictions is not None]
     labels = [f"seed {item.record.seed}" for item in loaded]
-    return MissSection(
-        setup.setup,
-        tuple(item.record.seed for item in loaded),
-        analyze_misses(predictions, labels=labels, test_rows=record_test_rows(loaded[0].record)),
-    )
+    return MissSection(setup.setup, tuple(item.record.seed for item in loaded), task.analyze_runs(files, labels, loaded[0].record))

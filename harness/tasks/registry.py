@@ -9,6 +9,10 @@ class tree, as the backends):
     score_with_rows(test, answers, base_answers) -> (dict, list[dict])  # the same, plus a predictions
                                                    # line per question, scored once
 
+and, where the task has one, a miss analysis over several runs' predictions:
+
+    analyze_runs(prediction_files, labels, record, data=None) -> MissReport
+
 Outside `harness.tasks.<name>`, code knows examples and splits only through the protocols below.
 """
 
@@ -17,7 +21,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Protocol
+from typing import Any, Protocol
 
 TASKS = {"sql": "harness.tasks.sql.task", "verdict": "harness.tasks.verdict.task"}
 
@@ -48,6 +52,26 @@ class Split(Protocol):
 
     @property
     def hash(self) -> str: ...
+
+
+class MissReport(Protocol):
+    """A task's miss analysis across runs: question categories as table rows, and as JSON."""
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+
+    @property
+    def n_questions(self) -> int: ...
+
+    @property
+    def n_not_in_every_run(self) -> int: ...
+
+    @property
+    def rows_resolved(self) -> bool: ...
+
+    def category_rows(self, *, shown: int, empty: str = "–") -> list[list[object]]: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 def task_module(name: str) -> ModuleType:

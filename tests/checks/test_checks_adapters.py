@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import checks_bugs
-from conftest import small_setup
+from checkslib import small_setup
 
 from harness.backends.hf import build_trainer, wrap_lora
 from harness.checks import DeadAdapterTracker

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import checks_bugs
-from conftest import small_setup
+from checkslib import small_setup
 
 from harness.backends.hf import build_trainer
 from harness.checks import audit_mask

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import load_model
+from checkslib import load_model
 
 from harness.checks import quantizable_fraction
 from harness.checks.quantizable import NF4_BYTES

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import checks_bugs
-from conftest import small_setup
+from checkslib import small_setup
 
 from harness.backends import hf
 from harness.checks import SmokeObserver

@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from conftest import child_env
+from guardlib import child_env
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON, burner_code, child_env
+from guardlib import PYTHON, burner_code, child_env
 
 from harness.cli import main
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from conftest import PYTHON, burner_code, child_env
+from guardlib import PYTHON, burner_code, child_env
 
 # Runs as a sibling of the burner: the burner is not in its process tree, so it is foreign.
 CHECK = """

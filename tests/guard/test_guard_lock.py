@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import child_env
+from guardlib import child_env
 
 from harness.guard import timed_lock
 from harness.locks import LockBusy

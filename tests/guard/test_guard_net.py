@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from conftest import VethPair, start_traffic
+from guardlib import VethPair, start_traffic
 
 from harness.guard import GuardConfig, precheck
 from harness.guard.net import read_net_counters

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import PYTHON, child_env
+from guardlib import PYTHON, child_env
 
 from harness.guard import offline_env
 

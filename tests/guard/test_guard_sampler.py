@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import PYTHON, burner_code, child_env
+from guardlib import PYTHON, burner_code, child_env
 
 from harness.guard import GuardConfig, Sampler
 

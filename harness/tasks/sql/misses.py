@@ -106,6 +106,9 @@ class MissAnalysis:
     style_misses: tuple[int, ...]
     bad_gold_candidates: tuple[BadGoldCandidate, ...]
 
+    def category_rows(self, *, shown: int, empty: str = "–") -> list[CategoryRow]:
+        return category_rows(self, shown=shown, empty=empty)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["format_version"] = 3  # 2: rows_resolved; gold may be null. 3: estimated_exact_match_ceiling gone

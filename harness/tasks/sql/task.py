@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from harness.results import RunRecord
 from harness.tasks.sql.data import SqlExample, load_split, row_id
 from harness.tasks.sql.data import check_data_source as check_source
+from harness.tasks.sql.misses import MissAnalysis, analyze_misses, load_predictions
+from harness.tasks.sql.resolve import record_test_rows
 from harness.tasks.sql.scoring import QuestionScore, score_prediction, summarize
 
-__all__ = ["check_source", "load_split", "score", "score_with_rows"]
+__all__ = ["analyze_runs", "check_source", "load_split", "score", "score_with_rows"]
 
 
 def _scores(answers: Sequence[str], test: Sequence[SqlExample]) -> list[QuestionScore]:
@@ -39,3 +43,13 @@ def score_with_rows(
             "base_semantic": base_scored.semantic if base_scored else None,
         })  # fmt: skip
     return summarize(scores), rows
+
+
+def analyze_runs(
+    prediction_files: Sequence[Path], labels: Sequence[str], record: RunRecord | None, data: str | None = None
+) -> MissAnalysis:
+    """The miss analysis of several runs' predictions; `record` (one of the runs) finds the test rows
+    they were scored on, read back from the data (`data`: a local copy to try first)."""
+    runs = [load_predictions(path) for path in prediction_files]
+    test_rows = record_test_rows(record, data) if record is not None else None
+    return analyze_misses(runs, labels=labels, test_rows=test_rows)
