@@ -25,7 +25,8 @@ EQUIVALENT = [
     ('SELECT name FROM table_1 WHERE attendance = "71"', "SELECT name FROM table_1 WHERE attendance = 71", WIKI),
     ("SELECT name FROM table_1 WHERE attendance = 'phrag dog'", 'SELECT name FROM table_1 WHERE attendance = "phrag dog"', WIKI),
     ('SELECT name FROM table_1 WHERE attendance = "Phrag Dog"', "select name from table_1 where attendance = 'phrag dog'", WIKI),
-    ("SELECT COUNT(name) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
+    # COUNT of a column the WHERE already compares cannot meet a NULL there: COUNT(*) again.
+    ("SELECT COUNT(year) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
     ("SELECT name, year FROM table_1", "SELECT year, name FROM table_1", WIKI),
     ("SELECT name FROM table_1 WHERE year > 5 AND attendance = 'x'", "SELECT name FROM table_1 WHERE attendance = 'x' AND year > 5", WIKI),
     ("SELECT name FROM table_1 ORDER BY year", "SELECT name FROM table_1", WIKI),  # gold unordered: order free
@@ -52,6 +53,8 @@ DIFFERENT = [
     # No column gives the literal an affinity: SQLite itself says 1 <> '1', and so do we.
     ("SELECT COUNT(*) FROM head WHERE 1 = '1'", "SELECT COUNT(*) FROM head WHERE 1 = 1", SPIDER),
     ("SELECT nonexistent FROM table_1", "SELECT name FROM table_1", WIKI),
+    # NULLs are drawn (issue #18): COUNT(name) skips a NULL name, COUNT(*) does not.
+    ("SELECT COUNT(name) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
 ]
 
 
