@@ -14,9 +14,10 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from harness.tasks.sql.sandbox import Schema
-from harness.tasks.sql.sqltext import COMPARISONS, Token, tokenize
+from harness.tasks.sql.sqltext import COMPARISONS, MIRRORED, Token, depths, tokenize
 
 Rows = dict[str, list[tuple[object, ...]]]
 _NUMBER_KINDS = ("integer", "real", "numeric")
@@ -62,6 +63,14 @@ class Hints:
     exact: dict[str, list[object]] = field(default_factory=dict)
     anywhere: list[object] = field(default_factory=list)
     joined: set[str] = field(default_factory=set)  # columns equated with another column
+    # Values that meet a condition on the column (`x > 5` -> 6): template rows use them, so that rows
+    # meeting every condition of a long AND exist, and their near copies miss exactly one.
+    meets: dict[str, list[object]] = field(default_factory=dict)
+
+    def add_meets(self, column: str, value: object) -> None:
+        bucket = self.meets.setdefault(column, [])
+        if value not in bucket:
+            bucket.append(value)
 
     def add(self, column: str | None, values: Sequence[object]) -> None:
         for k, value in enumerate(values):
@@ -118,6 +127,21 @@ def _expand(value: object, is_pattern: bool) -> list[object]:
     return values
 
 
+def _meeting(op: str, value: object, negated: bool) -> object:
+    """A value for which `column op value` holds (or, `negated`, NOT LIKE holds)."""
+    if op in ("like", "glob"):
+        core = str(value).replace("%", "").replace("_", "").replace("*", "").replace("?", "")
+        return "~" if negated else (core if str(value) == core else f"x{core}x" if core else "x")
+    number = value if isinstance(value, int | float) else _as_number(str(value).strip())
+    step = 1 if isinstance(number, int) else 0.5
+    if op in ("=", "==", ">=", "<="):
+        return value
+    if number is None:  # text order: just above or below
+        return f"{value}~" if op in (">", "!=", "<>") else str(value)[:-1] or " "
+    moved = number + step if op in (">", "!=", "<>") else number - step
+    return moved if isinstance(value, int | float) else str(moved)
+
+
 def _right_column(tokens: Sequence[Token], i: int, identifiers: frozenset[str]) -> str | None:
     """The column starting at tokens[i]: `col` or `t.col`."""
     if i + 2 < len(tokens) and tokens[i + 1].text == ".":
@@ -126,7 +150,13 @@ def _right_column(tokens: Sequence[Token], i: int, identifiers: frozenset[str]) 
 
 
 def collect_hints(queries: Iterable[str], identifiers: frozenset[str]) -> Hints:
-    """Literals of `queries` (lower-cased SQL) and the columns they are compared with."""
+    """Literals of `queries` (lower-cased SQL) and the columns they are compared with. Cached: do
+    not change the result."""
+    return _collect_hints(tuple(queries), identifiers)
+
+
+@lru_cache(maxsize=1024)
+def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hints:
     hints = Hints()
     for sql in queries:
         tokens = tokenize(sql)
@@ -143,6 +173,7 @@ def collect_hints(queries: Iterable[str], identifiers: frozenset[str]) -> Hints:
                 right = _literal(tokens, i + 1, identifiers)
                 if left and right:
                     hints.add(left, _expand(right[0], is_pattern))
+                    hints.add_meets(left, _meeting(t.low, right[0], negated))
                     continue
                 right_column = _right_column(tokens, i + 1, identifiers)
                 if left and right_column and t.text in ("=", "=="):
@@ -150,6 +181,13 @@ def collect_hints(queries: Iterable[str], identifiers: frozenset[str]) -> Hints:
                 left_literal = _literal(tokens, i - 1, identifiers)
                 if left_literal and right_column:  # `5 < col`
                     hints.add(right_column, _expand(left_literal[0], False))
+                    hints.add_meets(right_column, _meeting(MIRRORED[t.text], left_literal[0], False))
+            elif t.low == "in" and i + 2 < len(tokens) and tokens[i + 1].text == "(" and tokens[i + 2].low == "select":
+                # `x IN (SELECT y ...)` joins x and y as surely as `x = y` does.
+                column = _column_at(tokens, i - 1 - negated, identifiers)
+                inner = _right_column(tokens, i + 3 + (tokens[i + 3].low == "distinct" if i + 3 < len(tokens) else 0), identifiers)
+                if column and inner:
+                    hints.joined.update((column, inner))
             elif t.low in ("in", "between"):
                 column = _column_at(tokens, i - 1 - negated, identifiers)
                 j, found = i + 1, 0
@@ -159,10 +197,29 @@ def collect_hints(queries: Iterable[str], identifiers: frozenset[str]) -> Hints:
                         j += 1
                         continue
                     hints.add(column, _expand(item[0], False))
+                    if column and not negated and found == 0:
+                        hints.add_meets(column, item[0])
                     j, found = item[1], found + 1
                     if t.low == "between" and found == 2:
                         break
+        hints.joined.update(_set_operation_columns(tokens, identifiers))
     return hints
+
+
+def _set_operation_columns(tokens: Sequence[Token], identifiers: frozenset[str]) -> set[str]:
+    """Columns that UNION/INTERSECT/EXCEPT compare: the first plain column of each arm (`SELECT id
+    FROM a INTERSECT SELECT a_id FROM b` meets only where the two share values)."""
+    level = depths(tokens)
+    arms = [i + 1 for i, t in enumerate(tokens) if t.low == "select" and level[i] == 0]
+    if len(arms) < 2:
+        return set()
+    found = set()
+    for start in arms:
+        start += start < len(tokens) and tokens[start].low == "distinct"
+        column = _right_column(tokens, start, identifiers)
+        if column:
+            found.add(column)
+    return found if len(found) >= 2 else set()
 
 
 @dataclass(frozen=True)
@@ -178,6 +235,7 @@ class Profile:
     p_duplicate: float
     p_near_miss: float
     p_empty_table: float
+    unique_keys: bool  # key-like columns (`id`, `<table>_id`) unique in their own table, as in Spider
 
 
 def profile(index: int, rng: random.Random) -> Profile:
@@ -195,7 +253,17 @@ def profile(index: int, rng: random.Random) -> Profile:
         p_duplicate=rng.choice((0.0, 0.3)),
         p_near_miss=rng.choice((0.0, 0.5, 0.8)),
         p_empty_table=0.0 if index < 8 else 0.05,
+        unique_keys=index % 5 != 4,
     )
+
+
+def _key_columns(table_name: str, names: Sequence[str]) -> list[int]:
+    """Columns that name their own table's rows (`id`, `city_id` in `city`, `student_id` in
+    `students`): a primary key in the real database, so a bare column next to GROUP BY on it has
+    one value per group. A guess from names: the contexts declare no keys."""
+    table = table_name.lower()
+    own = {f"{t}{sep}id" for t in (table, table.removesuffix("s")) for sep in ("_", "")} | {"id"}
+    return [j for j, name in enumerate(names) if name in own]
 
 
 def _word(rng: random.Random) -> str:
@@ -250,6 +318,9 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
     def template_cell(name: str, kind: str) -> object:
         if name in hints.joined:
             return pick(join_pool)
+        meets = hints.meets.get(name)
+        if meets and r() < 0.8:
+            return pick(meets)
         value = hinted(name)
         return random_value(kind) if value is None else value
 
@@ -279,7 +350,13 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
                 extra.append((*row[:j], cell(*columns[j]), *row[j + 1 :]))
             if prof.p_duplicate and r() < prof.p_duplicate:
                 extra.append(row)
-        rows[table.name] = table_rows + extra
+        table_rows += extra
+        if prof.unique_keys:
+            # Join ids first (so joins find partners), then ids nothing else uses.
+            ids = [*join_pool, *(v for v in range(100, 100 + len(table_rows)))]
+            for j in _key_columns(table.name, [n for n, _ in columns]):
+                table_rows = [(*row[:j], ids[k], *row[j + 1 :]) for k, row in enumerate(table_rows)]
+        rows[table.name] = table_rows
     return rows
 
 
@@ -297,3 +374,42 @@ def siblings_of(schema: Schema) -> Mapping[str, Sequence[str]]:
             if others:
                 result.setdefault(name, others)
     return result
+
+
+def perturb(rows: Rows, schema: Schema, hints: Hints, rng: random.Random) -> Rows:
+    """A near copy of a database: one to three small edits (a cell set to a value found elsewhere in
+    the database, a hint, a neighbour or NULL; a row copied with an edit, or dropped). A local step
+    from a database where the gold returns rows toward one that tells a stubborn mutant apart:
+    copying a value across tables makes join partners, a neighbour moves a row across a boundary."""
+    r = rng.random
+    out = {name: list(table_rows) for name, table_rows in rows.items()}
+    tables = [t for t in schema.tables if t.columns]
+    seen = [v for table_rows in rows.values() for row in table_rows for v in row if v is not None]
+    for _ in range(1 + int(r() * 3)):
+        table = tables[int(r() * len(tables))]
+        table_rows = out.setdefault(table.name, [])
+        if not table_rows:
+            table_rows.append(tuple(None for _ in table.columns))
+        i, j = int(r() * len(table_rows)), int(r() * len(table.columns))
+        name, current = table.columns[j].name.lower(), table_rows[i][j]
+        choice = r()
+        if choice < 0.35 and seen:
+            value: object = seen[int(r() * len(seen))]
+        elif choice < 0.6 and name in hints.by_column:
+            pool = hints.by_column[name]
+            value = pool[int(r() * len(pool))]
+        elif choice < 0.75 and isinstance(current, int | float):
+            value = current + (1 if r() < 0.5 else -1)
+        elif choice < 0.85:
+            value = None
+        else:
+            value = current
+        edited = (*table_rows[i][:j], value, *table_rows[i][j + 1 :])
+        action = r()
+        if action < 0.7:
+            table_rows[i] = edited
+        elif action < 0.9:
+            table_rows.append(edited)
+        elif len(table_rows) > 1:
+            del table_rows[i]
+    return out

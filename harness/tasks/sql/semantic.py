@@ -42,7 +42,7 @@ import contextlib
 import time
 from dataclasses import dataclass
 
-from harness.tasks.sql.compare import results_equal
+from harness.tasks.sql.compare import answer_size, results_equal
 from harness.tasks.sql.sandbox import DEFAULT_BUDGET_S, ContextError, QueryResult
 from harness.tasks.sql.sqltext import tokenize, top_level_order_by
 from harness.tasks.sql.suite import Suite, TestDatabase, Workbench, distil, draw
@@ -59,7 +59,7 @@ __all__ = [
     "semantic_match",
 ]
 
-DEFAULT_N_DATABASES = 8
+DEFAULT_N_DATABASES = 12
 # Databases drawn for each answer on top of the gold's suite (which is at most the rest).
 N_FRESH_DATABASES = 2
 
@@ -107,9 +107,10 @@ def has_order_by(sql: str) -> bool:
     return top_level_order_by(tokenize(sql))
 
 
-def _suite(gold: str, context: str, seed: int, n_databases: int) -> Suite:
+def _suite(gold: str, context: str, seed: int, n_databases: int, distilled: bool = True) -> Suite:
     n_fresh = min(N_FRESH_DATABASES, n_databases - 1) if n_databases > 1 else 0
-    return distil(gold.lower(), context.lower(), seed, max_databases=max(1, n_databases - n_fresh))
+    max_databases = max(1, n_databases - n_fresh)
+    return distil(gold.lower(), context.lower(), seed, max_databases=max_databases, use_mutants=distilled)
 
 
 def gold_failure(gold: str, context: str, *, seed: int = 0, n_databases: int = DEFAULT_N_DATABASES) -> str | None:
@@ -132,15 +133,31 @@ def compare_queries(
     budget_s: float = DEFAULT_BUDGET_S,
     deadline: float | None = None,
     pred_on_empty: QueryResult | None = None,
+    distilled: bool = True,
 ) -> SemanticVerdict:
     """Semantic match with the reason: the first database where the results differ, or why the gold
     cannot be scored. `budget_s` bounds the whole comparison (and `deadline`, a `time.monotonic()`
     value, when given); `pred_on_empty` is the prediction's result on the empty database when the
-    caller already ran it (scoring's `executes`), so it is not run twice."""
+    caller already ran it (scoring's `executes`), so it is not run twice. `distilled=False` takes the
+    first databases drawn instead of distilled ones (an ablation for the benchmark)."""
     stop = time.monotonic() + budget_s if deadline is None else min(deadline, time.monotonic() + budget_s)
+    suite = _suite(gold, context, seed, n_databases, distilled)
+    return compare_on_suite(pred, gold, context, suite, n_databases - len(suite.databases), seed, stop, pred_on_empty)
+
+
+def compare_on_suite(
+    pred: str,
+    gold: str,
+    context: str,
+    suite: Suite,
+    n_fresh: int,
+    seed: int,
+    stop: float,
+    pred_on_empty: QueryResult | None = None,
+) -> SemanticVerdict:
+    """`compare_queries` on a given suite (the benchmark's oracle distils a bigger one) and `n_fresh`
+    databases drawn for this pair, until the `stop` time."""
     pred_l, gold_l, context_l = pred.lower(), gold.lower(), context.lower()
-    suite = _suite(gold_l, context_l, seed, n_databases)
-    n_fresh = n_databases - len(suite.databases)
     if suite.failure is not None:
         return SemanticVerdict(None, suite.failure)
     if pred_on_empty is not None and not pred_on_empty.is_ok:
@@ -163,10 +180,9 @@ def compare_queries(
         for j in range(n_fresh):
             rows = draw(context_l, [gold_l, pred_l], f"{seed}|fresh|{gold_l}|{pred_l}|{context_l}", j + 1)
             bench.load(rows)
-            golds = bench.gold_results(gold_l, deadline=stop, order_matters=suite.order_matters)
-            if isinstance(golds, QueryResult):
+            db = bench.gold_database(rows, gold_l, deadline=stop, order_matters=suite.order_matters)
+            if isinstance(db, QueryResult):
                 continue  # the gold is slow or fails on this drawing: no evidence either way
-            db = TestDatabase(rows, golds)
             outcome = bench.check(pred_l, db, suite.order_matters, deadline=stop)
             if outcome is not None:
                 return _differs(outcome, f"database {j} drawn for this answer", db, suite.order_matters)
@@ -184,7 +200,7 @@ def _differs(outcome: QueryResult, where: str, db: TestDatabase, order_matters: 
         return _failed(where, outcome)
     return SemanticVerdict(
         False,
-        f"results differ on {where}: gold {len(db.gold[0])} rows, prediction {len(outcome.rows)} rows"
+        f"results differ on {where}: gold {answer_size(db.gold[0])} rows, prediction {len(outcome.rows)} rows"
         + (", order matters" if order_matters else ""),
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _TOKEN_RE = re.compile(
     r"""
@@ -53,8 +54,14 @@ class Token:
         object.__setattr__(self, "low", self.text.lower())
 
 
+@lru_cache(maxsize=4096)
+def _tokens(sql: str) -> tuple[Token, ...]:
+    return tuple(Token(m.lastgroup or "other", m.group()) for m in _TOKEN_RE.finditer(sql))
+
+
 def tokenize(sql: str) -> list[Token]:
-    return [Token(m.lastgroup or "other", m.group()) for m in _TOKEN_RE.finditer(sql)]
+    """The tokens of `sql` (cached: the same gold is tokenized for every mutant and database)."""
+    return list(_tokens(sql))
 
 
 def render(tokens: Sequence[Token]) -> str:

@@ -23,16 +23,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from harness.tasks.sql.compare import Rows as ResultRows
-from harness.tasks.sql.compare import accepted, canonical_rows
-from harness.tasks.sql.fill import Rows, collect_hints, fill, identifiers_of, profile, siblings_of
+from harness.tasks.sql.compare import Answer, accepted, answer_size, canonical_rows
+from harness.tasks.sql.fill import Rows, collect_hints, fill, identifiers_of, perturb, profile, siblings_of
 from harness.tasks.sql.mutants import RULE_KINDS, Variant, equivalence_rule, mutants
+from harness.tasks.sql.ordering import blocks_of, keyed_query
 from harness.tasks.sql.sandbox import ContextError, QueryResult, TestBed, parse_schema, run_query
 from harness.tasks.sql.sqltext import tokenize, top_level_order_by
 
-DEFAULT_CANDIDATES = 40
+DEFAULT_CANDIDATES = 30
+DEFAULT_LOCAL_STEPS = 100
+# A search that told no mutant apart in this many tries in a row stops: what is left is most likely
+# equivalent (kills after such a drought were under 1% of all kills when this was measured).
+PATIENCE = 30
 MIN_DATABASES = 3
-DEFAULT_MAX_DATABASES = 6
+DEFAULT_MAX_DATABASES = 10
 # Wall-clock cap on distilling one gold: a gold that is slow on tiny tables gets a shorter suite
 # (`truncated`) rather than stalling the scoring. Normal golds take a few milliseconds.
 DISTIL_BUDGET_S = 0.3
@@ -41,7 +45,8 @@ DISTIL_BUDGET_S = 0.3
 @dataclass(frozen=True)
 class TestDatabase:
     rows: Mapping[str, Sequence[tuple[object, ...]]]
-    gold: tuple[ResultRows, ...]  # canonical gold results, one per distinct scan-order result
+    gold: tuple[Answer, ...]  # the gold's answers, one per distinct scan-order result
+    raw: tuple[tuple[object, ...], ...] = ()  # the gold's rows as SQLite gave them (forward scan)
 
 
 @dataclass(frozen=True)
@@ -90,23 +95,44 @@ class Workbench:
     def run(self, sql: str, deadline: float) -> QueryResult:
         return run_query(self.bed.forward, sql, deadline=deadline)
 
-    def gold_results(self, sql: str, deadline: float, order_matters: bool) -> tuple[ResultRows, ...] | QueryResult:
-        """The gold's canonical results in both scan orders (one when they agree), or its failure."""
-        results = []
+    def gold_database(self, rows: Rows, sql: str, deadline: float, order_matters: bool) -> TestDatabase | QueryResult:
+        """The loaded `rows` with the gold's answers on them, or the gold's failure."""
+        answers = self.gold_results(sql, deadline, order_matters)
+        if isinstance(answers, QueryResult):
+            return answers
+        return TestDatabase(rows, answers, self._raw)
+
+    def gold_results(self, sql: str, deadline: float, order_matters: bool) -> tuple[Answer, ...] | QueryResult:
+        """The gold's answers in both scan orders (one when they agree; sorted ones as blocks of tied
+        rows where `ordering` can tell the ties), or its failure."""
+        answers: list[Answer] = []
+        self._raw: tuple[tuple[object, ...], ...] = ()
+        keyed = keyed_query(sql) if order_matters else None
         for conn in self._runs(sql, order_matters or scan_sensitive(sql)):
             result = run_query(conn, sql, deadline=deadline)
             if not result.is_ok:
                 return result
-            rows = canonical_rows(result)
-            if rows not in results:
-                results.append(rows)
-        return tuple(results)
+            if conn is self.bed.forward:
+                self._raw = result.rows
+            answer: Answer = canonical_rows(result)
+            if keyed is not None:
+                with_keys = run_query(conn, keyed.sql, deadline=deadline)
+                width = len(answer[0]) + keyed.n_keys if answer else None
+                if with_keys.is_ok and (width is None or all(len(r) == width for r in with_keys.rows[:1])):
+                    blocks = blocks_of(canonical_rows(with_keys), keyed)
+                    if blocks.fits(answer):  # the keyed query is checked against the gold itself
+                        answer = blocks
+            if answer not in answers:
+                answers.append(answer)
+        return tuple(answers)
 
     def check(self, sql: str, db: TestDatabase, order_matters: bool, deadline: float) -> QueryResult | None:
         """None when `sql` gives one of the gold's results in both scan orders; else the result that
         does not (a failure, or rows that differ)."""
         for conn in self._runs(sql, order_matters or scan_sensitive(sql)):
             result = run_query(conn, sql, deadline=deadline)
+            if result.is_ok and result.rows == db.raw:
+                continue  # the gold's own rows, as they came: no need to canonicalise
             if not result.is_ok or not accepted(db.gold, canonical_rows(result), order_matters=order_matters):
                 return result
         return None
@@ -150,11 +176,14 @@ def distil(
     *,
     max_databases: int = DEFAULT_MAX_DATABASES,
     candidates: int = DEFAULT_CANDIDATES,
+    local_steps: int = DEFAULT_LOCAL_STEPS,
     use_mutants: bool = True,
+    budget_s: float = DISTIL_BUDGET_S,
+    patience: int = PATIENCE,
 ) -> Suite:
     """The suite for a (lower-cased) gold and context; cached, deterministic for a seed unless
     `truncated`. `use_mutants=False` keeps the first databases drawn, unfiltered (an ablation)."""
-    stop = time.monotonic() + DISTIL_BUDGET_S
+    stop = time.monotonic() + budget_s
     try:
         schema = parse_schema(context)
         bench = Workbench(context)
@@ -176,27 +205,42 @@ def distil(
                 alive.append(variant)  # one that does not execute is told apart by any database
         n_mutants = len(alive)
         hints = collect_hints([gold], ids)
-        chosen: list[tuple[TestDatabase, int]] = []
+        chosen: list[tuple[TestDatabase, list[Variant]]] = []
+        promising: list[TestDatabase] = []  # databases on which the gold returns rows
         drawn, truncated, last_failure = 0, False, ""
-        for i in range(candidates if use_mutants else max_databases):
+
+        last_kill = 0
+
+        def attempt(rows: Rows, index: int) -> None:
+            nonlocal alive, last_failure, last_kill
+            bench.load(rows)
+            db = bench.gold_database(rows, gold, deadline=stop, order_matters=order_matters)
+            if isinstance(db, QueryResult):
+                last_failure = f"gold fails on a database ({db.failure}): {db.message}"
+                return
+            killed = [v for v in alive if bench.check(v.sql, db, order_matters, deadline=stop) is not None]
+            if killed or len(chosen) < MIN_DATABASES:
+                chosen.append((db, killed))
+            if any(answer_size(g) for g in db.gold):
+                promising.append(db)
+            alive = [v for v in alive if v not in killed]
+            if killed:
+                last_kill = index
+
+        # Drawn databases first, then local steps from promising ones for what is still alive.
+        n_drawn = candidates if use_mutants else max_databases
+        for i in range(n_drawn + (local_steps if use_mutants else 0)):
+            if (not alive and len(chosen) >= MIN_DATABASES) or i - last_kill > patience:
+                break  # all told apart, or the rest look equivalent: nothing new for PATIENCE tries
             if time.monotonic() > stop:
                 truncated = True
                 break
             drawn += 1
             rng = random.Random(f"{seed}|{i}|{gold}|{context}")
-            rows = fill(schema, hints, rng, profile(i, rng))
-            bench.load(rows)
-            golds = bench.gold_results(gold, deadline=stop, order_matters=order_matters)
-            if isinstance(golds, QueryResult):
-                last_failure = f"gold fails on a database ({golds.failure}): {golds.message}"
-                continue
-            db = TestDatabase(rows, golds)
-            killed = [v for v in alive if bench.check(v.sql, db, order_matters, deadline=stop) is not None]
-            if killed or len(chosen) < MIN_DATABASES:
-                chosen.append((db, killed))
-            alive = [v for v in alive if v not in killed]
-            if not alive and len(chosen) >= MIN_DATABASES:
-                break
+            if i < n_drawn or not promising:
+                attempt(fill(schema, hints, rng, profile(i, rng)), i)
+            else:
+                attempt(perturb(dict(rng.choice(promising).rows), schema, hints, rng), i)
         if not chosen:
             return Suite(failure=last_failure or "no database could be drawn in the budget", drawn=drawn)
         if len(chosen) > max_databases:
