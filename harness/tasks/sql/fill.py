@@ -116,8 +116,8 @@ def _expand(value: object, is_pattern: bool) -> list[object]:
     values: list[object] = [text]
     if is_pattern:
         core = text.replace("%", "").replace("_", "")
-        if core:
-            values += [core, f"x{core}", f"{core}x", f"x{core}x"]
+        if core:  # the core first: it is what the pattern is after
+            values = [core, text, f"x{core}", f"{core}x", f"x{core}x"]
     else:
         # Just below and just above in text order: tell `<` from `<=` and `>` from `!=` on text.
         values += [text[:-1] or " ", f"{text}~"]
@@ -248,8 +248,8 @@ def profile(index: int, rng: random.Random) -> Profile:
         templates=rng.choice((1, 2)) if shape in (1, 3) else 0,
         p_hint=rng.choice((0.5, 0.7, 0.85)),
         p_null=rng.choice((0.15, 0.3)) if odd else 0.0,
-        p_mixed=rng.choice((0.05, 0.15)) if shape == 2 else 0.0,
-        p_negative=0.25 if shape == 2 else 0.0,
+        p_mixed=rng.choice((0.1, 0.2)) if shape == 2 else 0.0,
+        p_negative=0.25 if odd else 0.0,
         p_duplicate=rng.choice((0.0, 0.3)),
         p_near_miss=rng.choice((0.0, 0.5, 0.8)),
         p_empty_table=0.0 if index < 8 else 0.05,
@@ -284,16 +284,12 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
 
     def random_value(kind: str) -> object:
         if kind in _NUMBER_KINDS:
-            if prof.p_mixed and r() < prof.p_mixed:
-                return pick(vocabulary)
             value: int | float = pick(small_ints)  # type: ignore[assignment]
             if prof.p_negative and r() < prof.p_negative:
                 value = -abs(value) - 1
             if kind != "integer" and r() < 0.3:
                 value += 0.5
             return value
-        if kind == "text" and prof.p_mixed and r() < prof.p_mixed:
-            return str(pick(small_ints))
         if kind == "blob" and r() < 0.5:
             return pick(small_ints)
         if hints.anywhere and r() < 0.15:
@@ -309,6 +305,8 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
     def cell(name: str, kind: str) -> object:
         if prof.p_null and r() < prof.p_null:
             return None
+        if prof.p_mixed and r() < prof.p_mixed:  # a word in a numeric column, a number in a text one
+            return pick(vocabulary) if kind in _NUMBER_KINDS else str(pick(small_ints))
         if name in hints.joined and r() < 0.8:
             return pick(join_pool)
         if name in hints.by_column and r() < prof.p_hint:

@@ -300,7 +300,7 @@ def _insert_rows(conn: sqlite3.Connection, schema: Schema, rows: Mapping[str, Se
             )
 
 
-class TestBed:
+class ScratchDatabase:
     """One in-memory database of a context seen through three connections: a trusted writer that
     swaps rows in (`load`), and two locked readers for untrusted queries, `forward` and `backward`
     (tables scanned in reverse order: a query whose result changes with the scan order leaves part of
@@ -349,7 +349,7 @@ class TestBed:
         for conn in (*self._readers, self.writer):
             conn.close()
 
-    def __enter__(self) -> TestBed:
+    def __enter__(self) -> ScratchDatabase:
         return self
 
     def __exit__(self, *_exc: object) -> None:

@@ -81,7 +81,7 @@ def score_prediction(
         exact=is_exact,
         executes=ran.is_ok,
         semantic=verdict.match,
-        detail="" if is_exact and verdict.match is not None else verdict.detail,
+        detail="" if is_exact and verdict.match else verdict.detail,
     )
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from harness.tasks.sql.compare import answer_size, results_equal
 from harness.tasks.sql.sandbox import DEFAULT_BUDGET_S, ContextError, QueryResult
 from harness.tasks.sql.sqltext import tokenize, top_level_order_by
-from harness.tasks.sql.suite import Suite, TestDatabase, Workbench, distil, draw
+from harness.tasks.sql.suite import Suite, SuiteDatabase, Workbench, distil, draw
 
 __all__ = [
     "DEFAULT_N_DATABASES",
@@ -195,7 +195,7 @@ def compare_on_suite(
     )
 
 
-def _differs(outcome: QueryResult, where: str, db: TestDatabase, order_matters: bool) -> SemanticVerdict:
+def _differs(outcome: QueryResult, where: str, db: SuiteDatabase, order_matters: bool) -> SemanticVerdict:
     if not outcome.is_ok:
         return _failed(where, outcome)
     return SemanticVerdict(
