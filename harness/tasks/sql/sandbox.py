@@ -1,7 +1,7 @@
 """Run untrusted SQL (model output) against in-memory SQLite databases built from a CREATE TABLE context.
 
-What it guarantees: nothing touches disk (the database is `:memory:`, temporary storage is kept in
-memory, ATTACH/DETACH and so VACUUM INTO are denied, extension loading is denied); an untrusted query
+What it guarantees: nothing touches disk (the database is `:memory:`, or for `ScratchDatabase` a
+randomly named in-memory database in SQLite's shared cache; temporary storage is kept in memory, ATTACH/DETACH and so VACUUM INTO are denied, extension loading is denied); an untrusted query
 may only read (SELECT, WITH, recursive CTEs, ordinary functions, a short list of read-only pragmas);
 time, memory and result size are bounded, and a failure is a named outcome, never an exception:
 - time: a wall-clock budget (or deadline) enforced by a progress handler every 1,000 VM instructions.

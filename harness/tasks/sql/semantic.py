@@ -9,9 +9,10 @@ Evaluation for Text-to-SQL with Distilled Test Suites"), per question and in mil
    mutant anticipated still meets data that shows it.
 
 Data is drawn with NULLs, negative numbers, text in numeric columns and numbers in text columns,
-duplicated rows and near-miss copies of rows (`fill`). Each query runs in both table-scan orders; the
-answer matches when, on every database and in both orders, its result equals one of the gold's (see
-`suite` for why two). Equal results on finitely many databases do not prove equivalence; they make a
+duplicated rows and near-miss copies of rows (`fill`). A query whose result could depend on the order
+tables are scanned in (LIMIT, ORDER BY, GROUP BY, MIN/MAX...) runs in both scan orders; the answer
+matches when, on every database and in every order run, its result equals one of the gold's (see
+`suite` for why). Equal results on finitely many databases do not prove equivalence; they make a
 false "match" unlikely (`benchmarks/bench_semantic.py` measures how unlikely), and a "no match" is
 always backed by a counter-example database.
 
@@ -27,11 +28,11 @@ Decisions, and why:
   `WHERE x = "71"` and `WHERE x = 71` match, as a human would judge the typical WikiSQL pair. Where
   SQLite itself treats them differently (no column involved: `COUNT(*) = '1'`), they do not match.
 - Double-quoted text is a string literal unless it names a column or table: SQLite's own rule.
-- NULLs are generated, so COUNT(col) and COUNT(*) differ (they do on any table with a NULL in col);
-  so do `x != 5` and `NOT x = 5`-style rewrites that treat NULL differently. Before issue #18 no
-  NULLs were drawn and such pairs matched.
+- NULLs are generated, so COUNT(col) and COUNT(*) differ (they do on any table with a NULL in col),
+  and so do `x != 5` and `NOT x IS 5`. Before issue #18 no NULLs were drawn and such pairs matched.
 - With ORDER BY in the gold's outer query, order counts, except among rows the gold itself leaves
-  in either order (ties: the gold run in both scan orders gives both).
+  in any order: ties under its sort keys (`ordering`: under LIMIT, any of the tied rows will do), and
+  whatever changes with the scan order.
 Not covered: a prediction that is wrong only on data unlike anything drawn (huge values, long text,
 many rows); answers slower than the per-answer budget count as wrong.
 """
