@@ -38,8 +38,8 @@ def test_drawing_is_deterministic() -> None:
     assert _draw(6) == _draw(6)
 
 
-def test_the_first_sixteen_databases_hold_nulls_negatives_mixed_types_duplicates_and_hits() -> None:
-    values = [(table, row) for db in _draw(16) for table, rows in db.items() for row in rows]
+def test_the_first_forty_databases_hold_nulls_negatives_mixed_types_duplicates_and_hits() -> None:
+    values = [(table, row) for db in _draw(40) for table, rows in db.items() for row in rows]
     player = [row for table, row in values if table == "player"]
     assert any(None in row for _, row in values)
     assert any(isinstance(v, int | float) and v < 0 for _, row in values for v in row)

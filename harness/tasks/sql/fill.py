@@ -108,6 +108,22 @@ def _column_at(tokens: Sequence[Token], i: int, identifiers: frozenset[str]) -> 
     return None
 
 
+_AGGREGATES = frozenset({"avg", "sum", "min", "max", "total"})
+
+
+def _left_column(tokens: Sequence[Token], i: int, identifiers: frozenset[str]) -> str | None:
+    """The column ending at tokens[i]: `col`, `t.col`, or the one inside `AVG(col)` / `MAX(t.col)`
+    (so `HAVING AVG(x) > 60` aims 60 and its neighbours at x)."""
+    if 0 <= i < len(tokens) and tokens[i].text == ")":
+        j = i - 1
+        while j >= 0 and tokens[j].text != "(":
+            j -= 1
+        if j >= 1 and tokens[j - 1].low in _AGGREGATES and i - j in (2, 4):
+            return _column_at(tokens, i - 1, identifiers)
+        return None
+    return _column_at(tokens, i, identifiers)
+
+
 def _expand(value: object, is_pattern: bool) -> list[object]:
     """The literal first, then values next to it."""
     if isinstance(value, int | float):
@@ -169,7 +185,7 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
             negated = i > 1 and tokens[i - 1].low == "not"
             if (t.kind == "op" and t.text in COMPARISONS) or t.low in ("like", "glob"):
                 is_pattern = t.kind == "word"
-                left = _column_at(tokens, i - 1 - (is_pattern and negated), identifiers)
+                left = _left_column(tokens, i - 1 - (is_pattern and negated), identifiers)
                 right = _literal(tokens, i + 1, identifiers)
                 if left and right:
                     hints.add(left, _expand(right[0], is_pattern))
@@ -248,7 +264,7 @@ def profile(index: int, rng: random.Random) -> Profile:
         templates=rng.choice((1, 2)) if shape in (1, 3) else 0,
         p_hint=rng.choice((0.5, 0.7, 0.85)),
         p_null=rng.choice((0.15, 0.3)) if odd else 0.0,
-        p_mixed=rng.choice((0.1, 0.2)) if shape == 2 else 0.0,
+        p_mixed=rng.choice((0.15, 0.3)) if shape == 2 or (odd and index >= 8) else 0.0,
         p_negative=0.25 if odd else 0.0,
         p_duplicate=rng.choice((0.0, 0.3)),
         p_near_miss=rng.choice((0.0, 0.5, 0.8)),
@@ -282,8 +298,12 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
     # Ids shared by every joined column, so that joins find partners.
     join_pool: list[object] = rng.sample(small_ints, min(rng.choice((1, 2, 3)), len(small_ints)))
 
+    numbers = [v for v in hints.anywhere if isinstance(v, int | float)]
+
     def random_value(kind: str) -> object:
         if kind in _NUMBER_KINDS:
+            if numbers and r() < 0.15:  # the queries' numbers, wherever they were compared
+                return pick(numbers)
             value: int | float = pick(small_ints)  # type: ignore[assignment]
             if prof.p_negative and r() < prof.p_negative:
                 value = -abs(value) - 1
