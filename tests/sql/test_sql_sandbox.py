@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from harness.tasks.sql.sandbox import Failure, build_database, parse_schema, run_query, run_sql
+from harness.tasks.sql.sandbox import (
+    HEAP_LIMIT_BYTES,
+    Failure,
+    ScratchDatabase,
+    build_database,
+    parse_schema,
+    run_query,
+    run_sql,
+)
 
 CONTEXT = "CREATE TABLE pets (name VARCHAR, age INTEGER)"
 ROWS = {"pets": [(f"p{i}", i) for i in range(30)]}
@@ -130,3 +141,110 @@ def test_dataset_quirks_build_repeated_tables_and_keyword_names() -> None:
 
 def test_a_broken_context_is_an_error_not_an_exception() -> None:
     assert run_sql("SELECT 1", "CREATE TABLE t (a VARCHAR").failure is Failure.ERROR
+
+
+# --- hostile single instructions, memory and result size (issue #18) ------------------------------
+
+RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c{limit}) "
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # One VM instruction each: the progress handler never fires inside them.
+        "SELECT printf('%.*c', 1e9, 'x') FROM pets",  # ran 8 s before the printf wrapper
+        "SELECT format('%.999999999c', name) FROM pets",
+        "SELECT printf('%999999999.999999999c', 'x')",
+        "SELECT instr(hex(zeroblob(499999)), hex(zeroblob(250000)) || '1') FROM pets",  # 11 s at 1 MB values
+        "SELECT replace(hex(zeroblob(499999)), hex(zeroblob(250000)) || '1', 'x')",
+        "SELECT length(zeroblob(1e9))",
+        "SELECT hex(randomblob(400000000))",
+    ],
+)
+def test_a_long_single_instruction_is_refused_fast(sql: str) -> None:
+    start = time.monotonic()
+    result = run_sql(sql, CONTEXT, ROWS)
+    assert result.failure is Failure.ERROR, result
+    assert time.monotonic() - start < 0.5
+
+
+def test_printf_still_formats_and_the_worst_allowed_instr_is_quick() -> None:
+    result = run_sql("SELECT printf('%5.2f|%-3s|%.*c|%d%%', 3.14159, 'ab', 3, 'z', 7), format('%s', name) FROM pets LIMIT 1", CONTEXT, ROWS)
+    assert result.rows == ((" 3.14|ab |zzz|7%", "p0"),)
+    start = time.monotonic()  # values at the 20 kB cap: the quadratic built-ins stay in milliseconds
+    worst = run_sql("SELECT instr(hex(zeroblob(9999)), hex(zeroblob(4999)) || '1')", CONTEXT)
+    assert worst.rows == ((0,),)
+    assert time.monotonic() - start < 0.2
+
+
+def test_a_huge_sort_hits_the_heap_cap_not_the_machine() -> None:
+    sql = RECURSIVE.format(limit=" LIMIT 100000") + "SELECT printf('%.*c', 15000, 'x') || x FROM c ORDER BY 1"
+    start = time.monotonic()
+    result = run_sql(sql, CONTEXT)
+    assert result.failure is Failure.MEMORY, result  # 1.5 GB of sort records otherwise
+    assert time.monotonic() - start < 1.0
+    conn = build_database(CONTEXT)
+    conn.set_authorizer(None)
+    assert conn.execute("PRAGMA hard_heap_limit").fetchone()[0] == HEAP_LIMIT_BYTES
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "context", "failure"),
+    [
+        ("SELECT " + ", ".join(f"hex(zeroblob(9999)) AS c{i}" for i in range(300)) + " FROM pets", CONTEXT, Failure.TOO_LARGE),
+        ("SELECT * FROM w a, w b, w c, w d, w e", "CREATE TABLE w (" + ", ".join(f"c{i} INTEGER" for i in range(100)) + ")", Failure.TOO_LARGE),
+        ("SELECT name FROM pets WHERE age IN (" + ", ".join(map(str, range(5000))) + ")", CONTEXT, Failure.ERROR),
+        ("SELECT " + "(" * 5000 + "1" + ")" * 5000, CONTEXT, Failure.ERROR),
+        (" UNION ".join(f"SELECT {i}" for i in range(1000)), CONTEXT, Failure.ERROR),
+    ],
+)
+def test_wide_rows_huge_text_and_deep_nesting_are_named_failures(sql: str, context: str, failure: Failure) -> None:
+    rows = ROWS if "pets" in context else {"w": [tuple(range(100))] * 6}
+    start = time.monotonic()
+    result = run_sql(sql, context, rows)
+    assert result.failure is failure, result
+    assert time.monotonic() - start < 1.0
+
+
+def test_peak_memory_of_hostile_answers_stays_bounded_and_nothing_escapes(tmp_path: Path) -> None:
+    """In a fresh process under a 1 GiB address-space cap (the old code reached 1 GB and let a
+    MemoryError escape on the sort): each answer is a named miss, in under a second, under 300 MB."""
+    script = tmp_path / "hostile.py"
+    script.write_text(
+        "import json, resource, sys, time\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from harness.tasks.sql.scoring import score_prediction\n"
+        "ctx = 'CREATE TABLE t (a VARCHAR, b INTEGER)'\n"
+        "score_prediction('SELECT a FROM t', 'SELECT a FROM t WHERE b > 3', ctx)\n"
+        "out = []\n"
+        "for sql in json.loads(sys.argv[1]):\n"
+        "    start = time.monotonic()\n"
+        "    s = score_prediction(sql, 'SELECT a FROM t WHERE b > 3', ctx)\n"
+        "    out.append([time.monotonic() - start, s.semantic])\n"
+        "peak = [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0] / 1024\n"
+        "print(json.dumps([out, peak]))\n"
+    )
+    hostile = [
+        RECURSIVE.format(limit=" LIMIT 100000") + "SELECT printf('%.*c', 15000, 'x') || x FROM c ORDER BY 1",
+        "SELECT " + ", ".join(f"printf('%.*c', 999999, 'x') AS c{i}" for i in range(300)) + " FROM t",
+        "SELECT " + ", ".join(f"hex(zeroblob(9999)) AS c{i}" for i in range(300)) + " FROM t",
+        RECURSIVE.format(limit="") + "SELECT COUNT(*) FROM c",
+    ]
+    done = subprocess.run([sys.executable, str(script), json.dumps(hostile)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers, peak_mb = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(semantic is False for _, semantic in answers)
+    assert max(wall for wall, _ in answers) < 1.3
+    assert peak_mb < 300
+
+
+def test_a_test_bed_swaps_rows_scans_both_ways_and_stays_read_only() -> None:
+    with ScratchDatabase(CONTEXT) as bed:
+        bed.load({"pets": [("a", 1), ("b", 2), ("c", 3)]})
+        assert run_query(bed.forward, "SELECT name FROM pets LIMIT 1").rows == (("a",),)
+        assert run_query(bed.backward, "SELECT name FROM pets LIMIT 1").rows == (("c",),)
+        assert run_query(bed.forward, "DELETE FROM pets").failure is Failure.DENIED
+        bed.load({"pets": [("z", 9)]})
+        assert run_query(bed.forward, "SELECT name FROM pets").rows == (("z",),)
+        assert run_query(bed.backward, "SELECT COUNT(*) FROM pets").rows == ((1,),)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from harness.tasks.sql.scoring import (
@@ -87,3 +89,31 @@ def test_a_literal_too_big_for_sqlite_is_scored_not_raised() -> None:
     score = score_prediction("SELECT a FROM t WHERE b = 123456789012345678901234567890", "SELECT a FROM t WHERE b = 1", context)
     assert score.semantic is False
     assert score.executes is True
+
+
+def test_one_answer_costs_one_budget_including_executes() -> None:
+    # Before issue #18 the endless query timed out in `executes` and again in `semantic`: 2 s.
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    start = time.monotonic()
+    score = score_prediction(endless, "SELECT entrant FROM table_name_47", CONTEXT)
+    assert time.monotonic() - start < 1.3
+    assert (score.executes, score.semantic) == (False, False)
+    assert "timeout" in score.detail
+    start = time.monotonic()
+    score_prediction(endless, "SELECT entrant FROM table_name_47", CONTEXT, budget_s=0.2)
+    assert time.monotonic() - start < 0.5
+
+
+def test_nothing_escapes_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.tasks.sql.scoring as scoring
+
+    def explode(*_args: object, **_kwargs: object) -> None:
+        raise MemoryError("out of memory in the checker")
+
+    monkeypatch.setattr(scoring, "compare_queries", explode)
+    score = score_prediction("SELECT entrant FROM table_name_47", "SELECT entrant FROM table_name_47", CONTEXT)
+    assert (score.exact, score.executes, score.semantic) == (True, True, False)
+    assert "MemoryError" in score.detail
+    monkeypatch.setattr(scoring, "run_sql", explode)
+    score = score_prediction("SELECT year FROM table_name_47", "SELECT entrant FROM table_name_47", CONTEXT)
+    assert (score.executes, score.semantic) == (False, False)

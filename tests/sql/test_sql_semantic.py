@@ -25,7 +25,8 @@ EQUIVALENT = [
     ('SELECT name FROM table_1 WHERE attendance = "71"', "SELECT name FROM table_1 WHERE attendance = 71", WIKI),
     ("SELECT name FROM table_1 WHERE attendance = 'phrag dog'", 'SELECT name FROM table_1 WHERE attendance = "phrag dog"', WIKI),
     ('SELECT name FROM table_1 WHERE attendance = "Phrag Dog"', "select name from table_1 where attendance = 'phrag dog'", WIKI),
-    ("SELECT COUNT(name) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
+    # COUNT of a column the WHERE already compares cannot meet a NULL there: COUNT(*) again.
+    ("SELECT COUNT(year) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
     ("SELECT name, year FROM table_1", "SELECT year, name FROM table_1", WIKI),
     ("SELECT name FROM table_1 WHERE year > 5 AND attendance = 'x'", "SELECT name FROM table_1 WHERE attendance = 'x' AND year > 5", WIKI),
     ("SELECT name FROM table_1 ORDER BY year", "SELECT name FROM table_1", WIKI),  # gold unordered: order free
@@ -52,6 +53,8 @@ DIFFERENT = [
     # No column gives the literal an affinity: SQLite itself says 1 <> '1', and so do we.
     ("SELECT COUNT(*) FROM head WHERE 1 = '1'", "SELECT COUNT(*) FROM head WHERE 1 = 1", SPIDER),
     ("SELECT nonexistent FROM table_1", "SELECT name FROM table_1", WIKI),
+    # NULLs are drawn (issue #18): COUNT(name) skips a NULL name, COUNT(*) does not.
+    ("SELECT COUNT(name) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
 ]
 
 
@@ -121,3 +124,75 @@ def test_gold_against_itself_matches_on_every_scorable_row(name: str) -> None:
     wrong = [(r["answer"], v.detail) for r, v in zip(rows, verdicts, strict=True) if v.match is False]
     assert not wrong
     assert sum(v.match is True for v in verdicts) > 270  # a broken builder would make most rows unscorable
+
+
+# --- issue #18: near misses the old 8 random databases let through ---------------------------------
+
+PLAYERS = "CREATE TABLE player (name VARCHAR, age INTEGER, score REAL, team VARCHAR)"
+
+NEAR_MISSES = [
+    # A literal off by one, an operator changed, a negated comparison.
+    ("SELECT name FROM player WHERE age > 31 AND team = 'rams'", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
+    ("SELECT name FROM player WHERE age >= 30 AND team = 'rams'", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
+    ("SELECT name FROM player WHERE NOT age > 30 AND team = 'rams'", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
+    # A condition dropped from a long AND: needs a row meeting the other three.
+    (
+        "SELECT name FROM player WHERE age > 30 AND score < 8.5 AND team = 'rams'",
+        "SELECT name FROM player WHERE age > 30 AND score < 8.5 AND team = 'rams' AND name LIKE '%an%'",
+    ),
+    # LIMIT 1 against no limit: needs two rows that qualify.
+    ("SELECT name FROM player WHERE team = 'rams' LIMIT 1", "SELECT name FROM player WHERE team = 'rams'"),
+    # Negative numbers: ABS changes nothing on the old non-negative data.
+    ("SELECT ABS(score) FROM player WHERE team = 'rams'", "SELECT score FROM player WHERE team = 'rams'"),
+    # NULLs: COUNT(col) skips them, `!=` drops them, IS NOT NULL filters them.
+    ("SELECT COUNT(score) FROM player WHERE team = 'rams'", "SELECT COUNT(*) FROM player WHERE team = 'rams'"),
+    ("SELECT name FROM player WHERE team != 'rams'", "SELECT name FROM player WHERE NOT team IS 'rams'"),
+    ("SELECT name FROM player WHERE team = 'rams' AND score IS NOT NULL", "SELECT name FROM player WHERE team = 'rams'"),
+    # Text in an INTEGER column: CAST makes it 0, a comparison keeps it text (above every number).
+    ("SELECT name FROM player WHERE CAST(age AS INTEGER) > 30", "SELECT name FROM player WHERE age > 30"),
+]
+
+
+@pytest.mark.parametrize(("pred", "gold"), NEAR_MISSES)
+def test_near_misses_are_told_apart(pred: str, gold: str) -> None:
+    verdict = compare_queries(pred, gold, PLAYERS)
+    assert verdict.match is False, verdict.detail
+
+
+REWRITES = [
+    ("SELECT name FROM player WHERE 30 < age AND team = 'rams'", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
+    ("SELECT name FROM player WHERE (team = 'rams') AND (age > 30)", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
+    ("select name as n from player where age <> 30", "SELECT name FROM player WHERE age != 30"),
+    ("SELECT COUNT(1) FROM player WHERE score < -2.5", "SELECT COUNT(*) FROM player WHERE score < -2.5"),
+    # Ambiguous golds (LIMIT without ORDER BY, a bare column next to MAX): the same query matches.
+    ("SELECT name FROM player LIMIT 1", "SELECT name FROM player LIMIT 1"),
+    ("SELECT name, MAX(age) FROM player", "SELECT name, MAX(age) FROM player"),
+]
+
+
+@pytest.mark.parametrize(("pred", "gold"), REWRITES)
+def test_equivalent_rewrites_match(pred: str, gold: str) -> None:
+    verdict = compare_queries(pred, gold, PLAYERS)
+    assert verdict.match is True, verdict.detail
+
+
+@pytest.mark.parametrize(
+    "gold",
+    [
+        "SELECT name FROM player WHERE age > 30 AND team = 'rams'",
+        "SELECT team, COUNT(*) FROM player WHERE score >= 2 GROUP BY team",
+        "SELECT name FROM player ORDER BY score DESC LIMIT 2",
+    ],
+)
+def test_the_suite_tells_every_mutant_apart_or_proves_it_equivalent(gold: str) -> None:
+    from harness.tasks.sql.fill import identifiers_of, siblings_of
+    from harness.tasks.sql.mutants import equivalence_rule, mutants
+    from harness.tasks.sql.sandbox import parse_schema, run_sql
+
+    schema = parse_schema(PLAYERS.lower())
+    survivors = [
+        m.sql for m in mutants(gold, identifiers_of(schema), siblings_of(schema))
+        if equivalence_rule(gold, m.sql) is None and run_sql(m.sql, PLAYERS).is_ok
+        and compare_queries(m.sql, gold, PLAYERS).match
+    ]  # fmt: skip
+    assert not survivors

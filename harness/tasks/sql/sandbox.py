@@ -1,21 +1,33 @@
 """Run untrusted SQL (model output) against in-memory SQLite databases built from a CREATE TABLE context.
 
-What it guarantees: nothing touches disk (the database is `:memory:`, temporary storage is kept in
-memory, ATTACH/DETACH and so VACUUM INTO are denied, extension loading is denied); an untrusted query
+What it guarantees: nothing touches disk (the database is `:memory:`, or for `ScratchDatabase` a
+randomly named in-memory database in SQLite's shared cache; temporary storage is kept in memory, ATTACH/DETACH and so VACUUM INTO are denied, extension loading is denied); an untrusted query
 may only read (SELECT, WITH, recursive CTEs, ordinary functions, a short list of read-only pragmas);
-every query has a wall-clock budget enforced by a progress handler, a cap on returned rows and a cap on
-the size of any one value. A failure is a named outcome, never an exception.
+time, memory and result size are bounded, and a failure is a named outcome, never an exception:
+- time: a wall-clock budget (or deadline) enforced by a progress handler every 1,000 VM instructions.
+  One instruction can still be long when it is one function call; those are bounded by the size caps:
+  with values of at most 20,000 bytes the slowest built-ins (`instr`, `replace`: quadratic in their
+  arguments) take milliseconds. `printf`/`format` loop over a width or precision (`%.*c` with 1e9 ran
+  8 s in one instruction, whatever the length cap), so they are replaced by a wrapper that refuses a
+  width or precision over the cap and hands everything else to SQLite's own printf.
+- memory: SQLite's heap is capped process-wide (`PRAGMA hard_heap_limit`, 128 MiB: SQLite's heap limit
+  exists only per process, and a pragma can only lower it); an allocation past it fails the query
+  (Failure.MEMORY) instead of growing the process. Rows handed to Python are capped by count and size.
+- hostile text: SQL length, expression depth, columns, compound SELECTs, LIKE patterns are capped.
 
-What it does not cover: this is not a process sandbox. It trusts the sqlite3 library itself, it runs
-in the caller's process, and memory is bounded only indirectly (by the time budget, the row cap and
-SQLITE_LIMIT_LENGTH), not by a hard heap limit, because SQLite's heap limit is process-wide.
+What it does not cover: this is not a process sandbox. It trusts the sqlite3 library itself and runs
+in the caller's process; the heap cap applies to every SQLite connection of the process (this
+harness has no other), and it relies on SQLite's memory statistics being compiled in (they are by
+default; `tests/sql/test_sql_sandbox.py` checks it).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -23,6 +35,11 @@ from functools import lru_cache
 
 DEFAULT_BUDGET_S = 1.0
 DEFAULT_MAX_ROWS = 10_000
+# Bytes of rows handed to Python (text and blobs by length, anything else 8): a result far beyond any
+# answer's, small enough that fetching it costs milliseconds.
+DEFAULT_MAX_RESULT_BYTES = 4_000_000
+MAX_VALUE_BYTES = 20_000
+HEAP_LIMIT_BYTES = 128 * 2**20
 # How many VM instructions between two clock reads: small enough that a 1 s budget overshoots by
 # microseconds, large enough that the clock read costs nothing measurable.
 _PROGRESS_EVERY = 1_000
@@ -41,14 +58,18 @@ _QUERY_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE,
      sqlite3.SQLITE_PRAGMA}
 )
-# Limits set on every connection: they bound memory and parser work for hostile text.
+# Limits set on every connection: they bound memory and parser work for hostile text. A value (and so
+# a table row or sort record) of at most MAX_VALUE_BYTES keeps every single-instruction function short.
 _LIMITS: Mapping[int, int] = {
-    sqlite3.SQLITE_LIMIT_LENGTH: 1_000_000,
-    sqlite3.SQLITE_LIMIT_SQL_LENGTH: 100_000,
+    sqlite3.SQLITE_LIMIT_LENGTH: MAX_VALUE_BYTES,
+    sqlite3.SQLITE_LIMIT_SQL_LENGTH: MAX_VALUE_BYTES,
     sqlite3.SQLITE_LIMIT_COLUMN: 500,
     sqlite3.SQLITE_LIMIT_EXPR_DEPTH: 200,
     sqlite3.SQLITE_LIMIT_COMPOUND_SELECT: 50,
+    sqlite3.SQLITE_LIMIT_VDBE_OP: 250_000,
+    sqlite3.SQLITE_LIMIT_FUNCTION_ARG: 100,
     sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 1_000,
+    sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER: 1_000,
     sqlite3.SQLITE_LIMIT_ATTACHED: 0,
     sqlite3.SQLITE_LIMIT_TRIGGER_DEPTH: 1,
     sqlite3.SQLITE_LIMIT_WORKER_THREADS: 0,
@@ -62,6 +83,8 @@ class Failure(StrEnum):
     TIMEOUT = "timeout"  # ran past its budget and was interrupted
     DENIED = "denied"  # the authorizer refused an action (ATTACH, a write, a pragma, an extension)
     TOO_MANY_ROWS = "too_many_rows"  # returned more rows than the cap
+    TOO_LARGE = "too_large"  # its rows would take more bytes than the cap
+    MEMORY = "memory"  # SQLite's heap cap was reached (a huge sort, a huge string built many times)
 
 
 @dataclass(frozen=True)
@@ -166,8 +189,52 @@ def _query_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str 
     return sqlite3.SQLITE_OK
 
 
-def _connect() -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
+_PRINTF_SPEC = re.compile(r"%[-+ 0#,!]*(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l)?(.)", re.DOTALL)
+_helper = threading.local()
+
+
+def _printf_helper() -> sqlite3.Connection:
+    """A plain connection that still has SQLite's own printf, under the same length cap."""
+    conn = getattr(_helper, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:")
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        _helper.conn = conn
+    return conn
+
+
+def _int_arg(value: object) -> int:
+    try:
+        return abs(int(float(value)))  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return 0  # SQLite reads a non-number width as 0
+
+
+def _safe_printf(*args: object) -> object:
+    """SQLite's printf, refusing a width or precision above MAX_VALUE_BYTES (see the module docstring)."""
+    if not args or args[0] is None:
+        return None
+    fmt = args[0] if isinstance(args[0], str) else str(args[0])
+    next_arg = 1
+    for spec in _PRINTF_SPEC.finditer(fmt):
+        width, precision, conversion = spec.groups()
+        for part in (width, precision):
+            if part == "*":
+                size = _int_arg(args[next_arg]) if next_arg < len(args) else 0
+                next_arg += 1
+            else:
+                size = int(part) if part else 0
+            if size > MAX_VALUE_BYTES:
+                raise ValueError(f"printf width or precision {size} over the {MAX_VALUE_BYTES} cap")
+        next_arg += conversion != "%"
+    marks = ", ".join("?" * len(args))
+    return _printf_helper().execute(f"SELECT printf({marks})", args).fetchone()[0]
+
+
+def _connect(uri: str = ":memory:") -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, isolation_level=None, check_same_thread=True, uri=uri != ":memory:")
+    # Process-wide and only ever lowered (see the module docstring); setting it again is harmless.
+    conn.execute(f"PRAGMA hard_heap_limit = {HEAP_LIMIT_BYTES}")
     # Sorts and temp b-trees of a huge query would otherwise spill to files in the temp directory.
     conn.execute("PRAGMA temp_store = MEMORY")
     # Builds without loadable-extension support lack the method: loading is impossible there anyway.
@@ -175,6 +242,8 @@ def _connect() -> sqlite3.Connection:
         conn.enable_load_extension(False)
     for limit, value in _LIMITS.items():
         conn.setlimit(limit, value)
+    for name in ("printf", "format"):
+        conn.create_function(name, -1, _safe_printf, deterministic=True)
     conn.set_authorizer(_setup_authorizer)
     return conn
 
@@ -213,6 +282,80 @@ def _storable(value: object) -> object:
     return value
 
 
+def _lock(conn: sqlite3.Connection) -> None:
+    # Belt and braces behind the authorizer: the connection refuses writes even if a read slips by.
+    conn.set_authorizer(None)  # the setup authorizer denies every pragma, this trusted one included
+    conn.execute("PRAGMA query_only = ON")
+    conn.set_authorizer(_query_authorizer)
+
+
+def _insert_rows(conn: sqlite3.Connection, schema: Schema, rows: Mapping[str, Sequence[Sequence[object]]] | None) -> None:
+    for table in schema.tables:
+        table_rows = (rows or {}).get(table.name)
+        if table_rows:
+            marks = ", ".join("?" * len(table.columns))
+            conn.executemany(
+                f"INSERT INTO {quote_identifier(table.name)} VALUES ({marks})",
+                [tuple(map(_storable, row)) for row in table_rows],
+            )
+
+
+class ScratchDatabase:
+    """One in-memory database of a context seen through three connections: a trusted writer that
+    swaps rows in (`load`), and two locked readers for untrusted queries, `forward` and `backward`
+    (tables scanned in reverse order: a query whose result changes with the scan order leaves part of
+    its answer to chance, e.g. ties under ORDER BY, LIMIT without ORDER BY, a bare column next to MAX).
+
+    Why not one connection per row set: the readers keep their compiled statements across loads (a
+    write through another connection does not expire them, while re-locking a connection would), so
+    a query costs microseconds instead of a recompile. The database is a named in-memory database in
+    SQLite's shared cache; its random name is never shown to the queries, which cannot ATTACH anyway.
+    Raises ContextError."""
+
+    def __init__(self, context: str) -> None:
+        self.schema = parse_schema(context)
+        uri = f"file:lorabench-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        self.writer = _connect(uri)
+        self._readers: list[sqlite3.Connection] = []
+        try:
+            self.writer.executescript(self.schema.ddl)
+            self.writer.set_authorizer(None)  # trusted: only this class's own statements
+            for reverse in (False, True):
+                reader = _connect(uri)
+                self._readers.append(reader)
+                reader.set_authorizer(None)
+                if reverse:
+                    reader.execute("PRAGMA reverse_unordered_selects = ON")
+                _lock(reader)
+        except sqlite3.Error as exc:
+            self.close()
+            raise ContextError(f"context does not build: {exc}") from exc
+        self.forward, self.backward = self._readers
+
+    def load(self, rows: Mapping[str, Sequence[Sequence[object]]] | None) -> None:
+        """Replace every table's rows. Raises ContextError when they do not fit."""
+        try:
+            self.writer.execute("BEGIN")
+            for table in self.schema.tables:
+                self.writer.execute(f"DELETE FROM {quote_identifier(table.name)}")
+            _insert_rows(self.writer, self.schema, rows)
+            self.writer.execute("COMMIT")
+        except (sqlite3.Error, ValueError, OverflowError) as exc:
+            if self.writer.in_transaction:
+                self.writer.execute("ROLLBACK")
+            raise ContextError(f"rows do not fit the context: {exc}") from exc
+
+    def close(self) -> None:
+        for conn in (*self._readers, self.writer):
+            conn.close()
+
+    def __enter__(self) -> ScratchDatabase:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
 def build_database(context: str, rows: Mapping[str, Sequence[Sequence[object]]] | None = None) -> sqlite3.Connection:
     """A locked in-memory database with the context's tables and `rows` (table name -> rows, values in
     column order) inserted; only reads are allowed afterwards. Raises ContextError."""
@@ -220,21 +363,12 @@ def build_database(context: str, rows: Mapping[str, Sequence[Sequence[object]]] 
     conn = _connect()
     try:
         conn.executescript(schema.ddl)
-        for table in schema.tables:
-            table_rows = (rows or {}).get(table.name)
-            if table_rows:
-                marks = ", ".join("?" * len(table.columns))
-                conn.executemany(
-                    f"INSERT INTO {quote_identifier(table.name)} VALUES ({marks})",
-                    [tuple(map(_storable, row)) for row in table_rows],
-                )
-    except sqlite3.Error as exc:
+        conn.set_authorizer(None)  # trusted inserts
+        _insert_rows(conn, schema, rows)
+        _lock(conn)
+    except (sqlite3.Error, ValueError, OverflowError) as exc:
         conn.close()
         raise ContextError(f"context does not build: {exc}") from exc
-    # Belt and braces behind the authorizer: the connection refuses writes even if a read slips by.
-    conn.set_authorizer(None)  # the setup authorizer denies every pragma, this trusted one included
-    conn.execute("PRAGMA query_only = ON")
-    conn.set_authorizer(_query_authorizer)
     return conn
 
 
@@ -248,30 +382,59 @@ def _progress_guard(deadline: float, fired: list[bool]) -> Callable[[], int]:
     return guard
 
 
+def _size(row: Sequence[object]) -> int:
+    return 16 + sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
+
+
 def run_query(
-    conn: sqlite3.Connection, sql: str, *, budget_s: float = DEFAULT_BUDGET_S, max_rows: int = DEFAULT_MAX_ROWS
+    conn: sqlite3.Connection,
+    sql: str,
+    *,
+    budget_s: float = DEFAULT_BUDGET_S,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    deadline: float | None = None,
+    max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> QueryResult:
-    """Run one untrusted statement on a database from `build_database`, within the budget and row cap."""
+    """Run one untrusted statement on a database from `build_database`, within the budget (and the
+    `deadline`, a `time.monotonic()` value, when given), the row cap and the byte cap."""
+    start = time.monotonic()
+    stop = start + budget_s if deadline is None else min(start + budget_s, deadline)
+    if stop <= start:
+        return QueryResult(failure=Failure.TIMEOUT, message="no time left in the budget")
     fired: list[bool] = []
-    conn.set_progress_handler(_progress_guard(time.monotonic() + budget_s, fired), _PROGRESS_EVERY)
+    conn.set_progress_handler(_progress_guard(stop, fired), _PROGRESS_EVERY)
+    cursor: sqlite3.Cursor | None = None
     try:
         cursor = conn.execute(sql)
         if cursor.description is None:
             return QueryResult(failure=Failure.ERROR, message="not a query: it returns no result set")
-        rows = cursor.fetchmany(max_rows + 1)
-        if len(rows) > max_rows:
-            return QueryResult(failure=Failure.TOO_MANY_ROWS, message=f"more than {max_rows} rows")
+        rows: list[tuple[object, ...]] = []
+        # A value is at most MAX_VALUE_BYTES, so rows are measured only once they could pass the cap.
+        bound_per_row = 16 + len(cursor.description) * (MAX_VALUE_BYTES + 8)
+        size, measured = 0, 0
+        while batch := cursor.fetchmany(256):
+            rows += batch
+            if size + (len(rows) - measured) * bound_per_row > max_bytes:
+                size += sum(map(_size, rows[measured:]))
+                measured = len(rows)
+            if len(rows) > max_rows:
+                return QueryResult(failure=Failure.TOO_MANY_ROWS, message=f"more than {max_rows} rows")
+            if size > max_bytes:
+                return QueryResult(failure=Failure.TOO_LARGE, message=f"rows over {max_bytes} bytes")
         return QueryResult(rows=tuple(rows))
+    except MemoryError:
+        return QueryResult(failure=Failure.MEMORY, message=f"over SQLite's {HEAP_LIMIT_BYTES >> 20} MiB heap cap")
     except sqlite3.DatabaseError as exc:
         if fired:
-            return QueryResult(failure=Failure.TIMEOUT, message=f"ran past the {budget_s:g} s budget")
+            return QueryResult(failure=Failure.TIMEOUT, message=f"ran past the {stop - start:.3g} s budget")
         if "not authorized" in str(exc) or "prohibited" in str(exc):
             return QueryResult(failure=Failure.DENIED, message=str(exc))
         return QueryResult(failure=Failure.ERROR, message=str(exc))
-    except (sqlite3.Error, sqlite3.Warning, ValueError, OverflowError) as exc:
-        # ProgrammingError ("one statement at a time"), Warning, embedded NUL characters...
-        return QueryResult(failure=Failure.ERROR, message=str(exc))
+    except Exception as exc:  # untrusted text must never raise: ProgrammingError, Warning, NUL bytes...
+        return QueryResult(failure=Failure.ERROR, message=f"{type(exc).__name__}: {exc}")
     finally:
+        if cursor is not None:
+            cursor.close()  # an unfinished statement would keep its shared-cache table locks
         conn.set_progress_handler(None, 0)
 
 
@@ -282,6 +445,7 @@ def run_sql(
     *,
     budget_s: float = DEFAULT_BUDGET_S,
     max_rows: int = DEFAULT_MAX_ROWS,
+    deadline: float | None = None,
 ) -> QueryResult:
     """Build a database from `context` (empty unless `rows`), run `sql` on it, close it."""
     try:
@@ -289,6 +453,6 @@ def run_sql(
     except ContextError as exc:
         return QueryResult(failure=Failure.ERROR, message=str(exc))
     try:
-        return run_query(conn, sql, budget_s=budget_s, max_rows=max_rows)
+        return run_query(conn, sql, budget_s=budget_s, max_rows=max_rows, deadline=deadline)
     finally:
         conn.close()

@@ -18,11 +18,18 @@ column order all count as misses. That is what the semantic score is for.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.tasks.sql.sandbox import run_sql
-from harness.tasks.sql.semantic import SemanticVerdict, compare_queries
+from harness.tasks.sql.sandbox import Failure, QueryResult, run_sql
+from harness.tasks.sql.semantic import SemanticVerdict, compare_queries, gold_failure
+
+# Wall-clock budget for scoring one answer, everything included (its run on the empty database for
+# `executes`, its runs for `semantic`, the gold's runs on databases drawn for it); the first answer
+# to a gold also pays for distilling the gold's suite, bounded by `suite.DISTIL_BUDGET_S` and taken
+# out of this budget, not added to it.
+ANSWER_BUDGET_S = 1.0
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -36,10 +43,10 @@ def exact_match(pred: str, gold: str) -> bool:
     return normalize_sql(pred) == normalize_sql(gold)
 
 
-def executes(sql: str, context: str) -> bool:
+def executes(sql: str, context: str, *, deadline: float | None = None) -> bool:
     """True when `sql` runs without error, through the sandbox, on an empty in-memory database built
     from `context` (so it checks names and syntax, not results)."""
-    return run_sql(sql, context).is_ok
+    return run_sql(sql, context, deadline=deadline).is_ok
 
 
 @dataclass(frozen=True)
@@ -53,17 +60,28 @@ class QuestionScore:
     detail: str
 
 
-def score_prediction(pred: str, gold: str, context: str, *, seed: int = 0) -> QuestionScore:
+def score_prediction(
+    pred: str, gold: str, context: str, *, seed: int = 0, budget_s: float = ANSWER_BUDGET_S
+) -> QuestionScore:
+    """Exact match, executes and semantic match within `budget_s` of wall clock. The prediction runs
+    once on the empty database for both `executes` and semantic's first check. Nothing raises: a
+    failure of the checker itself (it runs untrusted SQL) is a named miss."""
+    deadline = time.monotonic() + budget_s
     try:
-        verdict = compare_queries(pred, gold, context, seed=seed)
+        gold_failure(gold, context, seed=seed)  # the gold's share first, so the answer gets the rest
+        ran = run_sql(pred, context, deadline=deadline)
     except Exception as exc:  # untrusted output must never stop a run's scoring; the miss is named
+        ran = QueryResult(failure=Failure.ERROR, message=f"{type(exc).__name__}: {exc}")
+    try:
+        verdict = compare_queries(pred, gold, context, seed=seed, deadline=deadline, pred_on_empty=ran)
+    except Exception as exc:
         verdict = SemanticVerdict(False, f"semantic check failed on this prediction: {type(exc).__name__}: {exc}")
     is_exact = exact_match(pred, gold)
     return QuestionScore(
         exact=is_exact,
-        executes=executes(pred, context),
+        executes=ran.is_ok,
         semantic=verdict.match,
-        detail="" if is_exact and verdict.match is not None else verdict.detail,
+        detail="" if is_exact and verdict.match else verdict.detail,
     )
 
 
