@@ -26,8 +26,10 @@ from harness.errors import UserError
 #     train.step_s (steady seconds per step), timings.preflight_s,
 #     timings.load_windows (DDP), model.adapter (eval.adapter runs), checks.*.seconds (preflight),
 #     train.graphs (recipe.compile = "graphs").
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+#   2 (2026-12-01): the metric `executes` is `well_formed` (task-neutral: SQL that executes, a verdict in
+#     its output contract). Version-1 records are lifted on load.
+FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 
 Status = Literal["ok", "failed", "refused", "diverged", "killed"]
 
@@ -40,7 +42,10 @@ class Metrics(Record):
     """Scores on the test split, percentages with one decimal."""
 
     exact_match: float
-    executes: float  # verdict: the output-contract rate
+    well_formed: float = Field(
+        description="answers in the task's output form: for SQL, queries that execute on the question's "
+        "schema; for verdict, answers that keep the output contract"
+    )
     semantic: float | None = None
     n: int
     n_scorable: int | None = None
@@ -235,6 +240,14 @@ def upgrade_record(data: dict[str, Any], source: str) -> dict[str, Any]:
             f"{source}: record format version {version!r} is not supported; this lorabench reads {supported}. "
             "Upgrade lorabench, or re-run the setup."
         )
+    if version == 1:
+        data = {**data, "format_version": 2}
+        for phase in ("baseline", "trained"):
+            metrics = data.get(phase)
+            if isinstance(metrics, dict) and "executes" in metrics:
+                lifted = dict(metrics)
+                lifted["well_formed"] = lifted.pop("executes")
+                data[phase] = lifted
     return data
 
 

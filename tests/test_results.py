@@ -39,3 +39,15 @@ def test_unknown_format_version_is_refused_with_the_supported_range(tmp_path: Pa
     path.write_text(json.dumps(data))
     with pytest.raises(UserError, match="format version 9 is not supported; this lorabench reads 1"):
         load_record(path)
+
+
+def test_a_version_1_record_is_lifted_to_well_formed(tmp_path: Path) -> None:
+    committed = sorted((Path(__file__).resolve().parents[1] / "reports" / "results" / "cpu").rglob("seed-*.json"))
+    committed = [p for p in committed if ".prev-" not in p.name]
+    assert committed, "the committed CPU records are the version-1 sample"
+    raw = json.loads(committed[0].read_text())
+    assert raw["format_version"] == 1 and "executes" in raw["trained"]
+    record = load_record(committed[0])
+    assert record.format_version == 2
+    assert record.trained is not None and record.trained.well_formed == raw["trained"]["executes"]
+    assert record.baseline is not None and record.baseline.well_formed == raw["baseline"]["executes"]

@@ -112,9 +112,9 @@ def make_record(
     if rows is not None:
         exact = 100 * sum(r["exact"] for r in rows) / len(rows)
         base_exact = 100 * sum(r["base_exact"] for r in rows) / len(rows)
-        base["baseline"] = {"exact_match": round(base_exact, 1), "executes": 100.0, "semantic": round(base_exact, 1),
+        base["baseline"] = {"exact_match": round(base_exact, 1), "well_formed": 100.0, "semantic": round(base_exact, 1),
                             "n": len(rows), "cached": seed != SEEDS[0]}  # fmt: skip
-        base["trained"] = {"exact_match": round(exact, 1), "executes": 100.0, "semantic": round(exact, 1),
+        base["trained"] = {"exact_match": round(exact, 1), "well_formed": 100.0, "semantic": round(exact, 1),
                            "n": len(rows), "eval_s": 11.5}  # fmt: skip
         base["predictions_file"] = f"seed-{seed}.predictions.jsonl"
     return RunRecord.model_validate(base)

@@ -130,8 +130,8 @@ def write_cached(host_id: str) -> Callable[..., Path]:
             experiment=setup.experiment, setup_name=setup.name, seed=seed, stack=STACK, host=host_id,
             fingerprint=fingerprint(setup.fingerprint_payload(), STACK, host_id),
             setup=setup.model_dump(mode="json"), provenance={},
-            baseline=Metrics(exact_match=baseline, executes=baseline, n=4) if scored else None,
-            trained=Metrics(exact_match=trained, executes=trained, n=4) if scored else None,
+            baseline=Metrics(exact_match=baseline, well_formed=baseline, n=4) if scored else None,
+            trained=Metrics(exact_match=trained, well_formed=trained, n=4) if scored else None,
         )  # fmt: skip
         return write_record(results_dir, record)
 

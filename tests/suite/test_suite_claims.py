@@ -22,7 +22,7 @@ def record(seed: int = 3407, *, base: float = 10.0, em: float = 40.0, train_s: f
     return RunRecord(
         run_id=f"r{seed}", status=status, created="2026-01-01T00:00:00+00:00", experiment="exp_x", setup_name="s",
         seed=seed, stack="cpu", host="h", fingerprint="f", setup={}, provenance={},
-        baseline=Metrics(exact_match=base, executes=base, n=300), trained=Metrics(exact_match=em, executes=em, n=300),
+        baseline=Metrics(exact_match=base, well_formed=base, n=300), trained=Metrics(exact_match=em, well_formed=em, n=300),
         train=TrainStats(loss=list(loss), train_s=train_s, step_s=step_s),
         memory=MemoryStats(device="cuda", peak_vram_bytes=vram) if vram is not None else None,
     )  # fmt: skip

@@ -116,12 +116,12 @@ def test_a_verdict_run_on_a_tiny_model(tiny_model_dir: Path, tmp_path: Path) -> 
     assert (
         trained.n == baseline.n == 6
         and trained.gate is not None
-        and trained.executes == trained.gate["contract"]
+        and trained.well_formed == trained.gate["contract"]
     )
     assert {"false_blocks", "catches", "tag_match", "abstentions", "judgment"} <= set(trained.gate)
     assert (
         "gate" in trained.model_dump_json()
-        and "gate" not in Metrics(exact_match=1, executes=1, n=1).model_dump_json()
+        and "gate" not in Metrics(exact_match=1, well_formed=1, n=1).model_dump_json()
     )
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and {"prediction", "base_prediction", "gold", "contract", "decision"} <= set(

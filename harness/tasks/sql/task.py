@@ -20,8 +20,15 @@ def _scores(answers: Sequence[str], test: Sequence[SqlExample]) -> list[Question
     return [score_prediction(a, ex.answer, ex.context) for a, ex in zip(answers, test, strict=True)]
 
 
+def _metrics(scores: Sequence[QuestionScore]) -> dict[str, Any]:
+    """The record's Metrics fields: a query that executes is the SQL task's well-formed answer."""
+    rates = summarize(scores)
+    rates["well_formed"] = rates.pop("executes")
+    return rates
+
+
 def score(answers: Sequence[str], test: Sequence[SqlExample]) -> dict[str, Any]:
-    return summarize(_scores(answers, test))
+    return _metrics(_scores(answers, test))
 
 
 def score_with_rows(
@@ -42,7 +49,7 @@ def score_with_rows(
             "base_exact": base_scored.exact if base_scored else None,
             "base_semantic": base_scored.semantic if base_scored else None,
         })  # fmt: skip
-    return summarize(scores), rows
+    return _metrics(scores), rows
 
 
 def analyze_runs(

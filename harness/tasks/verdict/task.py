@@ -16,9 +16,9 @@ def _scores(answers: Sequence[str], test: Sequence[VerdictExample]) -> list[Verd
 
 
 def _metrics(scores: Sequence[VerdictScore]) -> dict[str, Any]:
-    """The record's metrics: judgment as `exact_match`, contract as `executes`, every gate rate in `gate`."""
+    """The record's metrics: judgment as `exact_match`, contract as `well_formed`, every gate rate in `gate`."""
     gate = summarize(scores)
-    return {"exact_match": gate["judgment"], "executes": gate["contract"], "n": gate["n"], "gate": gate}
+    return {"exact_match": gate["judgment"], "well_formed": gate["contract"], "n": gate["n"], "gate": gate}
 
 
 def score(answers: Sequence[str], test: Sequence[VerdictExample]) -> dict[str, Any]:
