@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     setup = source.setup
     eot = end_of_turn(tokenizer)
     batch = eval_batch_size(setup.eval.batch_size, runtime.device)
-    merge = merges_adapter(setup, runtime.device)
+    merge = merges_adapter(setup, runtime)
 
     def ours(batch_size: int, merged: bool, subset: Sequence[str]) -> Callable[[], list[str]]:
         def run() -> list[str]:

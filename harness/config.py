@@ -32,7 +32,8 @@ VERDICT_CORPUS = "verdict-corpus"  # the corpus shipped in harness/tasks/verdict
 
 
 # The meaning of the fingerprint payload (see SetupConfig.fingerprint_payload). 2: defaults left out.
-FINGERPRINT_VERSION = 2
+# 3: eval.precision and eval.merge_adapter default to auto (fp32, merged, on a GPU).
+FINGERPRINT_VERSION = 3
 
 # A local copy of the data that stands in for the hub dataset (offline machines, CI).
 DATA_ENV = "LORABENCH_DATA"
@@ -119,18 +120,18 @@ class EvalConfig(Frozen):
         "batches of 64 (benchmarks/bench_eval.py)",
     )
     merge_adapter: bool | Literal["auto"] = Field(
-        False,
-        description="decode with the LoRA weights folded into the base (fewer kernels per token). Off by "
-        "default: on the H200 in bf16 it made eval faster still but changed 15% of the answers "
-        "(benchmarks/bench_eval.py); in fp32 a tiny model decoded alike (tests/core/test_generation.py). "
-        "auto = on a GPU (records of 2026-11-30 used it)",
+        "auto",
+        description="decode with the LoRA weights folded into the base (fewer kernels per token). auto = when "
+        "decoding in fp32 on a GPU, where it was both faster and identical (H200: 300 of 300 answers as the "
+        "peer's unmerged generate, benchmarks/bench_eval.py); folded into bf16 weights it changed 15% of answers",
     )
-    precision: Literal["train", "fp32"] = Field(
-        "train",
+    precision: Literal["auto", "train", "fp32"] = Field(
+        "auto",
         description="train = decode in the precision the model trained in; fp32 = lift the model to fp32 for "
         "eval (and the baseline), so an answer does not depend on which questions share its batch: in bf16 "
-        "on the H200 batching changed 5-10% of answers, in fp32 none of 60. With merge_adapter = auto, the "
-        "way benchmarks/bench_eval.py's fp32 'merged' decodes: 4.92x the peer's generate there, 100% identical",
+        "on the H200 batching changed 1-10% of answers from run to run, in fp32 none of 60. auto = fp32 for a "
+        "bf16/fp16 model of backend 'hf' on a GPU (there also faster: 4.92x the peer's generate with the "
+        "adapter merged), train elsewhere (CPU: not measured; 4-bit and Unsloth cannot be lifted)",
     )
     max_new_tokens: int = Field(64, gt=0)
     limit: int | None = Field(None, gt=0, description="score only the first N test questions")

@@ -27,7 +27,8 @@ from harness.errors import UserError
 #     timings.load_windows (DDP), model.adapter (eval.adapter runs), checks.*.seconds (preflight),
 #     train.graphs (recipe.compile = "graphs").
 #   2 (2026-12-01): the metric `executes` is `well_formed` (task-neutral: SQL that executes, a verdict in
-#     its output contract). Version-1 records are lifted on load.
+#     its output contract). Version-1 records are lifted on load. Metrics gain optional `decoded_in` and
+#     `merged` (how eval decoded).
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
@@ -52,6 +53,12 @@ class Metrics(Record):
     n_unscorable: int | None = None
     eval_s: float | None = None
     cached: bool = Field(False, description="taken from the baseline cache (same model, split and eval settings)")
+    decoded_in: str | None = Field(
+        None, description="the precision eval decoded in (eval.precision resolved)", exclude_if=lambda value: value is None
+    )
+    merged: bool | None = Field(
+        None, description="decoded with the adapter folded in (eval.merge_adapter resolved)", exclude_if=lambda value: value is None
+    )
     # Task `verdict` only (left out of the JSON otherwise, so SQL records are unchanged): contract, false
     # blocks, catches, tag match, abstentions — see harness/tasks/verdict/scoring.py.
     gate: dict[str, float | int | None] | None = Field(None, exclude_if=lambda value: value is None)

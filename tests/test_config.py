@@ -5,7 +5,7 @@ import pytest
 
 from harness.config import FINGERPRINT_VERSION, load_setup
 from harness.errors import ConfigError
-from harness.run.evaluate import eval_batch_size, merges_adapter
+from harness.run.evaluate import decoded_in, eval_batch_size, merges_adapter
 
 
 def test_defaults_are_the_storys_recipe() -> None:
@@ -60,12 +60,23 @@ def test_fields_at_their_default_stay_out_of_the_fingerprint() -> None:
 
 
 def test_eval_autos_resolve_per_device() -> None:
+    from harness.runtime import Runtime
+
+    gpu_bf16, cpu_fp32, cpu_bf16 = Runtime("cuda", "bf16"), Runtime("cpu", "fp32"), Runtime("cpu", "bf16")
     assert eval_batch_size("auto", "cpu") == 64 and eval_batch_size("auto", "cuda") >= 300
     assert eval_batch_size(16, "cuda") == 16
-    auto, on = load_setup(None, ["eval.merge_adapter=auto"]), load_setup(None, ["eval.merge_adapter=true"])
-    assert merges_adapter(auto, "cuda") and not merges_adapter(auto, "cpu") and merges_adapter(on, "cpu")
-    # Never into a quantized base, whatever the setting.
-    assert not merges_adapter(load_setup(None, ["eval.merge_adapter=true", "precision=4bit"]), "cuda")
+    default = load_setup(None, [])
+    # On a GPU the default decodes a bf16 model lifted to fp32, adapter merged: repeatable and faster there.
+    assert decoded_in(default, gpu_bf16) == "fp32" and merges_adapter(default, gpu_bf16)
+    assert decoded_in(default, cpu_fp32) == "fp32" and not merges_adapter(default, cpu_fp32)
+    assert decoded_in(default, cpu_bf16) == "bf16" and not merges_adapter(default, cpu_bf16)
+    train = load_setup(None, ["eval.precision=train"])
+    assert decoded_in(train, gpu_bf16) == "bf16" and not merges_adapter(train, gpu_bf16)  # never folded into bf16
+    on = load_setup(None, ["eval.merge_adapter=true"])
+    assert merges_adapter(on, cpu_fp32)
+    # Never into a quantized base nor lifted, whatever the setting.
+    qlora = load_setup(None, ["eval.merge_adapter=true", "precision=4bit"])
+    assert not merges_adapter(qlora, gpu_bf16) and decoded_in(load_setup(None, ["precision=4bit"]), gpu_bf16) == "bf16"
     with pytest.raises(ConfigError, match=r"eval\.batch_size"):
         load_setup(None, ["eval.batch_size=0"])
 

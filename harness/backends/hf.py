@@ -130,7 +130,7 @@ def build_trainer(
     """The TRL SFTTrainer exactly as `train` uses it (preflight checks are handed it to audit its batches)."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     tokenized = tokenize_examples(tokenizer, examples)
     dataset = Dataset.from_dict(
@@ -163,15 +163,51 @@ def build_trainer(
         report_to=[],
         disable_tqdm=True,
         dataloader_num_workers=0,
-        include_num_input_tokens_seen="non_padding",
+        include_num_input_tokens_seen="no",  # counted on the device instead (see _sync_free_trainer_class)
         # Every LoRA weight is used in every forward (the dead-adapter check watches it), so DDP need
         # not walk the autograd graph for unused ones each step; on the H200 it warned that it found none.
         ddp_find_unused_parameters=False,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
+    trainer = _sync_free_trainer_class()(
+        model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks
+    )
     # Trainer prints every log dict to stdout when tqdm is off; lorabench shows its own progress on stderr.
     trainer.remove_callback(PrinterCallback)
     return trainer
+
+
+def _sync_free_trainer_class() -> type:
+    """TRL's SFTTrainer without the host syncs lorabench has no use for.
+
+    Every micro-step TRL's `compute_loss` reads entropy, token accuracy and the token count back from the
+    GPU (`.item()`, three to five times), and Trainer's `include_num_input_tokens_seen` a fourth: each
+    stalls the host until the GPU has caught up, on a step that is bound by the host's kernel launches.
+    Here the loss is computed by the very path SFTTrainer uses (`Trainer.compute_loss` calling the model
+    forward that TRL patched with its chunked NLL, which honours num_items_in_batch), TRL's metrics are
+    not collected, and the non-padding tokens are summed on the device and read once, after training.
+    The loss itself is still read every step (Trainer's logging): the checks watch it."""
+    from transformers import Trainer
+    from trl import SFTTrainer
+
+    class SyncFreeSFTTrainer(SFTTrainer):
+        _tokens: Any = None
+
+        def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None) -> Any:
+            inputs.pop("_prediction_loss_only", None)
+            inputs["use_cache"] = False
+            if self.model.training and "attention_mask" in inputs:
+                count = inputs["attention_mask"].sum()
+                self._tokens = count if self._tokens is None else self._tokens + count
+            return Trainer.compute_loss(self, model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)  # fmt: skip
+
+        def tokens_seen(self) -> int:
+            """Non-padding tokens of every training micro-step, summed over ranks (one read, after training)."""
+            if self._tokens is None:
+                return 0
+            return int(self.accelerator.reduce(self._tokens, reduction="sum"))
+
+    return SyncFreeSFTTrainer
 
 
 def train(
@@ -238,7 +274,7 @@ def run_sft(
     outcome.train_s = time.perf_counter() - started
     outcome.graphs = graph_stats
 
-    outcome.tokens = int(trainer.state.num_input_tokens_seen) or None
+    outcome.tokens = trainer.tokens_seen() or None
     outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.gpus
     if tracker:
         outcome.checks["dead_adapters"] = tracker.verdict(model)

@@ -25,7 +25,7 @@ from harness import atomic
 from harness.config import SetupConfig
 from harness.models import cache_dir
 from harness.run.progress import Progress
-from harness.runtime import Runtime
+from harness.runtime import Runtime, runtime_of
 from harness.tasks.encoding import end_of_turn, render_prompt
 from harness.tasks.registry import Example, Split
 
@@ -42,12 +42,26 @@ def eval_batch_size(configured: int | str, device: str) -> int:
     return GPU_EVAL_BATCH if device == "cuda" else CPU_EVAL_BATCH
 
 
-def merges_adapter(setup: SetupConfig, device: str) -> bool:
-    """Whether eval decodes with the LoRA weights folded in: `eval.merge_adapter`, auto resolved for the
-    device (see EvalConfig); never for a quantized base (the merge would re-quantize its weights) nor
-    for Unsloth, which decodes through its own patched model."""
+def decoded_in(setup: SetupConfig, runtime: Runtime) -> str:
+    """The precision eval decodes in: `eval.precision`, auto resolved (see EvalConfig)."""
+    if setup.eval.precision == "fp32":
+        return "fp32"
+    # A 4-bit base cannot be lifted (its weights are packed); Unsloth decodes through its own kernels.
+    liftable = setup.backend == "hf" and setup.precision != "4bit" and runtime.precision in ("bf16", "fp16")
+    if setup.eval.precision == "auto" and runtime.device == "cuda" and liftable:
+        return "fp32"
+    return runtime.precision
+
+
+def merges_adapter(setup: SetupConfig, runtime: Runtime) -> bool:
+    """Whether eval decodes with the LoRA weights folded in: `eval.merge_adapter`, auto resolved (see
+    EvalConfig); never for a quantized base (the merge would re-quantize its weights) nor for Unsloth,
+    which decodes through its own patched model."""
     configured = setup.eval.merge_adapter
-    wanted = device == "cuda" if configured == "auto" else bool(configured)
+    if configured == "auto":
+        wanted = runtime.device == "cuda" and decoded_in(setup, runtime) == "fp32"
+    else:
+        wanted = bool(configured)
     return wanted and setup.backend == "hf" and setup.precision != "4bit"
 
 
@@ -175,13 +189,13 @@ def answer_questions(
 ) -> list[str]:  # fmt: skip
     """The model's greedy answers to any task's examples, decoded as the setup's eval says. `merge`
     overrides `eval.merge_adapter` (an export compares unmerged with merged answers)."""
-    device = next(model.parameters()).device.type
+    runtime = runtime_of(model)
     prompts = [render_prompt(tokenizer, ex) for ex in examples]
-    merged = merges_adapter(setup, device) if merge is None else merge
+    merged = merges_adapter(setup, runtime) if merge is None else merge
     # Lifted first, merged after: the LoRA sums are folded in fp32 too.
-    with decoding_precision(model, setup.eval.precision), adapter_merged(model, merged):
+    with decoding_precision(model, decoded_in(setup, runtime)), adapter_merged(model, merged):
         return generate_answers(
-            model, tokenizer, prompts, batch_size=eval_batch_size(setup.eval.batch_size, device),
+            model, tokenizer, prompts, batch_size=eval_batch_size(setup.eval.batch_size, runtime.device),
             max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer), on_batch=on_batch,
         )  # fmt: skip
 
@@ -203,9 +217,8 @@ def baseline_answers(
     """The untrained model's answers, the seconds they took when decoded, and whether they came from the
     cache. Cached per model + split + decoding precision + eval settings: the answers, not their scores
     (scoring is cheap and may improve between runs)."""
-    decoded_in = "fp32" if setup.eval.precision == "fp32" else runtime.precision  # what the answers depend on
-    key_payload = json.dumps(
-        [str(model_path), setup.model.model_dump(mode="json"), decoded_in, split.hash, len(test),
+    key_payload = json.dumps(  # what the answers depend on
+        [str(model_path), setup.model.model_dump(mode="json"), decoded_in(setup, runtime), split.hash, len(test),
          setup.eval.max_new_tokens],
     )  # fmt: skip
     key = hashlib.sha256(key_payload.encode()).hexdigest()[:16]

@@ -25,12 +25,12 @@ from harness.gpu.facts import visible_gpu_count
 from harness.models import resolve_model
 from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
 from harness.run.adapter import eval_adapter_source, save_adapter
-from harness.run.evaluate import baseline_answers, timed_answers
+from harness.run.evaluate import baseline_answers, decoded_in, merges_adapter, timed_answers
 from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome
 from harness.run.progress import Progress
 from harness.run.ranks import gathered, is_main_process, load_windows, staggered_load
-from harness.runtime import Runtime, resolve_runtime
+from harness.runtime import Runtime, resolve_runtime, runtime_of
 from harness.tasks.encoding import end_of_turn
 from harness.tasks.registry import Split, task_module
 
@@ -79,7 +79,9 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
             base_answers, seconds, cached = baseline_answers(
                 setup, runtime, resolved.path, split, test, model, tokenizer, progress
             )
-        outcome.baseline = Metrics(**task.score(base_answers, test), eval_s=seconds, cached=cached)
+        outcome.baseline = Metrics(
+            **task.score(base_answers, test), eval_s=seconds, cached=cached, decoded_in=decoded_in(setup, runtime)
+        )
         # Time spent in this run: none when the answers came from the cache.
         outcome.add_timings(baseline_eval_s=0.0 if cached else seconds)
 
@@ -104,7 +106,10 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
             answers, seconds = timed_answers(scored_model, tokenizer, test, setup, progress, "eval")
         outcome.add_timings(eval_s=seconds)
         metrics, rows = task.score_with_rows(test, answers, base_answers)
-        outcome.trained = Metrics(**metrics, eval_s=seconds)
+        outcome.trained = Metrics(
+            **metrics, eval_s=seconds, decoded_in=decoded_in(setup, runtime_of(scored_model)),
+            merged=merges_adapter(setup, runtime_of(scored_model)),
+        )  # fmt: skip
         atomic.write_lines(work_dir / "predictions.jsonl", rows)
         if source is not None:
             outcome.memory = memory_stats(runtime)

@@ -66,3 +66,41 @@ def test_compile_needs_decoder_layers() -> None:
 
     with pytest.raises(UserError, match=r"recipe\.compile: 'layers' found no decoder layer .* in Linear"):
         hf.compiled_layers(torch.nn.Linear(2, 2), True).__enter__()
+
+
+def test_the_sync_free_trainer_trains_as_sft_trainer_does(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """Same losses step by step as TRL's own SFTTrainer (its metrics and per-step token reads left out),
+    and the same non-padding token count as Trainer's `include_num_input_tokens_seen`."""
+    from trl import SFTTrainer
+
+    from harness.tasks.sql.data import SqlExample
+
+    monkeypatch.chdir(tmp_path)
+    setup = load_setup(None, [
+        f"model.source={tiny_model_dir}", "device=cpu", "precision=fp32", "recipe.steps=4", "recipe.batch_size=2",
+        "recipe.grad_accum=2", "recipe.warmup_steps=0", "recipe.lr=1e-2", "checks.preflight=false",
+    ])  # fmt: skip
+    runtime = Runtime("cpu", "fp32")
+    examples = [
+        SqlExample(question=f"Name in {1990 + i}?", context=f"CREATE TABLE t{i} (name VARCHAR, year VARCHAR)",
+                   answer=f'SELECT name FROM t{i} WHERE year = "{1990 + i}"' + " AND name IS NOT NULL" * (i % 3))
+        for i in range(16)
+    ]  # fmt: skip
+
+    def losses_and_tokens(reference: bool) -> tuple[list[float], int]:
+        model, tokenizer = hf.load(setup, tiny_model_dir, runtime)
+        model = hf.wrap_lora(model, setup)
+        trainer = hf.build_trainer(model, tokenizer, examples, setup, runtime, [])
+        if reference:  # TRL's own loss path and Trainer's own token count, on the very same arguments
+            trainer.args.include_num_input_tokens_seen = "non_padding"
+            trainer = SFTTrainer(model=model, args=trainer.args, train_dataset=trainer.train_dataset,
+                                 processing_class=tokenizer)  # fmt: skip
+        trainer.train()
+        losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+        tokens = trainer.state.num_input_tokens_seen if reference else trainer.tokens_seen()
+        return losses, int(tokens)
+
+    ours, our_tokens = losses_and_tokens(reference=False)
+    theirs, their_tokens = losses_and_tokens(reference=True)
+    assert len(ours) == 4 and ours == pytest.approx(theirs, rel=1e-5)
+    assert our_tokens == their_tokens > 0
