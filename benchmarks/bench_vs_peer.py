@@ -1,8 +1,9 @@
 """The harness's `hf` Exp A against the peer script (../shared/peers/plain_peft_sql.py), side by side.
 
 Same recipe (300 steps, batch 8, lr 2e-4, r16/alpha16 on all linear projections), same data and split,
-same seeds. The harness runs on GPU 0 and the peer on GPU 1 at the same time, one seed after another;
-the figure is the wall-clock of each whole command (process start, load, baseline eval, training,
+same seeds. The harness runs on GPU 0 and the peer on GPU 1 at the same time, one seed after another
+(with `--one-gpu`: both on GPU 0, one command after the other, harness then peer per seed, so neither
+shares the card); the figure is the wall-clock of each whole command (process start, load, baseline eval, training,
 eval), and the exact match each reports. Harness variants (setup overrides, e.g. a compiled step) run
 one after another per seed on GPU 0, each under its own setup name.
 
@@ -66,6 +67,7 @@ def main() -> None:
     parser.add_argument("--peer-seeds", default=os.environ.get("PEER_SEEDS", ""),
                         help="comma-separated: run the peer for these seeds only (default: all)")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=FIELD=VALUE[,FIELD=VALUE…]")
+    parser.add_argument("--one-gpu", action="store_true", help="a one-GPU machine: harness and peer in turn on GPU 0")
     args = parser.parse_args()
     variants = parse_variants(args.variant)
     out = Path(args.results)
@@ -73,8 +75,8 @@ def main() -> None:
     harness_s: dict[tuple[int, str], float] = {}
     peer_s: dict[int, float] = {}
 
-    def run_harness() -> None:
-        for seed in args.seeds:
+    def run_harness(seeds: list[int]) -> None:
+        for seed in seeds:
             for name, overrides in variants.items():
                 sets = [a for field in overrides for a in ("--set", field)]
                 cmd = [sys.executable, "-m", "harness.cli", "run", SETUP, "--seed", str(seed), "--data", args.data,
@@ -85,17 +87,26 @@ def main() -> None:
 
     peer_seeds = [int(s) for s in args.peer_seeds.split(",") if s] or args.seeds
 
-    def run_peer() -> None:
-        for seed in peer_seeds:
+    peer_gpu = "0" if args.one_gpu else "1"
+
+    def run_peer(seeds: list[int]) -> None:
+        for seed in seeds:
             cmd = [sys.executable, args.peer, args.gguf_dir, "SmolLM2-135M-Instruct.Q4_1.gguf", args.data, "300", str(seed)]
-            peer_s[seed] = timed(cmd, "1", out / f"peer-{seed}.log")
+            peer_s[seed] = timed(cmd, peer_gpu, out / f"peer-{seed}.log")
             print(f"# peer seed {seed}: {peer_s[seed]:.1f} s wall", flush=True)
 
-    threads = [threading.Thread(target=run_harness), threading.Thread(target=run_peer)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    if args.one_gpu:
+        for seed in args.seeds:
+            run_harness([seed])
+            if seed in peer_seeds:
+                run_peer([seed])
+    else:
+        threads = [threading.Thread(target=run_harness, args=(args.seeds,)),
+                   threading.Thread(target=run_peer, args=(peer_seeds,))]  # fmt: skip
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     names = {name: EXP_A_NAME if name == "default" else f"{EXP_A_NAME}-{name}" for name in variants}
     records = {(r.seed, r.setup_name): r for r in map(load_record, find_records([out])) if r.experiment == "exp_a"}
     print("seed | harness variant | harness s (train s) | peer s | speedup | harness EM base→trained | peer EM base→trained")
