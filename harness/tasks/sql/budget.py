@@ -41,8 +41,9 @@ STATEMENT_INSTRUCTIONS = INSTRUCTIONS_PER_S
 # Distilling one gold's suite: 0.3 s, as the wall-clock cap it replaces.
 DISTIL_INSTRUCTIONS = 3 * INSTRUCTIONS_PER_S // 10
 NET_FACTOR = 10
-# The net reads the thread's CPU clock (about a microsecond, a system call) every this many ticks.
-_NET_EVERY = 16
+# The net reads the thread's CPU clock (about a microsecond, a system call) at a statement's first
+# tick and every this many ticks after: about 1% of a long statement's time (a tick is some 20 us).
+_NET_EVERY = 4
 
 
 class Budget:
@@ -78,9 +79,9 @@ class Budget:
 class ProgressMeter:
     """Counts one statement's progress-handler calls; `__call__` returns non-zero to interrupt.
 
-    The net reads the thread's CPU clock from the statement's first `_NET_EVERY` ticks on: statements
-    shorter than that (most of scoring) cost no clock read and count nothing towards the net, which
-    is there for long ones. Python's own work between statements never counts either."""
+    The net reads the thread's CPU clock from the statement's first tick on: statements shorter than
+    a tick (most of scoring) cost no clock read and count nothing towards the net, which is there for
+    long ones; neither does Python's own work between statements."""
 
     __slots__ = ("budget", "cpu_start", "limit", "ticks")
 
@@ -94,7 +95,7 @@ class ProgressMeter:
         self.ticks += 1
         if self.ticks > self.limit:
             return 1
-        if self.ticks % _NET_EVERY == 0:
+        if self.ticks % _NET_EVERY == 1:
             now = time.thread_time()
             if self.cpu_start is None:
                 self.cpu_start = now

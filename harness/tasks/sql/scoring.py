@@ -99,7 +99,8 @@ def _percent(count: int, total: int) -> float | None:
 
 def summarize(scores: Sequence[QuestionScore]) -> dict[str, float | int | None]:
     """Rates in percent with one decimal (None when there is nothing to divide by) and the counts.
-    Semantic match is over scorable questions only: a gold that does not execute scores nobody."""
+    Semantic match is over scorable questions only: a gold that does not execute scores nobody.
+    `n_clock_stopped` counts the answers whose scores may differ on another machine (see QuestionScore)."""
     n = len(scores)
     scorable = [s for s in scores if s.semantic is not None]
     return {
@@ -109,4 +110,5 @@ def summarize(scores: Sequence[QuestionScore]) -> dict[str, float | int | None]:
         "n": n,
         "n_scorable": len(scorable),
         "n_unscorable": n - len(scorable),
+        "n_clock_stopped": sum(s.clock_stopped for s in scores),
     }

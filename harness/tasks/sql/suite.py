@@ -22,12 +22,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from harness.tasks.sql.budget import DISTIL_INSTRUCTIONS, Budget
 from harness.tasks.sql.compare import Answer, accepted, answer_size, canonical_rows
 from harness.tasks.sql.fill import Rows, collect_hints, fill, identifiers_of, perturb, profile, siblings_of
 from harness.tasks.sql.mutants import RULE_KINDS, Variant, equivalence_rule, mutants
 from harness.tasks.sql.ordering import blocks_of, keyed_query
-from harness.tasks.sql.budget import DISTIL_INSTRUCTIONS, Budget
-from harness.tasks.sql.sandbox import ContextError, Failure, QueryResult, ScratchDatabase, parse_schema, run_query
+from harness.tasks.sql.sandbox import (
+    ContextError,
+    Failure,
+    QueryResult,
+    ScratchDatabase,
+    parse_schema,
+    run_query,
+)
 from harness.tasks.sql.sqltext import tokenize, top_level_order_by
 
 DEFAULT_CANDIDATES = 30
