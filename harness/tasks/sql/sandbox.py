@@ -79,7 +79,7 @@ class Failure(StrEnum):
 
     ERROR = "error"  # SQLite rejected or failed it (syntax, unknown column, several statements...)
     BUDGET = "budget"  # ran past its budget of VM instructions and was interrupted (deterministic)
-    CLOCK = "clock"  # stopped by the CPU-time safety net: depends on the machine, unlike every other
+    CLOCK = "clock"  # stopped by the CPU-time safety net: the one failure that depends on the machine
     DENIED = "denied"  # the authorizer refused an action (ATTACH, a write, a pragma, an extension)
     TOO_MANY_ROWS = "too_many_rows"  # returned more rows than the cap
     TOO_LARGE = "too_large"  # its rows would take more bytes than the cap
