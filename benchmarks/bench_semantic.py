@@ -64,6 +64,7 @@ ORACLE_SEED = 7919
 ORACLE_CANDIDATES = 150
 ORACLE_LOCAL_STEPS = 350
 ORACLE_FRESH = 150
+ORACLE_BUDGETS = 30  # the oracle's instruction budgets, in answer budgets (30 s of CPU, as before)
 SECOND_ORDER_PER_GOLD = 4
 # Hostile cases run under a 1 GiB address-space cap, as a run's memory cap would hold the scorer: a
 # runaway allocation then raises MemoryError (and shows whether it escapes) instead of swapping.
@@ -240,14 +241,15 @@ def oracle(pred: str, gold: str, context: str) -> Any:
     """The matcher of this checkout, searching far longer: another seed, ORACLE_CANDIDATES drawn
     databases and ORACLE_LOCAL_STEPS local steps without giving up early, every database kept, then
     ORACLE_FRESH databases drawn for the pair."""
+    from harness.tasks.sql.budget import ANSWER_INSTRUCTIONS, Budget
     from harness.tasks.sql.semantic import compare_on_suite
     from harness.tasks.sql.suite import distil
 
     suite = distil(
         gold.lower(), context.lower(), ORACLE_SEED, max_databases=10_000, candidates=ORACLE_CANDIDATES,
-        local_steps=ORACLE_LOCAL_STEPS, patience=10**9, budget_s=30.0,
+        local_steps=ORACLE_LOCAL_STEPS, patience=10**9, budget_instructions=ORACLE_BUDGETS * ANSWER_INSTRUCTIONS,
     )  # fmt: skip
-    return compare_on_suite(pred, gold, context, suite, ORACLE_FRESH, ORACLE_SEED, time.monotonic() + 30.0)
+    return compare_on_suite(pred, gold, context, suite, ORACLE_FRESH, ORACLE_SEED, Budget(ORACLE_BUDGETS * ANSWER_INSTRUCTIONS))
 
 
 def judge_here(cases: list[dict[str, Any]], **options: Any) -> list[bool | None]:

@@ -27,8 +27,10 @@ from harness.errors import UserError
 #     timings.load_windows (DDP), model.adapter (eval.adapter runs), checks.*.seconds (preflight),
 #     train.graphs (recipe.compile = "graphs").
 #   2 (2026-12-01): the metric `executes` is `well_formed` (task-neutral: SQL that executes, a verdict in
-#     its output contract). Version-1 records are lifted on load. Metrics gain optional `decoded_in` and
-#     `merged` (how eval decoded).
+#     its output contract). Version-1 records are lifted on load. Later the same version gained optional
+#     fields, each left out of the JSON when unset: metrics.decoded_in and metrics.merged (how eval
+#     decoded), metrics.n_clock_stopped (SQL scoring budgets became VM-instruction counts: answers whose
+#     scoring the CPU-time safety net cut short) and the predictions-line key `clock_stopped`.
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
@@ -51,6 +53,13 @@ class Metrics(Record):
     n: int
     n_scorable: int | None = None
     n_unscorable: int | None = None
+    # Left out of the JSON when 0 or None, so records whose every score is deterministic are unchanged.
+    n_clock_stopped: int | None = Field(
+        None,
+        exclude_if=lambda value: not value,
+        description="SQL: answers whose scoring the CPU-time safety net cut short, so their scores may "
+        "differ on another machine (every other score is the same on any machine, busy or not)",
+    )
     eval_s: float | None = None
     cached: bool = Field(False, description="taken from the baseline cache (same model, split and eval settings)")
     decoded_in: str | None = Field(

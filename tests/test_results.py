@@ -51,3 +51,15 @@ def test_a_version_1_record_is_lifted_to_well_formed(tmp_path: Path) -> None:
     assert record.format_version == 2
     assert record.trained is not None and record.trained.well_formed == raw["trained"]["executes"]
     assert record.baseline is not None and record.baseline.well_formed == raw["baseline"]["executes"]
+
+
+def test_n_clock_stopped_is_written_only_when_the_sql_safety_net_fired(tmp_path: Path) -> None:
+    # Records whose every score is deterministic keep their JSON as before issue #18b.
+    from harness.results import Metrics
+
+    quiet = Metrics(exact_match=50.0, well_formed=100.0, semantic=50.0, n=2, n_clock_stopped=0)
+    assert "n_clock_stopped" not in quiet.model_dump(mode="json")
+    touched = Metrics(exact_match=50.0, well_formed=100.0, semantic=50.0, n=2, n_clock_stopped=1)
+    path = write_record(tmp_path, make_record(trained=touched))
+    assert json.loads(path.read_text())["trained"]["n_clock_stopped"] == 1
+    assert load_record(path).trained == touched

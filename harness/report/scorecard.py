@@ -128,6 +128,7 @@ def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path) -> d
     return {
         "name": experiment,
         "table": tables.experiment_table(setups),
+        "clock_stopped_note": tables.CLOCK_STOPPED_NOTE if any(tables.clock_stopped(r) for s in setups for r in s.ok) else "",
         "comparison": tables.comparison_table([(setups[0], s) for s in setups[1:]]),
         "against_reference": _against_reference(group, experiment, setups),
         "reference": setups[0].setup,

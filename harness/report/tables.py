@@ -113,19 +113,33 @@ def mfu_percent(r: RunRecord) -> float | None:
 
 # Marks a time that includes runs the quiet-machine guard did not watch (not `--timed`, or noise seen).
 UNGUARDED = " †"
+# Marks a semantic score that includes answers the SQL scorer's CPU-time safety net cut short: the
+# only scores that can differ on another machine.
+CLOCK_STOPPED = " ‡"
+CLOCK_STOPPED_NOTE = (
+    " ‡ = the semantic score includes answers whose scoring the SQL scorer's CPU-time safety net cut short"
+    " (`metrics.n_clock_stopped`): only those can score otherwise on another machine."
+)
+
+
+def clock_stopped(r: RunRecord) -> bool:
+    return bool(r.trained and r.trained.n_clock_stopped) or bool(r.baseline and r.baseline.n_clock_stopped)
 
 
 def experiment_table(setups: Sequence[SetupRuns]) -> str:
-    """One row per setup; a train time marked † includes runs whose timing no guard vouches for."""
+    """One row per setup; a train time marked † includes runs whose timing no guard vouches for, a
+    semantic score marked ‡ answers the SQL scorer's safety net cut short (scores that may differ
+    on another machine)."""
     rows = []
     for s in setups:
         ok = s.ok
         times = summary(values(ok, train_seconds), 0)
         if ok and not all(timing_guarded(r) for r in ok) and times != NONE:
             times += UNGUARDED
+        semantic = summary(values(ok, trained_semantic)) + (CLOCK_STOPPED if any(map(clock_stopped, ok)) else "")
         rows.append([
             s.setup, f"{len(ok)}/{len(s.runs)}", summary(values(ok, baseline_em)), summary(values(ok, trained_em)),
-            summary(values(ok, gain)), summary(values(ok, trained_semantic)), times,
+            summary(values(ok, gain)), semantic, times,
             summary(values(ok, step_seconds), 3), summary(values(ok, peak_vram_gib), 2), summary(values(ok, tokens_per_s), 0),
             summary(values(ok, mfu_percent), 2),
         ])  # fmt: skip

@@ -111,3 +111,36 @@ def test_other_tasks_compare_without_the_sql_miss_analysis(tmp_path: Path) -> No
     text = scorecard.read_text()
     assert "verdict-b vs verdict-a" in text and "of 24 (seeds 42, 3407)" in text
     assert "### Misses" not in text
+
+
+def test_a_semantic_score_the_sql_safety_net_touched_is_marked_and_explained(tmp_path: Path) -> None:
+    from builders import HOST_CPU, STACK_CPU, make_record, predictions
+
+    from harness.report.groups import LoadedRecord, SetupRuns
+    from harness.report.tables import CLOCK_STOPPED, experiment_table
+
+    def runs(n_clock_stopped: int) -> SetupRuns:
+        record = make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp_a", setup_name="s", seed=1,
+                             created="2026-12-01T00:00:00+00:00", rows=predictions(1, 0))  # fmt: skip
+        trained = record.trained.model_copy(update={"n_clock_stopped": n_clock_stopped})
+        return SetupRuns("exp_a", "s", (LoadedRecord(record.model_copy(update={"trained": trained}), tmp_path / "r.json"),))
+
+    assert CLOCK_STOPPED not in experiment_table([runs(0)])
+    assert CLOCK_STOPPED in experiment_table([runs(2)])
+    context = _experiment_context_of([runs(2)], tmp_path / "img")
+    assert context["clock_stopped_note"].startswith(" ‡ = the semantic score includes")
+    # The legend appears only where the mark does (the golden files above have neither).
+    results = tmp_path / "results"
+    write_story_results(results)
+    write_reports([results], tmp_path / "reports", BENCHMARKS)
+    assert "‡" not in (tmp_path / "reports" / MARKDOWN[2]).read_text(encoding="utf-8")
+
+
+def _experiment_context_of(setups: list, img_dir: Path) -> dict:  # type: ignore[type-arg]
+    from harness.report.scorecard import _experiment_context
+
+    class Group:
+        def setups(self, _experiment: str) -> list:  # type: ignore[type-arg]
+            return setups
+
+    return _experiment_context(Group(), "exp_x", img_dir)  # type: ignore[arg-type]

@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from harness.tasks.sql import budget as budget_module
+from harness.tasks.sql.budget import ANSWER_INSTRUCTIONS
 from harness.tasks.sql.scoring import (
     QuestionScore,
     exact_match,
@@ -79,6 +81,7 @@ def test_summarize_rates_over_all_and_semantic_over_scorable() -> None:
         "n": 4,
         "n_scorable": 3,
         "n_unscorable": 1,
+        "n_clock_stopped": 0,
     }
     assert summarize([])["semantic"] is None
 
@@ -94,14 +97,45 @@ def test_a_literal_too_big_for_sqlite_is_scored_not_raised() -> None:
 def test_one_answer_costs_one_budget_including_executes() -> None:
     # Before issue #18 the endless query timed out in `executes` and again in `semantic`: 2 s.
     endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
-    start = time.monotonic()
     score = score_prediction(endless, "SELECT entrant FROM table_name_47", CONTEXT)
-    assert time.monotonic() - start < 1.3
-    assert (score.executes, score.semantic) == (False, False)
-    assert "timeout" in score.detail
-    start = time.monotonic()
-    score_prediction(endless, "SELECT entrant FROM table_name_47", CONTEXT, budget_s=0.2)
-    assert time.monotonic() - start < 0.5
+    assert (score.executes, score.semantic, score.clock_stopped) == (False, False, False)
+    assert "(budget)" in score.detail
+    assert score.instructions == ANSWER_INSTRUCTIONS  # spent once, not once per check
+    start = time.thread_time()
+    small = score_prediction(endless, "SELECT entrant FROM table_name_47", CONTEXT, budget_instructions=10_000_000)
+    assert small.instructions == 10_000_000
+    assert time.thread_time() - start < 1.0
+
+
+def _slow(rows: int) -> str:
+    """Right for any table_name_47 data, and as slow as `rows` makes it."""
+    count = f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT {rows}) SELECT COUNT(*) FROM c"
+    return f"SELECT entrant FROM table_name_47 WHERE ({count}) > 0"
+
+
+def test_a_slow_gold_does_not_eat_the_answers_budget() -> None:
+    # The first answer to a gold used to pay for distilling the gold's suite out of its own second,
+    # so the same answer could score otherwise when it came first. The suite has its own budget now:
+    # an answer needing 4/5 of its budget is right whether or not the suite was distilled for it.
+    gold, pred = _slow(5_000), _slow(100_000)
+    first = score_prediction(pred, gold, CONTEXT, seed=11)
+    again = score_prediction(pred, gold, CONTEXT, seed=11)  # the suite cached now
+    assert first == again
+    assert first.semantic is True
+    assert 0.7 * ANSWER_INSTRUCTIONS < first.instructions < ANSWER_INSTRUCTIONS
+    assert "cut short by its instruction budget" in first.detail
+
+
+def test_the_safety_net_is_named_in_the_score_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A net at a thousandth of its real height fires on the endless query: the score says so.
+    monkeypatch.setattr(budget_module, "NET_FACTOR", 0.001)
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    score = score_prediction(endless, "SELECT entrant FROM table_name_47", CONTEXT)
+    assert (score.executes, score.semantic, score.clock_stopped) == (False, False, True)
+    assert "(clock)" in score.detail and "depends on the machine" in score.detail
+    assert score.instructions < ANSWER_INSTRUCTIONS
+    fine = score_prediction("SELECT entrant FROM table_name_47", "SELECT entrant FROM table_name_47", CONTEXT)
+    assert summarize([score, fine])["n_clock_stopped"] == 1
 
 
 def test_nothing_escapes_scoring(monkeypatch: pytest.MonkeyPatch) -> None:

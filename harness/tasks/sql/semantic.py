@@ -34,17 +34,18 @@ Decisions, and why:
   in any order: ties under its sort keys (`ordering`: under LIMIT, any of the tied rows will do), and
   whatever changes with the scan order.
 Not covered: a prediction that is wrong only on data unlike anything drawn (huge values, long text,
-many rows); answers slower than the per-answer budget count as wrong.
+many rows); answers that run past the per-answer budget (SQLite VM instructions, `budget`) count
+as wrong.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass
 
+from harness.tasks.sql.budget import ANSWER_INSTRUCTIONS, Budget
 from harness.tasks.sql.compare import answer_size, results_equal
-from harness.tasks.sql.sandbox import DEFAULT_BUDGET_S, ContextError, QueryResult
+from harness.tasks.sql.sandbox import ContextError, QueryResult
 from harness.tasks.sql.sqltext import tokenize, top_level_order_by
 from harness.tasks.sql.suite import Suite, SuiteDatabase, Workbench, distil, draw
 
@@ -55,6 +56,7 @@ __all__ = [
     "compare_queries",
     "extract_literals",
     "gold_failure",
+    "gold_suite",
     "has_order_by",
     "results_equal",
     "semantic_match",
@@ -67,10 +69,13 @@ N_FRESH_DATABASES = 2
 
 @dataclass(frozen=True)
 class SemanticVerdict:
-    """`match` is None when the gold cannot be scored (it does not execute)."""
+    """`match` is None when the gold cannot be scored (it does not execute). `clock_stopped`: the
+    CPU-time safety net stopped some of the work (the answer's or its suite's), so this verdict may
+    differ on another machine; every other verdict is the same on any machine, busy or not."""
 
     match: bool | None
     detail: str
+    clock_stopped: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,16 +113,19 @@ def has_order_by(sql: str) -> bool:
     return top_level_order_by(tokenize(sql))
 
 
-def _suite(gold: str, context: str, seed: int, n_databases: int, distilled: bool = True) -> Suite:
+def gold_suite(
+    gold: str, context: str, *, seed: int = 0, n_databases: int = DEFAULT_N_DATABASES, distilled: bool = True
+) -> Suite:
+    """The gold's distilled suite (cached), within its own instruction budget
+    (`budget.DISTIL_INSTRUCTIONS`), never an answer's."""
     n_fresh = min(N_FRESH_DATABASES, n_databases - 1) if n_databases > 1 else 0
     max_databases = max(1, n_databases - n_fresh)
     return distil(gold.lower(), context.lower(), seed, max_databases=max_databases, use_mutants=distilled)
 
 
 def gold_failure(gold: str, context: str, *, seed: int = 0, n_databases: int = DEFAULT_N_DATABASES) -> str | None:
-    """Why the gold cannot be scored, or None. Distils (and caches) the gold's suite: at most
-    `suite.DISTIL_BUDGET_S` of work, done before a prediction's own budget starts to run."""
-    return _suite(gold, context, seed, n_databases).failure
+    """Why the gold cannot be scored, or None (distils and caches the gold's suite)."""
+    return gold_suite(gold, context, seed=seed, n_databases=n_databases).failure
 
 
 def _failed(where: str, result: QueryResult) -> SemanticVerdict:
@@ -131,19 +139,25 @@ def compare_queries(
     *,
     seed: int = 0,
     n_databases: int = DEFAULT_N_DATABASES,
-    budget_s: float = DEFAULT_BUDGET_S,
-    deadline: float | None = None,
+    budget: Budget | None = None,
     pred_on_empty: QueryResult | None = None,
     distilled: bool = True,
 ) -> SemanticVerdict:
     """Semantic match with the reason: the first database where the results differ, or why the gold
-    cannot be scored. `budget_s` bounds the whole comparison (and `deadline`, a `time.monotonic()`
-    value, when given); `pred_on_empty` is the prediction's result on the empty database when the
-    caller already ran it (scoring's `executes`), so it is not run twice. `distilled=False` takes the
-    first databases drawn instead of distilled ones (an ablation for the benchmark)."""
-    stop = time.monotonic() + budget_s if deadline is None else min(deadline, time.monotonic() + budget_s)
-    suite = _suite(gold, context, seed, n_databases, distilled)
-    return compare_on_suite(pred, gold, context, suite, n_databases - len(suite.databases), seed, stop, pred_on_empty)
+    cannot be scored. `budget` bounds the comparison's SQL (a fresh `ANSWER_INSTRUCTIONS` one when
+    None; scoring passes the answer's, already charged with its run on the empty database);
+    `pred_on_empty` is the prediction's result on the empty database when the caller already ran it
+    (scoring's `executes`), so it is not run twice. `distilled=False` takes the first databases drawn
+    instead of distilled ones (an ablation for the benchmark)."""
+    suite = gold_suite(gold, context, seed=seed, n_databases=n_databases, distilled=distilled)
+    budget = Budget(ANSWER_INSTRUCTIONS) if budget is None else budget
+    verdict = compare_on_suite(pred, gold, context, suite, n_databases - len(suite.databases), seed, budget, pred_on_empty)
+    if budget.net_fired or suite.clock_stopped:
+        return SemanticVerdict(verdict.match, verdict.detail + _NET_NOTE, clock_stopped=True)
+    return verdict
+
+
+_NET_NOTE = " [the CPU-time safety net fired: this verdict depends on the machine]"
 
 
 def compare_on_suite(
@@ -153,11 +167,11 @@ def compare_on_suite(
     suite: Suite,
     n_fresh: int,
     seed: int,
-    stop: float,
+    budget: Budget,
     pred_on_empty: QueryResult | None = None,
 ) -> SemanticVerdict:
     """`compare_queries` on a given suite (the benchmark's oracle distils a bigger one) and `n_fresh`
-    databases drawn for this pair, until the `stop` time."""
+    databases drawn for this pair, within `budget`."""
     pred_l, gold_l, context_l = pred.lower(), gold.lower(), context.lower()
     if suite.failure is not None:
         return SemanticVerdict(None, suite.failure)
@@ -169,22 +183,22 @@ def compare_on_suite(
         return SemanticVerdict(False, f"databases could not be built again: {exc}")
     with bench:
         if pred_on_empty is None:
-            on_empty = bench.run(pred_l, deadline=stop)
+            on_empty = bench.run(pred_l, budget)
             if not on_empty.is_ok:
                 return _failed("the empty database", on_empty)
         for k, db in enumerate(suite.databases):
             bench.load(db.rows)
-            outcome = bench.check(pred_l, db, suite.order_matters, deadline=stop)
+            outcome = bench.check(pred_l, db, suite.order_matters, budget)
             if outcome is not None:
                 return _differs(outcome, f"distilled database {k}", db, suite.order_matters)
         used = len(suite.databases)
         for j in range(n_fresh):
             rows = draw(context_l, [gold_l, pred_l], f"{seed}|fresh|{gold_l}|{pred_l}|{context_l}", j + 1)
             bench.load(rows)
-            db = bench.gold_database(rows, gold_l, deadline=stop, order_matters=suite.order_matters)
+            db = bench.gold_database(rows, gold_l, budget, order_matters=suite.order_matters)
             if isinstance(db, QueryResult):
                 continue  # the gold is slow or fails on this drawing: no evidence either way
-            outcome = bench.check(pred_l, db, suite.order_matters, deadline=stop)
+            outcome = bench.check(pred_l, db, suite.order_matters, budget)
             if outcome is not None:
                 return _differs(outcome, f"database {j} drawn for this answer", db, suite.order_matters)
             used += 1
@@ -192,7 +206,8 @@ def compare_on_suite(
     return SemanticVerdict(
         True,
         f"equal results on {used} databases ({len(suite.databases)} distilled, telling the gold from "
-        f"{told} of {suite.n_mutants} mutants)" + (" (suite cut short by its time cap)" if suite.truncated else ""),
+        f"{told} of {suite.n_mutants} mutants)"
+        + (" (suite cut short by its instruction budget)" if suite.truncated else ""),
     )
 
 

@@ -18,16 +18,23 @@ from __future__ import annotations
 
 import random
 import sqlite3
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from harness.tasks.sql.budget import DISTIL_INSTRUCTIONS, Budget
 from harness.tasks.sql.compare import Answer, accepted, answer_size, canonical_rows
 from harness.tasks.sql.fill import Rows, collect_hints, fill, identifiers_of, perturb, profile, siblings_of
 from harness.tasks.sql.mutants import RULE_KINDS, Variant, equivalence_rule, mutants
 from harness.tasks.sql.ordering import blocks_of, keyed_query
-from harness.tasks.sql.sandbox import ContextError, QueryResult, ScratchDatabase, parse_schema, run_query
+from harness.tasks.sql.sandbox import (
+    ContextError,
+    Failure,
+    QueryResult,
+    ScratchDatabase,
+    parse_schema,
+    run_query,
+)
 from harness.tasks.sql.sqltext import tokenize, top_level_order_by
 
 DEFAULT_CANDIDATES = 30
@@ -38,9 +45,10 @@ DEFAULT_LOCAL_STEPS = 100
 PATIENCE = 30
 MIN_DATABASES = 3
 DEFAULT_MAX_DATABASES = 10
-# Wall-clock cap on distilling one gold: a gold that is slow on tiny tables gets a shorter suite
-# (`truncated`) rather than stalling the scoring. Normal golds take a few milliseconds.
-DISTIL_BUDGET_S = 0.3
+# Distilling one gold is bounded by counts, never by the clock, so that a suite is the same on a busy
+# machine: at most `candidates + local_steps` databases tried, and `budget.DISTIL_INSTRUCTIONS` SQLite
+# instructions in all. A gold that is slow on tiny tables gets a shorter suite (`truncated`) rather
+# than stalling the scoring; normal golds use well under a tenth of it.
 
 
 @dataclass(frozen=True)
@@ -60,9 +68,11 @@ class Suite:
     survivors: tuple[Variant, ...] = ()
     equivalent: tuple[tuple[Variant, str], ...] = ()
     drawn: int = 0
-    truncated: bool = False
+    truncated: bool = False  # the instruction budget ran out before the search ended
+    clock_stopped: bool = False  # the CPU-time safety net cut it short: this suite depends on the machine
     failure: str | None = None
     kills: tuple[int, ...] = field(default=())  # mutants first told apart by each kept database
+    instructions: int = 0  # SQLite VM instructions the distillation ran
 
 
 # Words that can make a result depend on the order rows are scanned in. A query without any of them
@@ -93,31 +103,31 @@ class Workbench:
     def _runs(self, sql: str, both: bool) -> tuple[sqlite3.Connection, ...]:
         return (self.bed.forward, self.bed.backward) if both else (self.bed.forward,)
 
-    def run(self, sql: str, deadline: float) -> QueryResult:
-        return run_query(self.bed.forward, sql, deadline=deadline)
+    def run(self, sql: str, budget: Budget) -> QueryResult:
+        return run_query(self.bed.forward, sql, budget=budget)
 
-    def gold_database(self, rows: Rows, sql: str, deadline: float, order_matters: bool) -> SuiteDatabase | QueryResult:
+    def gold_database(self, rows: Rows, sql: str, budget: Budget, order_matters: bool) -> SuiteDatabase | QueryResult:
         """The loaded `rows` with the gold's answers on them, or the gold's failure."""
-        answers = self.gold_results(sql, deadline, order_matters)
+        answers = self.gold_results(sql, budget, order_matters)
         if isinstance(answers, QueryResult):
             return answers
         return SuiteDatabase(rows, answers, self._raw)
 
-    def gold_results(self, sql: str, deadline: float, order_matters: bool) -> tuple[Answer, ...] | QueryResult:
+    def gold_results(self, sql: str, budget: Budget, order_matters: bool) -> tuple[Answer, ...] | QueryResult:
         """The gold's answers in both scan orders (one when they agree; sorted ones as blocks of tied
         rows where `ordering` can tell the ties), or its failure."""
         answers: list[Answer] = []
         self._raw: tuple[tuple[object, ...], ...] = ()
         keyed = keyed_query(sql) if order_matters else None
         for conn in self._runs(sql, order_matters or scan_sensitive(sql)):
-            result = run_query(conn, sql, deadline=deadline)
+            result = run_query(conn, sql, budget=budget)
             if not result.is_ok:
                 return result
             if conn is self.bed.forward:
                 self._raw = result.rows
             answer: Answer = canonical_rows(result)
             if keyed is not None:
-                with_keys = run_query(conn, keyed.sql, deadline=deadline)
+                with_keys = run_query(conn, keyed.sql, budget=budget)
                 width = len(answer[0]) + keyed.n_keys if answer else None
                 if with_keys.is_ok and (width is None or all(len(r) == width for r in with_keys.rows[:1])):
                     blocks = blocks_of(canonical_rows(with_keys), keyed)
@@ -127,11 +137,11 @@ class Workbench:
                 answers.append(answer)
         return tuple(answers)
 
-    def check(self, sql: str, db: SuiteDatabase, order_matters: bool, deadline: float) -> QueryResult | None:
+    def check(self, sql: str, db: SuiteDatabase, order_matters: bool, budget: Budget) -> QueryResult | None:
         """None when `sql` gives one of the gold's results in both scan orders; else the result that
         does not (a failure, or rows that differ)."""
         for conn in self._runs(sql, order_matters or scan_sensitive(sql)):
-            result = run_query(conn, sql, deadline=deadline)
+            result = run_query(conn, sql, budget=budget)
             if result.is_ok and result.rows == db.raw:
                 continue  # the gold's own rows, as they came: no need to canonicalise
             if not result.is_ok or not accepted(db.gold, canonical_rows(result), order_matters=order_matters):
@@ -146,16 +156,21 @@ def draw(schema_context: str, hints_from: Sequence[str], key: str, index: int) -
     return fill(schema, collect_hints(hints_from, identifiers_of(schema)), rng, profile(index, rng))
 
 
+def _out_of_budget(result: QueryResult | None) -> bool:
+    return result is not None and result.failure in (Failure.BUDGET, Failure.CLOCK)
+
+
 def _trim(
     bench: Workbench,
     chosen: list[tuple[SuiteDatabase, list[Variant]]],
     alive: list[Variant],
     max_databases: int,
     order_matters: bool,
-    stop: float,
+    budget: Budget,
 ) -> tuple[list[tuple[SuiteDatabase, list[Variant]]], list[Variant]]:
     """Keep the databases that told apart the most mutants (in drawing order); a mutant told apart
-    only by a dropped one is tried on the kept ones and, if none tells it apart, survives."""
+    only by a dropped one is tried on the kept ones and, if none tells it apart (or the budget ends
+    first), survives."""
     keep = sorted(sorted(range(len(chosen)), key=lambda k: -len(chosen[k][1]))[:max_databases])
     kept = [chosen[k] for k in keep]
     orphans = [v for k, (_, killed) in enumerate(chosen) if k not in keep for v in killed]
@@ -163,7 +178,8 @@ def _trim(
         if not orphans:
             break
         bench.load(db.rows)
-        newly = [v for v in orphans if bench.check(v.sql, db, order_matters, deadline=stop) is not None]
+        outcomes = [(v, bench.check(v.sql, db, order_matters, budget)) for v in orphans]
+        newly = [v for v, outcome in outcomes if outcome is not None and not _out_of_budget(outcome)]
         killed.extend(newly)
         orphans = [v for v in orphans if v not in newly]
     return kept, alive + orphans
@@ -179,21 +195,26 @@ def distil(
     candidates: int = DEFAULT_CANDIDATES,
     local_steps: int = DEFAULT_LOCAL_STEPS,
     use_mutants: bool = True,
-    budget_s: float = DISTIL_BUDGET_S,
+    budget_instructions: int = DISTIL_INSTRUCTIONS,
     patience: int = PATIENCE,
 ) -> Suite:
-    """The suite for a (lower-cased) gold and context; cached, deterministic for a seed unless
-    `truncated`. `use_mutants=False` keeps the first databases drawn, unfiltered (an ablation)."""
-    stop = time.monotonic() + budget_s
+    """The suite for a (lower-cased) gold and context; cached. Deterministic for a seed: every bound
+    is a count (tries, instructions), so only the CPU-time safety net (`clock_stopped`) could make it
+    depend on the machine. `use_mutants=False` keeps the first databases drawn, unfiltered (an ablation)."""
+    budget = Budget(budget_instructions)
     try:
         schema = parse_schema(context)
         bench = Workbench(context)
     except ContextError as exc:
         return Suite(failure=f"context does not build: {exc}")
     with bench:
-        on_empty = bench.run(gold, deadline=stop)
+        on_empty = bench.run(gold, budget)
         if not on_empty.is_ok:
-            return Suite(failure=f"gold does not execute ({on_empty.failure}): {on_empty.message}")
+            return Suite(
+                failure=f"gold does not execute ({on_empty.failure}): {on_empty.message}",
+                clock_stopped=budget.net_fired,
+                instructions=budget.spent,
+            )
         ids = identifiers_of(schema)
         order_matters = top_level_order_by(tokenize(gold))
         alive: list[Variant] = []
@@ -202,7 +223,11 @@ def distil(
             rule = equivalence_rule(gold, variant.sql) if variant.kind in RULE_KINDS else None
             if rule is not None:
                 equivalent.append((variant, rule))
-            elif bench.run(variant.sql, deadline=stop).is_ok:
+                continue
+            ran = bench.run(variant.sql, budget)
+            if _out_of_budget(ran):
+                break  # the search below stops at once too (`truncated`)
+            if ran.is_ok:
                 alive.append(variant)  # one that does not execute is told apart by any database
         n_mutants = len(alive)
         hints = collect_hints([gold], ids)
@@ -215,11 +240,13 @@ def distil(
         def attempt(rows: Rows, index: int) -> None:
             nonlocal alive, last_failure, last_kill
             bench.load(rows)
-            db = bench.gold_database(rows, gold, deadline=stop, order_matters=order_matters)
+            db = bench.gold_database(rows, gold, budget, order_matters=order_matters)
             if isinstance(db, QueryResult):
                 last_failure = f"gold fails on a database ({db.failure}): {db.message}"
                 return
-            killed = [v for v in alive if bench.check(v.sql, db, order_matters, deadline=stop) is not None]
+            killed = [v for v in alive if bench.check(v.sql, db, order_matters, budget) is not None]
+            if budget.is_exhausted:
+                return  # checked only in part: a mutant "told apart" here may only have run out of budget
             if killed or len(chosen) < MIN_DATABASES:
                 chosen.append((db, killed))
             if any(answer_size(g) for g in db.gold):
@@ -233,7 +260,7 @@ def distil(
         for i in range(n_drawn + (local_steps if use_mutants else 0)):
             if (not alive and len(chosen) >= MIN_DATABASES) or i - last_kill > patience:
                 break  # all told apart, or the rest look equivalent: nothing new for PATIENCE tries
-            if time.monotonic() > stop:
+            if budget.is_exhausted:
                 truncated = True
                 break
             drawn += 1
@@ -242,10 +269,16 @@ def distil(
                 attempt(fill(schema, hints, rng, profile(i, rng)), i)
             else:
                 attempt(perturb(dict(rng.choice(promising).rows), schema, hints, rng), i)
+        truncated = truncated or budget.is_exhausted
         if not chosen:
-            return Suite(failure=last_failure or "no database could be drawn in the budget", drawn=drawn)
+            return Suite(
+                failure=last_failure or "no database could be drawn in the budget",
+                drawn=drawn,
+                clock_stopped=budget.net_fired,
+                instructions=budget.spent,
+            )
         if len(chosen) > max_databases:
-            chosen, alive = _trim(bench, chosen, alive, max_databases, order_matters, stop)
+            chosen, alive = _trim(bench, chosen, alive, max_databases, order_matters, budget)
         return Suite(
             databases=tuple(db for db, _ in chosen),
             order_matters=order_matters,
@@ -253,6 +286,8 @@ def distil(
             survivors=tuple(alive),
             equivalent=tuple(equivalent),
             drawn=drawn,
-            truncated=truncated,
+            truncated=truncated or budget.is_exhausted,
+            clock_stopped=budget.net_fired,
             kills=tuple(len(k) for _, k in chosen),
+            instructions=budget.spent,
         )

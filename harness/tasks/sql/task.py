@@ -48,6 +48,8 @@ def score_with_rows(
             "exact": scored.exact, "executes": scored.executes, "semantic": scored.semantic,
             "base_exact": base_scored.exact if base_scored else None,
             "base_semantic": base_scored.semantic if base_scored else None,
+            # Only where the safety net cut scoring short: lines stay as they were everywhere else.
+            **({"clock_stopped": True} if scored.clock_stopped or (base_scored and base_scored.clock_stopped) else {}),
         })  # fmt: skip
     return _metrics(scores), rows
 

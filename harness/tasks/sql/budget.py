@@ -1,0 +1,117 @@
+"""How much work scoring may spend on SQL, counted in SQLite VM instructions instead of seconds.
+
+Why not seconds: a wall-clock budget makes the same answer score differently on a busy machine (a
+query that fits in one second alone does not fit while five other jobs share the cores), so a score
+could not be reproduced (issue #18b). SQLite calls a connection's progress handler once every `TICK`
+VM instructions of a statement; counting those calls measures work that is the same on every run
+with the same SQLite build, whatever else the machine does.
+
+Calibration: `benchmarks/calibrate_sql_budget.py` ([`reports/benchmarks/cpu/sql_budget.txt`]) runs
+long statements of the kinds that reach a budget (recursive CTEs, cross joins, sorts, GROUP BY,
+LIKE, instr) and divides the instructions they run by the thread CPU time they take. On the CPU
+machine (AMD EPYC, 2 cores) the median is about INSTRUCTIONS_PER_S, so the per-answer budget is the
+work one CPU second did there. The figure is per SQLite version: another build may count the same
+query differently (the version is in every benchmark header).
+
+The safety net: an instruction count cannot see one instruction that runs long (a built-in on a big
+value). The sandbox's size caps keep every single instruction in milliseconds, so the count is the
+real bound; behind it a budget also stops once its statements have used `NET_FACTOR` times its
+CPU-second equivalent of this thread's CPU time (`time.thread_time`). Not the wall clock: the net is
+there for costly instructions, whose cost is CPU, and must not fire because the machine is busy. A
+result stopped by the net depends on the machine and is named so (`Failure.CLOCK`, and
+`clock_stopped` on verdicts and scores), never mixed with the deterministic `Failure.BUDGET`.
+
+A `Budget` belongs to one thread: the net reads that thread's CPU clock.
+"""
+
+from __future__ import annotations
+
+import time
+
+# Instructions between two progress-handler calls: small enough that a statement overshoots its
+# budget by a negligible amount, large enough that the Python callback costs about 1% of the work.
+TICK = 1_000
+# Measured (see the module docstring): median over the long-statement shapes, rounded.
+INSTRUCTIONS_PER_S = 50_000_000
+# One answer's whole scoring (its run on the empty database for `well_formed`, its runs and the gold's
+# on the databases drawn for it): what one CPU second was on the CPU machine.
+ANSWER_INSTRUCTIONS = INSTRUCTIONS_PER_S
+# A statement run alone (`run_sql` without a budget): the same second.
+STATEMENT_INSTRUCTIONS = INSTRUCTIONS_PER_S
+# Distilling one gold's suite: 0.3 s, as the wall-clock cap it replaces.
+DISTIL_INSTRUCTIONS = 3 * INSTRUCTIONS_PER_S // 10
+NET_FACTOR = 10
+# The net reads the thread's CPU clock (about a microsecond, a system call) at a statement's first
+# tick and every this many ticks after: about 1% of a long statement's time (a tick is some 20 us).
+_NET_EVERY = 4
+
+
+class Budget:
+    """Instructions left for a piece of scoring work, charged by every statement run on it
+    (`sandbox.run_query`), and the CPU-time safety net behind them."""
+
+    __slots__ = ("instructions", "net_cpu_s", "net_fired", "net_used_s", "spent")
+
+    def __init__(self, instructions: int, *, net_cpu_s: float | None = None) -> None:
+        if instructions < 0:
+            raise ValueError(f"a budget of {instructions} instructions; it must be >= 0")
+        self.instructions = instructions
+        self.spent = 0
+        self.net_cpu_s = NET_FACTOR * instructions / INSTRUCTIONS_PER_S if net_cpu_s is None else net_cpu_s
+        self.net_used_s = 0.0
+        self.net_fired = False
+
+    @property
+    def left(self) -> int:
+        return max(0, self.instructions - self.spent)
+
+    @property
+    def is_exhausted(self) -> bool:
+        """Nothing left to run on: the instructions are spent or the net fired."""
+        return self.net_fired or self.spent >= self.instructions
+
+    def progress_handler(self) -> ProgressMeter:
+        """A progress handler for one statement: it stops the statement when the budget is spent or
+        the net fires, and charges what the statement ran (`ProgressMeter.settle`)."""
+        return ProgressMeter(self)
+
+
+class ProgressMeter:
+    """Counts one statement's progress-handler calls; `__call__` returns non-zero to interrupt.
+
+    The net reads the thread's CPU clock from the statement's first tick on: statements shorter than
+    a tick (most of scoring) cost no clock read and count nothing towards the net, which is there for
+    long ones; neither does Python's own work between statements."""
+
+    __slots__ = ("budget", "cpu_start", "limit", "ticks")
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.limit = budget.left // TICK
+        self.ticks = 0
+        self.cpu_start: float | None = None
+
+    def __call__(self) -> int:
+        self.ticks += 1
+        if self.ticks > self.limit:
+            return 1
+        if self.ticks % _NET_EVERY == 1:
+            now = time.thread_time()
+            if self.cpu_start is None:
+                self.cpu_start = now
+            elif self.budget.net_used_s + now - self.cpu_start > self.budget.net_cpu_s:
+                self.budget.net_fired = True
+                return 1
+        return 0
+
+    @property
+    def is_over_budget(self) -> bool:
+        """The statement was stopped by the instruction count (not by the net)."""
+        return self.ticks > self.limit
+
+    def settle(self) -> None:
+        """Charge the budget with the statement's instructions, in whole ticks (the same on every run;
+        a statement stopped by the count spends the budget to the end), and the net with its CPU time."""
+        self.budget.spent = min(self.budget.instructions, self.budget.spent + self.ticks * TICK)
+        if self.cpu_start is not None:
+            self.budget.net_used_s += time.thread_time() - self.cpu_start
