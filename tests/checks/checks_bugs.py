@@ -157,4 +157,3 @@ class NanGradient:
     def on_step(self, step: int, loss: float, grad_norm: float | None = None) -> str | None:
         self.armed = self.armed or step == self.after
         return None
-
