@@ -113,9 +113,10 @@ def _step_callback(observers: Sequence[StepObserver], outcome: TrainOutcome) -> 
             outcome.losses.append(loss)
             for observer in observers:
                 reason = observer.on_step(state.global_step, loss, grad_norm)
-                if reason and outcome.stopped_reason is None:
-                    outcome.stopped_reason = reason
+                if reason:
+                    outcome.stopped_reason = outcome.stopped_reason or reason
                     control.should_training_stop = True
+                    break  # the first check that stops the run owns the step: one failure, one verdict
 
     return ObserveSteps()
 

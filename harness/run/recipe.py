@@ -127,8 +127,9 @@ def train(
     smoke = SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None
     divergence = DivergenceObserver(setup.checks.divergence) if setup.checks.divergence.enabled else None
     progress.phase("train", total=setup.recipe.steps)
-    # Divergence first: a NaN step is named by it (the smoke would call it `diverged` too, within its steps).
-    observers = [o for o in (divergence, smoke, ProgressObserver(progress)) if o]
+    # Divergence before the smoke: a NaN step is its to name (the smoke, which never sees that step then,
+    # calls a NaN `diverged` too when the divergence check is off). Progress first: it never stops a run.
+    observers = [o for o in (ProgressObserver(progress), divergence, smoke) if o]
     with events.span("train"):
         trained = backend.train(model, tokenizer, split.train, setup, runtime, observers)
     if trained.preflight_s is not None:

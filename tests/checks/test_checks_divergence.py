@@ -128,8 +128,11 @@ def test_spike_bound_is_validated():
 def test_huge_learning_rate_gives_a_raw_nan_loss_at_step_two(tiny, examples, runtime):
     model, tokenizer = tiny
     divergence = DivergenceObserver(DEFAULT)
-    outcome = hf.train(model, tokenizer, examples, small_setup(steps=6, lr=1e30), runtime, [divergence])
+    smoke = SmokeObserver(SmokeConfig(first_loss_min=9.0, first_loss_max=12.5, steps=5))
+    outcome = hf.train(model, tokenizer, examples, small_setup(steps=6, lr=1e30), runtime, [divergence, smoke])
     assert outcome.stopped_reason == "divergence: loss is nan at step 2"
+    # The step belongs to the check that stopped the run: one failure, one failed verdict.
+    assert smoke.final_verdict().verdict == "skipped"
     # The raw loss: transformers' NaN filter would have logged 0.0 here.
     assert len(outcome.losses) == 2 and math.isnan(outcome.losses[1])
     assert divergence.verdict.evidence["grad_norm"] == "nan"
@@ -191,3 +194,11 @@ def test_all_empty_answers_fail_and_one_answer_passes():
     assert check_answers(["", "SELECT 1", ""]).evidence == {"n": 3, "n_empty": 2}
     assert check_answers(["", "SELECT 1", ""]).verdict == "pass"
     assert check_answers([]).verdict == "skipped"
+
+
+def test_smoke_alone_still_calls_a_nan_diverged():
+    # With checks.divergence off the smoke is the only look at the first steps.
+    smoke = SmokeObserver(SmokeConfig())
+    assert smoke.on_step(1, 1.1) is None
+    assert smoke.on_step(2, float("nan")) == "smoke: loss is nan at step 2"
+    assert smoke.status == "diverged"
