@@ -115,15 +115,15 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
             answered = check_answers(answers)
             outcome.add_checks({"answers": answered})
             if answered.verdict == "fail":
-                raise RunStopped("diverged", f"answers: {answered.detail} after training")
+                raise RunStopped("diverged", f"answers: {answered.detail}")
 
 
 def train(
     setup: SetupConfig, runtime: Runtime, model: Any, tokenizer: Any, split: Split, backend: ModuleType,
     outcome: Outcome, progress: Progress, events: Events,
 ) -> Any:  # fmt: skip
-    """Steps 5–8: preflight checks, training with the smoke observer riding along, post checks. Returns
-    the trained model; a failed check or smoke stops the run (RunStopped)."""
+    """Steps 5–8: preflight checks, training with the smoke and divergence observers riding along, post
+    checks. Returns the trained model; a failed check, smoke or divergence stops the run (RunStopped)."""
     smoke = SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None
     divergence = DivergenceObserver(setup.checks.divergence) if setup.checks.divergence.enabled else None
     progress.phase("train", total=setup.recipe.steps)

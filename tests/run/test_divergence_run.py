@@ -91,7 +91,7 @@ def test_a_model_that_only_ends_its_turn_is_diverged(
     trained_then(monkeypatch, only_end_of_turn)
     record, path = run_inline(tiny_setup(tiny_model_dir, sql_rows_file), tmp_path)
     assert record.status == "diverged"
-    assert record.reason == "answers: every one of the 6 answers is empty after training"
+    assert record.reason == "answers: every one of the 6 answers is empty"
     assert record.checks["answers"].evidence == {"n": 6, "n_empty": 6}
     assert record.checks["divergence"].verdict == "pass" and record.checks["adapter_weights"].verdict == "pass"
     # Scored and kept: the scorecard can show what the run was judged on.
