@@ -14,7 +14,8 @@ Four detectors, each a way a run with lr = 1e30 was once recorded `ok` (all-NaN 
   "falling" test had passed;
 - NaN/inf in any LoRA weight after training (the last step's update can break the weights after its
   loss was read);
-- a trained model that answers nothing: every prediction empty (task-neutral: no answer is right).
+- a trained model that answers nothing: every prediction empty (task-neutral: no answer is right),
+  where the untrained model did answer (when the run has no baseline, all-empty is enough).
 
 The step detector reads only what the backend already logs every step (the loss and `grad_norm`, both
 read to the host by the Trainer's logging): it adds no device sync. Non-finite numbers go into the
@@ -132,12 +133,22 @@ def check_adapter_weights(model: nn.Module) -> CheckVerdict:
     return CheckVerdict("fail", f"{len(bad)} of {len(names)} LoRA weight matrices hold NaN/inf after training ({shown})", evidence)
 
 
-def check_answers(answers: Sequence[str]) -> CheckVerdict:
-    """A trained model that gives no answer at all has broken, whatever the task."""
+def check_answers(answers: Sequence[str], base_answers: Sequence[str] | None = None) -> CheckVerdict:
+    """A trained model that gives no answer at all has broken, whatever the task — unless the untrained
+    model (this run's baseline, when it has one) answered nothing either: then training broke nothing
+    (a random-init test model says nothing from the start)."""
     empty = sum(1 for a in answers if not a.strip())
-    evidence = {"n": len(answers), "n_empty": empty}
+    evidence: dict[str, Any] = {"n": len(answers), "n_empty": empty}
+    if base_answers is not None:
+        evidence["n_empty_before_training"] = sum(1 for a in base_answers if not a.strip())
     if not answers:
         return CheckVerdict("skipped", "no questions were answered", evidence)
-    if empty == len(answers):
-        return CheckVerdict("fail", f"every one of the {len(answers)} answers is empty", evidence)
-    return CheckVerdict("pass", f"{len(answers) - empty} of {len(answers)} answers non-empty", evidence)
+    if empty < len(answers):
+        return CheckVerdict("pass", f"{len(answers) - empty} of {len(answers)} answers non-empty", evidence)
+    if base_answers and evidence["n_empty_before_training"] == len(base_answers):
+        return CheckVerdict(
+            "skipped", f"every one of the {len(answers)} answers is empty, as was every answer of the untrained "
+            "model: not a sign that training diverged", evidence,
+        )  # fmt: skip
+    before = "" if base_answers is None else f" (the untrained model answered {len(base_answers) - evidence['n_empty_before_training']})"
+    return CheckVerdict("fail", f"every one of the {len(answers)} answers is empty{before}", evidence)

@@ -9,16 +9,15 @@ healthy runs rose over the first 10 steps on an H200 (seeds 3407 and 42: mean of
 steps 8–10 1.01), so a 10-step "falling" test stopped good runs. By step 20 the rate is full and a
 learning run has clearly fallen (CPU, seed 3407: 1.2 → 0.3 by step 26).
 
-"Falling" compares medians of the first and last third, not means: a mean let one spike pass as a fall
-(lr = 1e4: 1.03 → 34.5 → 10.8, flat after, made the first third's mean 13.1 against 10.8). On the
-committed healthy records both tests agree. Spikes and NaN at any step are the divergence check's
-(harness/checks/divergence.py); a NaN here still ends the smoke as `diverged`.
+The means let one spike pass as a fall (lr = 1e4: 1.03 → 34.5 → 10.8, flat after: 13.1 against 10.8);
+spikes and NaN at any step are the divergence check's (harness/checks/divergence.py), which stops such a
+run at the spike. A NaN here still ends the smoke as `diverged` (when that check is off).
 """
 
 from __future__ import annotations
 
 import math
-from statistics import median
+from statistics import fmean
 
 from harness.config import SmokeConfig
 from harness.results import CheckVerdict
@@ -52,10 +51,10 @@ class SmokeObserver:
             )
         if len(self.losses) == cfg.steps:
             k = max(1, cfg.steps // 3)
-            head, tail = median(self.losses[:k]), median(self.losses[-k:])
+            head, tail = fmean(self.losses[:k]), fmean(self.losses[-k:])
             if tail >= head:
                 return self._fail(
-                    f"loss did not fall over the first {cfg.steps} steps (median of first {k} {head:.3g}, "
+                    f"loss did not fall over the first {cfg.steps} steps (mean of first {k} {head:.3g}, "
                     f"of last {k} {tail:.3g})"
                 )
             self.verdict = CheckVerdict("pass", f"first loss {self.losses[0]:.3g}, falling ({head:.3g} → {tail:.3g})",

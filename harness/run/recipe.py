@@ -112,7 +112,7 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
             outcome.memory = memory_stats(runtime)
         # Scored and kept first: the record shows the empty answers it was judged on.
         if setup.checks.divergence.enabled:
-            answered = check_answers(answers)
+            answered = check_answers(answers, base_answers)
             outcome.add_checks({"answers": answered})
             if answered.verdict == "fail":
                 raise RunStopped("diverged", f"answers: {answered.detail}")

@@ -100,18 +100,13 @@ def test_a_late_nan_is_caught_after_the_smoke_has_passed():
     assert reason == "divergence: loss is nan at step 101"
 
 
-def test_smoke_no_longer_calls_a_spike_falling():
+def test_the_spike_the_smoke_averages_away_is_caught():
+    # The smoke compares means of thirds: the spike lifts the first third's mean (13.1 against 10.8).
     smoke = SmokeObserver(SmokeConfig())
-    reasons = [smoke.on_step(step, loss) for step, loss in enumerate(LR_1E4_CURVE, start=1)]
-    assert reasons[-1] is not None and "did not fall" in reasons[-1], smoke.final_verdict()
-
-
-def test_smoke_passes_the_committed_healthy_runs():
-    for name, losses in healthy_curves().items():
-        smoke = SmokeObserver(SmokeConfig(first_loss_min=0.3, first_loss_max=12.5))
-        for step, loss in enumerate(losses[:20], start=1):
-            smoke.on_step(step, loss)
-        assert smoke.final_verdict().verdict == "pass", (name, smoke.final_verdict())
+    for step, loss in enumerate(LR_1E4_CURVE, start=1):
+        smoke.on_step(step, loss)
+    assert smoke.final_verdict().verdict == "pass"
+    assert observe(LR_1E4_CURVE)[0].verdict.evidence["step"] == 2
 
 
 def test_spike_bound_is_validated():
@@ -189,10 +184,14 @@ def test_one_nan_adapter_weight_is_named(tiny, examples, runtime):
     assert verdict.detail.startswith("1 of ")
 
 
-def test_all_empty_answers_fail_and_one_answer_passes():
-    assert check_answers(["", " ", "\t"]).verdict == "fail"
+def test_all_empty_answers_fail_unless_the_untrained_model_was_mute_too():
+    assert check_answers(["", " ", "\t"]).verdict == "fail", "no baseline: all empty is enough"
+    spoke = check_answers(["", "", ""], ["SELECT 1", "", "SELECT 2"])
+    assert spoke.verdict == "fail" and spoke.detail == "every one of the 3 answers is empty (the untrained model answered 2)"
+    mute = check_answers(["", "", ""], ["", "", ""])
+    assert mute.verdict == "skipped" and mute.evidence == {"n": 3, "n_empty": 3, "n_empty_before_training": 3}
     assert check_answers(["", "SELECT 1", ""]).evidence == {"n": 3, "n_empty": 2}
-    assert check_answers(["", "SELECT 1", ""]).verdict == "pass"
+    assert check_answers(["", "SELECT 1", ""], ["", "", ""]).verdict == "pass"
     assert check_answers([]).verdict == "skipped"
 
 

@@ -114,3 +114,13 @@ def test_divergence_checks_can_be_turned_off(tiny_model_dir: Path, sql_rows_file
     record, _ = run_inline(setup, tmp_path)
     assert not {"divergence", "adapter_weights", "answers"} & set(record.checks)
     assert record.status == "ok", "nothing else looks: why the check is on by default"
+
+
+def test_a_model_mute_before_training_is_not_called_diverged(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    # The random-init tiny model answers nothing before training (greedy picks a stop token) nor after.
+    record, _ = run_inline(tiny_setup(tiny_model_dir, sql_rows_file, "eval.baseline=true"), tmp_path)
+    assert record.status == "ok", record.reason
+    answers = record.checks["answers"]
+    assert answers.verdict == "skipped" and answers.evidence["n_empty_before_training"] == 6, answers
