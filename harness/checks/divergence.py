@@ -9,7 +9,7 @@ Four detectors, each a way a run with lr = 1e30 was once recorded `ok` (all-NaN 
 - a loss spike: a step's loss above `spike_ratio` × the running minimum, where the running minimum is
   the lowest mean of `spike_window` consecutive steps so far. Averaged because single batches differ a
   lot late in training: in the committed healthy records (SmolLM2, batch 8, 300 steps) one step's loss
-  reached 10.9× the lowest single step before it, but at most 4.5× the lowest 10-step mean; a run at
+  reached 10.9× the lowest single step before it, but at most 4.53× the lowest 10-step mean; a run at
   lr = 1e4 went 1.03 → 34.5 (33×) at step 2 and stayed near 10.8, which the smoke's averaged
   "falling" test had passed;
 - NaN/inf in any LoRA weight after training (the last step's update can break the weights after its
