@@ -10,15 +10,17 @@ from typing import Any, Protocol
 
 
 class StepObserver(Protocol):
-    """Called by the backend after every optimizer step; a returned string stops training with that reason."""
+    """Called by the backend after every optimizer step with the raw (unfiltered) loss and the gradient
+    norm before clipping (None where the backend does not log one); a returned string stops training
+    with that reason."""
 
-    def on_step(self, step: int, loss: float) -> str | None: ...
+    def on_step(self, step: int, loss: float, grad_norm: float | None = None) -> str | None: ...
 
 
 @dataclass
 class TrainOutcome:
     model: Any
-    losses: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)  # raw, one per logged step: NaN/inf included
     stopped_reason: str | None = None
     train_s: float = 0.0
     preflight_s: float | None = None

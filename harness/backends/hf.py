@@ -107,13 +107,16 @@ def _step_callback(observers: Sequence[StepObserver], outcome: TrainOutcome) -> 
         def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
             if not logs or "loss" not in logs:
                 return
+            # Both already read to the host by the Trainer's logging: observing them costs no device sync.
             loss = float(logs["loss"])
+            grad_norm = float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None
             outcome.losses.append(loss)
             for observer in observers:
-                reason = observer.on_step(state.global_step, loss)
-                if reason and outcome.stopped_reason is None:
-                    outcome.stopped_reason = reason
+                reason = observer.on_step(state.global_step, loss, grad_norm)
+                if reason:
+                    outcome.stopped_reason = outcome.stopped_reason or reason
                     control.should_training_stop = True
+                    break  # the first check that stops the run owns the step: one failure, one verdict
 
     return ObserveSteps()
 
@@ -159,6 +162,10 @@ def build_trainer(
         use_cpu=runtime.device == "cpu",
         logging_steps=1,
         logging_strategy="steps",
+        # The raw loss, NaN included: the filter logs a NaN step as the mean of the steps since the last
+        # log, 0.0 when every step is logged, and a diverged run looked healthy. Off, it also spares the
+        # host sync its isnan/isinf test costs every micro-step.
+        logging_nan_inf_filter=False,
         save_strategy="no",
         report_to=[],
         disable_tqdm=True,

@@ -8,6 +8,10 @@ The look spans 20 steps by default, not 10: with the story's 10 warm-up steps an
 healthy runs rose over the first 10 steps on an H200 (seeds 3407 and 42: mean of steps 1–3 0.96, of
 steps 8–10 1.01), so a 10-step "falling" test stopped good runs. By step 20 the rate is full and a
 learning run has clearly fallen (CPU, seed 3407: 1.2 → 0.3 by step 26).
+
+The means let one spike pass as a fall (lr = 1e4: 1.03 → 34.5 → 10.8, flat after: 13.1 against 10.8);
+spikes and NaN at any step are the divergence check's (harness/checks/divergence.py), which stops such a
+run at the spike. A NaN here still ends the smoke as `diverged` (when that check is off).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ class SmokeObserver:
         self.verdict = CheckVerdict("fail", detail, {"losses": self.losses[: self.config.steps]})
         return f"smoke: {detail}"
 
-    def on_step(self, step: int, loss: float) -> str | None:
+    def on_step(self, step: int, loss: float, grad_norm: float | None = None) -> str | None:
         if self.verdict is not None:
             return None
         self.losses.append(loss)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
+import math
 import time
 from pathlib import Path
 from types import ModuleType
@@ -18,7 +20,7 @@ from typing import Any
 
 from harness import atomic
 from harness.backends.common import TrainOutcome, steady_step_seconds
-from harness.checks import SmokeObserver
+from harness.checks import DivergenceObserver, SmokeObserver, check_adapter_weights, check_answers
 from harness.config import SetupConfig
 from harness.errors import RunStopped, UserError
 from harness.gpu.facts import visible_gpu_count
@@ -113,17 +115,26 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         atomic.write_lines(work_dir / "predictions.jsonl", rows)
         if source is not None:
             outcome.memory = memory_stats(runtime)
+        # Scored and kept first: the record shows the empty answers it was judged on.
+        if setup.checks.divergence.enabled:
+            answered = check_answers(answers, base_answers)
+            outcome.add_checks({"answers": answered})
+            if answered.verdict == "fail":
+                raise RunStopped("diverged", f"answers: {answered.detail}")
 
 
 def train(
     setup: SetupConfig, runtime: Runtime, model: Any, tokenizer: Any, split: Split, backend: ModuleType,
     outcome: Outcome, progress: Progress, events: Events,
 ) -> Any:  # fmt: skip
-    """Steps 5–8: preflight checks, training with the smoke observer riding along, post checks. Returns
-    the trained model; a failed check or smoke stops the run (RunStopped)."""
+    """Steps 5–8: preflight checks, training with the smoke and divergence observers riding along, post
+    checks. Returns the trained model; a failed check, smoke or divergence stops the run (RunStopped)."""
     smoke = SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None
+    divergence = DivergenceObserver(setup.checks.divergence) if setup.checks.divergence.enabled else None
     progress.phase("train", total=setup.recipe.steps)
-    observers = [o for o in (smoke, ProgressObserver(progress)) if o]
+    # Divergence before the smoke: a NaN step is its to name (the smoke, which never sees that step then,
+    # calls a NaN `diverged` too when the divergence check is off). Progress first: it never stops a run.
+    observers = [o for o in (ProgressObserver(progress), divergence, smoke) if o]
     with events.span("train"):
         trained = backend.train(model, tokenizer, split.train, setup, runtime, observers)
     if trained.preflight_s is not None:
@@ -134,17 +145,33 @@ def train(
     outcome.add_checks(trained.checks)
     if smoke:
         outcome.add_checks({"smoke": smoke.final_verdict()})
+    if divergence:
+        outcome.add_checks({"divergence": divergence.final_verdict()})
     if trained.stopped_reason:
-        stopped_by_smoke = smoke is not None and trained.stopped_reason.startswith("smoke:")
-        raise RunStopped(smoke.status if stopped_by_smoke else "failed", trained.stopped_reason)
+        raise RunStopped(stop_status(trained.stopped_reason, smoke), trained.stopped_reason)
+    if divergence:
+        # The last step's update can break the weights after its loss was read.
+        weights = check_adapter_weights(trained.model)
+        outcome.add_checks({"adapter_weights": weights})
+        if weights.verdict == "fail":
+            raise RunStopped("diverged", f"adapter_weights: {weights.detail}")
     return trained.model
+
+
+def stop_status(reason: str, smoke: SmokeObserver | None) -> str:
+    """The record's status for a run an observer or a preflight check stopped."""
+    if reason.startswith(DivergenceObserver.REASON_PREFIX):
+        return DivergenceObserver.status
+    if smoke is not None and reason.startswith("smoke:"):
+        return smoke.status
+    return "failed"
 
 
 class ProgressObserver:
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
 
-    def on_step(self, step: int, loss: float) -> str | None:
+    def on_step(self, step: int, loss: float, grad_norm: float | None = None) -> str | None:
         self.progress.advance(loss=loss)
         return None
 
@@ -161,11 +188,14 @@ def end_of_turn_check(tokenizer: Any) -> CheckVerdict:
 
 
 def train_stats(trained: TrainOutcome, runtime: Runtime, setup: SetupConfig) -> TrainStats:
-    losses = [round(x, 5) for x in trained.losses]
+    # The finite steps before a divergence: JSON has no NaN (pydantic writes null, which the record then
+    # cannot read back); the divergence check names the step and its value.
+    finite = list(itertools.takewhile(math.isfinite, trained.losses))
+    losses = [round(x, 5) for x in finite]
     tail = losses[-max(1, len(losses) // 10) :] if losses else []
     seconds = trained.train_s or None
     return TrainStats(
-        steps_done=len(losses),
+        steps_done=len(trained.losses),
         loss=losses,
         first_loss=losses[0] if losses else None,
         final_loss=round(sum(tail) / len(tail), 5) if tail else None,

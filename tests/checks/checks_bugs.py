@@ -111,3 +111,49 @@ def nll_trainer(model: Any, tokenizer: Any, examples: Any, *, batch: int, accum:
         max_steps=1, completion_only_loss=True, loss_type="nll", use_cpu=True, report_to=[], disable_tqdm=True,
     )  # fmt: skip
     return SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+
+
+class LossSpike:
+    """One training step's hidden states scaled by `factor` at the final norm, so that step's logits and
+    loss jump far above the steps before (what a bad batch or an lr blow-up does to one step).
+
+    Also a StepObserver: at step `after` it arms the hook, so the next training forward (the next step)
+    spikes; forwards outside training (preflight, eval) are never touched."""
+
+    def __init__(self, model: Any, factor: float, after: int) -> None:
+        self.factor, self.after, self.armed = factor, after, False
+        model.model.norm.register_forward_hook(self._scale)
+
+    def _scale(self, module: nn.Module, inputs: Any, output: torch.Tensor) -> torch.Tensor | None:
+        if not (self.armed and module.training):
+            return None
+        self.armed = False
+        return output * self.factor
+
+    def on_step(self, step: int, loss: float, grad_norm: float | None = None) -> str | None:
+        self.armed = self.armed or step == self.after
+        return None
+
+
+class NanGradient:
+    """A NaN in one LoRA B gradient at the step after `after`: that step's loss is finite (it is computed
+    before the backward), its gradient norm is not. Also a StepObserver, to arm itself."""
+
+    def __init__(self, model: Any, after: int) -> None:
+        from harness.checks.adapters import lora_parameters
+
+        self.after, self.armed = after, False
+        _, lora_b = next(iter(lora_parameters(model).values()))
+        lora_b.register_hook(self._poison)
+
+    def _poison(self, grad: torch.Tensor) -> torch.Tensor | None:
+        if not self.armed:
+            return None
+        self.armed = False
+        poisoned = grad.clone()
+        poisoned[0, 0] = float("nan")
+        return poisoned
+
+    def on_step(self, step: int, loss: float, grad_norm: float | None = None) -> str | None:
+        self.armed = self.armed or step == self.after
+        return None

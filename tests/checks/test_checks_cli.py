@@ -21,7 +21,7 @@ def test_clean_tiny_passes_every_check(tiny_model_dir, sql_rows_file, tmp_path, 
     table = capsys.readouterr().out
     verdicts = json.loads(out.read_text())
     assert list(verdicts) == ["end_of_turn", "mask_audit", "accumulation_parity", "cache_parity",
-                              "quantizable_fraction", "dead_adapters", "smoke"]  # fmt: skip
+                              "quantizable_fraction", "dead_adapters", "smoke", "divergence", "adapter_weights"]  # fmt: skip
     assert {name: v["verdict"] for name, v in verdicts.items()} == dict.fromkeys(verdicts, "pass"), table
     assert code == 0
     # The trainer prints its log dicts to stdout too; the table starts at its header.
