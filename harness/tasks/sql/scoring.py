@@ -110,5 +110,5 @@ def summarize(scores: Sequence[QuestionScore]) -> dict[str, float | int | None]:
         "n": n,
         "n_scorable": len(scorable),
         "n_unscorable": n - len(scorable),
-        "n_clock_stopped": sum(s.clock_stopped for s in scores),
+        "n_clock_stopped": sum(s.clock_stopped for s in scores) or None,  # None: left out of the record, reads back equal
     }
