@@ -11,12 +11,15 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from harness import atomic
 from harness.config import ModelConfig
 from harness.errors import UserError
+from harness.gguf_layout import check_gguf
 from harness.locks import exclusive_lock
 
 
@@ -104,6 +107,8 @@ def convert_gguf(gguf_path: Path, *, expected_sha256: str | None = None) -> Path
     target = cache_dir() / "models" / f"{gguf_path.stem}-{key}"
     if (target / "config.json").is_file():
         return target
+    # Before the lock: a truncated file fails with its name and the fix, and leaves nothing in the cache.
+    check_gguf(gguf_path)
     # Several processes (pytest-xdist workers, DDP ranks) may resolve the same model at once.
     with exclusive_lock(target.parent / f".{target.name}.lock", what="model conversion lock"):
         if (target / "config.json").is_file():
@@ -147,12 +152,51 @@ def check_model_source(config: ModelConfig) -> None:
     path = Path(source).expanduser()
     if path.suffix == ".gguf" and not path.is_file():
         raise UserError(f"model.source: GGUF file not found: {path}")
+    if path.suffix == ".gguf":
+        check_gguf(path)
+        return
     if not path.exists() and (source.startswith((".", "/", "~")) or source.count("/") != 1):
         known = ", ".join(sorted({*PRESETS, *ARCH_PRESETS}))
         raise UserError(
             f"model.source: {source!r} is neither a preset ({known}), an existing folder or .gguf file, "
             "nor a hub id of the form owner/name"
         )
+    if path.is_dir():
+        if config.gguf_file:
+            if not (path / config.gguf_file).is_file():
+                raise UserError(f"model.gguf_file: {config.gguf_file!r} is not in {path}")
+            check_gguf(path / config.gguf_file, "model.gguf_file")
+        elif not (path / "config.json").is_file():
+            raise UserError(f"model.source: {path} has no config.json; give a model folder, a .gguf file or a hub id")
+        return
+    check_hub_source(config)
+
+
+def is_hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_hub_source(config: ModelConfig, probe_timeout_s: float = 3.0) -> None:
+    """A hub id must be in the local hub cache, or the hub must answer now: offline, the hub client
+    retried for 36 s before it failed, in the trainer."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    wanted = config.gguf_file or "config.json"
+    cached = try_to_load_from_cache(config.source, wanted, revision=config.revision)
+    if isinstance(cached, str):
+        return
+    fix = f"run `lorabench fetch --model {config.source}` where the hub is reachable, or give a local folder or .gguf file"
+    if is_hub_offline():
+        raise UserError(f"model.source: {config.source!r} is not in the local hub cache and HF_HUB_OFFLINE is set; {fix}")
+    endpoint = urlsplit(constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname or "", port), timeout=probe_timeout_s).close()
+    except OSError as exc:
+        raise UserError(
+            f"model.source: {config.source!r} is not in the local hub cache and the hub {constants.ENDPOINT} "
+            f"cannot be reached ({exc.strerror or exc}); {fix}"
+        ) from None
 
 
 def architecture_folder(name: str) -> Path:

@@ -26,6 +26,7 @@ from harness.models import resolve_model
 from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
 from harness.run.adapter import eval_adapter_source, save_adapter
 from harness.run.evaluate import baseline_answers, timed_answers
+from harness.run.inputs import check_token_lengths
 from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome
 from harness.run.progress import Progress
@@ -64,6 +65,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         resolved = resolve_model(setup.model)
         model, tokenizer = backend.load(setup, resolved.path, runtime)
         load_window = (load_started, time.time())
+    # Before the baseline and training: every row fits max_length in this tokenizer's tokens.
+    check_token_lengths(tokenizer, split.train, test, setup.recipe.max_length)
     outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
     outcome.model = ModelInfo(
         source=setup.model.source, resolved=str(resolved.path),
@@ -118,7 +121,8 @@ def train(
     the trained model; a failed check or smoke stops the run (RunStopped)."""
     smoke = SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None
     progress.phase("train", total=setup.recipe.steps)
-    observers = [o for o in (smoke, ProgressObserver(progress)) if o]
+    # The journal keeps each step's loss, so a killed or stopped trainer's record keeps its progress.
+    observers = [o for o in (smoke, ProgressObserver(progress), events) if o]
     with events.span("train"):
         trained = backend.train(model, tokenizer, split.train, setup, runtime, observers)
     if trained.preflight_s is not None:

@@ -17,6 +17,7 @@ import pytest
 from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
 from harness.results import RunRecord, record_path
+from harness.suite.cache import DEFAULT_RERUN
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
 from harness.suite.runner import RunResult, SuiteRunner, SuiteSettings
 from harness.suite.setups import BenchSetup
@@ -94,10 +95,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--lorabench-rerun",
         nargs="?",
         const="all",
-        default="no",
+        default=DEFAULT_RERUN,
         choices=("no", "failed", "all"),
-        help="re-run instead of reusing cached records: all (the flag alone) or only failed "
-        "(any status but ok) (default: no)",
+        help="which cached records run again: failed = any status but ok (killed, failed, refused, diverged), "
+        "so an interrupted suite resumes; all (the flag alone) = every one; no = reuse every record "
+        f"(default: {DEFAULT_RERUN})",
     )
     group.addoption(
         "--lorabench-allow-noisy",
@@ -311,7 +313,7 @@ def _ok_or_fail(result: RunResult) -> RunRecord:
     if record.status != "ok":
         pytest.fail(
             f"{record.experiment}/{record.setup_name} seed {record.seed}: run {record.status}: {record.reason} "
-            f"(record: {result.path}; to run it again: --lorabench-rerun=failed)",
+            f"(record: {result.path}; it runs again in the next session unless --lorabench-rerun=no)",
             pytrace=False,
         )
     return record

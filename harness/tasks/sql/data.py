@@ -16,6 +16,8 @@ from pathlib import Path
 
 from harness.config import DataConfig
 from harness.errors import UserError
+from harness.tasks.files import read_json, read_jsonl
+from harness.tasks.overlap import refuse_overlap
 from harness.tasks.sql.prompt import messages
 
 FIELDS = ("question", "context", "answer")
@@ -52,16 +54,9 @@ def _read_local(path: Path) -> list[dict]:
             "or a Hugging Face dataset id such as b-mc2/sql-create-context."
         )
     if path.suffix == ".jsonl":
-        rows = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise UserError(f"{path}:{number}: not valid JSON ({exc.msg}); one JSON object per line") from None
-        return rows
+        return [row for _, row in read_jsonl(path)]
     if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
         if isinstance(data, dict) and "data" in data:
             data = data["data"]
         if not isinstance(data, list):
@@ -70,7 +65,13 @@ def _read_local(path: Path) -> list[dict]:
     if path.suffix == ".parquet":
         import datasets
 
-        return list(datasets.load_dataset("parquet", data_files=str(path), split="train"))
+        try:
+            return list(datasets.load_dataset("parquet", data_files=str(path), split="train"))
+        except Exception as exc:  # pyarrow raises several types for a file that is not parquet
+            raise UserError(
+                f"data.source: {path} is not a readable parquet file ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:160] if str(exc) else ''}); give a parquet, .jsonl or .json file"
+            ) from None
     raise UserError(f"data.source: unknown file type {path.suffix!r} for {path}; use .jsonl, .json or .parquet")
 
 
@@ -139,6 +140,7 @@ def make_split(rows: list[SqlExample], config: DataConfig) -> SqlSplit:
     random.Random(config.split_seed).shuffle(shuffled)
     test = tuple(shuffled[-config.test_size :])
     train = tuple(shuffled[: -config.test_size][: config.train_size])
+    refuse_overlap([(e.question, e.context) for e in train], [(e.question, e.context) for e in test], config.source, config.allow_overlap)
     return SqlSplit(config.source, len(rows), train, test, split_hash(train, test))
 
 
