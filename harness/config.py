@@ -269,8 +269,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
             data = yaml.safe_load(text) or {}
         else:
             raise ConfigError(str(path), [f"unknown config format {path.suffix!r}: use .toml, .yaml or .yml"])
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), [f"cannot parse: {exc}"]) from None
+    except yaml.YAMLError as exc:
+        # One line: where, and what the parser expected (its own message spans a drawing of the line).
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (at line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(str(path), [f"cannot parse: {getattr(exc, 'problem', None) or exc}{where}"]) from None
     if not isinstance(data, dict):
         raise ConfigError(str(path), [f"top level must be a table of settings, got {type(data).__name__}"])
     return data

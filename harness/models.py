@@ -11,15 +11,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from harness import atomic
 from harness.config import ModelConfig
 from harness.errors import UserError
 from harness.gguf_layout import check_gguf
+from harness.hub import check_hub_model
 from harness.locks import exclusive_lock
 
 
@@ -169,34 +168,8 @@ def check_model_source(config: ModelConfig) -> None:
         elif not (path / "config.json").is_file():
             raise UserError(f"model.source: {path} has no config.json; give a model folder, a .gguf file or a hub id")
         return
-    check_hub_source(config)
-
-
-def is_hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def check_hub_source(config: ModelConfig, probe_timeout_s: float = 3.0) -> None:
-    """A hub id must be in the local hub cache, or the hub must answer now: offline, the hub client
-    retried for 36 s before it failed, in the trainer."""
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    wanted = config.gguf_file or "config.json"
-    cached = try_to_load_from_cache(config.source, wanted, revision=config.revision)
-    if isinstance(cached, str):
-        return
-    fix = f"run `lorabench fetch --model {config.source}` where the hub is reachable, or give a local folder or .gguf file"
-    if is_hub_offline():
-        raise UserError(f"model.source: {config.source!r} is not in the local hub cache and HF_HUB_OFFLINE is set; {fix}")
-    endpoint = urlsplit(constants.ENDPOINT)
-    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
-    try:
-        socket.create_connection((endpoint.hostname or "", port), timeout=probe_timeout_s).close()
-    except OSError as exc:
-        raise UserError(
-            f"model.source: {config.source!r} is not in the local hub cache and the hub {constants.ENDPOINT} "
-            f"cannot be reached ({exc.strerror or exc}); {fix}"
-        ) from None
+    # A hub id: in the local cache, or the hub answers now (offline it retried 36 s in the trainer).
+    check_hub_model(source, config.gguf_file, config.revision)
 
 
 def architecture_folder(name: str) -> Path:

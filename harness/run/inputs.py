@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import VERDICT_CORPUS, SetupConfig
-from harness.errors import UserError
+from harness.errors import UserError, describe_os_error
 from harness.models import check_model_source
 from harness.run.adapter import eval_adapter_source
 from harness.tasks.registry import Example, Split, task_module
@@ -35,6 +35,7 @@ MAX_CHARS_PER_TOKEN = 128
 def check_inputs(setup: SetupConfig, results_dir: Path, min_free_bytes: int | None) -> None:
     """Raise UserError naming the field, the value and the fix for the first input that cannot work."""
     check_results_dir(results_dir, min_free_bytes)
+    check_gpu_devices(setup)
     check_model_source(setup.model)
     task = task_module(setup.task)
     task.check_source(setup.data)
@@ -44,6 +45,18 @@ def check_inputs(setup: SetupConfig, results_dir: Path, min_free_bytes: int | No
         # no test question is also a training row.
         split = task.load_split(setup.data)
         check_row_sizes(split, setup)
+
+
+def check_gpu_devices(setup: SetupConfig) -> None:
+    """A setup that needs GPUs on a host with no GPU device node at all (the parent never imports torch;
+    the trainer counts the GPUs it can use, precisely, before it loads anything)."""
+    wanted = setup.gpus if setup.gpus > 1 else (1 if setup.device == "cuda" else 0)
+    if wanted and not (any(Path("/dev").glob("nvidia[0-9]*")) or Path("/dev/kfd").exists()):
+        field, value = ("gpus", setup.gpus) if setup.gpus > 1 else ("device", setup.device)
+        raise UserError(
+            f"{field}: {value!r} needs {wanted} GPU(s), this host has none (no /dev/nvidia* nor /dev/kfd); "
+            f"run on a GPU host, or set gpus = 1 and device = 'auto'"
+        )
 
 
 def is_local_file(source: str) -> bool:
@@ -64,9 +77,7 @@ def check_results_dir(results_dir: Path, min_free_bytes: int | None) -> None:
             probe.flush()
             os.fsync(probe.fileno())
     except OSError as exc:
-        raise UserError(
-            f"{label} cannot be written ({exc.strerror}); give a writable folder with --results DIR"
-        ) from None
+        raise UserError(f"{label} cannot be written: {describe_os_error(exc)} (--results DIR)") from None
     free = os.statvfs(work).f_bavail * os.statvfs(work).f_frsize
     if min_free_bytes is not None and free < min_free_bytes:
         raise UserError(

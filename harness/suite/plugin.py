@@ -264,7 +264,11 @@ def lorabench_run(
         missing = missing_for_setup(setup, capabilities(request.config))
         if missing:
             pytest.skip(f"{setup.experiment}/{setup.name}: " + "; ".join(missing))
-        result = runner.run(setup, timed=timed)
+        try:
+            result = runner.run(setup, timed=timed)
+        except UserError as exc:
+            # Refused before it started (bad data, a full results folder…): no record, one line.
+            pytest.fail(f"{setup.experiment}/{setup.name} seed {seed}: not started: {exc}", pytrace=False)
         request.node.user_properties.append(("lorabench_run", result.line()))
         return _ok_or_fail(result)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.config import DataConfig
 from harness.errors import UserError
+from harness.hub import check_hub_dataset
 from harness.tasks.files import read_json, read_jsonl
 from harness.tasks.overlap import refuse_overlap
 from harness.tasks.sql.prompt import messages
@@ -103,12 +104,22 @@ def _to_examples(rows: list[dict], source: str) -> list[SqlExample]:
 
 
 def check_data_source(config: DataConfig) -> None:
-    """Before any process starts: a local source must exist (hub ids are checked when loaded)."""
-    if _looks_local(config.source) and not Path(config.source).expanduser().is_file():
+    """Before any process starts: a local source must exist; a hub id must be cached or the hub reachable."""
+    path = Path(config.source).expanduser()
+    if _looks_local(config.source) and path.is_dir():
+        raise UserError(f"data.source: {config.source} is a folder; give a .jsonl/.json/.parquet file")
+    if _looks_local(config.source) and not path.is_file():
         raise UserError(
             f"data.source: file not found: {config.source}. Give an existing .jsonl/.json/.parquet file "
             "(e.g. ../shared/data/sql-create-context/random-sample.jsonl), or a Hugging Face dataset id."
         )
+    if not _looks_local(config.source):
+        if config.source.count("/") > 1 or not config.source.strip():
+            raise UserError(
+                f"data.source: {config.source!r} is neither an existing file nor a hub dataset id of the form "
+                "owner/name; give a .jsonl/.json/.parquet file or a dataset id"
+            )
+        check_hub_dataset(config.source, "../shared/data/sql-create-context/random-sample.jsonl")
 
 
 def load_rows(source: str) -> list[SqlExample]:
