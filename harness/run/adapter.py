@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,15 @@ class AdapterSource:
 def save_adapter(model: Any, target: Path, setup: SetupConfig, precision: str, base_path: Path) -> None:
     """The LoRA weights PEFT saves, plus what rebuilding base + adapter needs, written as one folder."""
     with atomic.building_dir(target) as tmp:
-        model.save_pretrained(str(tmp))
+        try:
+            model.save_pretrained(str(tmp))
+        except Exception as exc:
+            # safetensors writes from Rust: a full disk arrives as SafetensorError("… (os error 28)"), not as
+            # OSError; made one here so the run's reason names the file and the fix like any I/O fault.
+            code = re.search(r"os error (\d+)", str(exc))
+            if isinstance(exc, OSError) or code is None:
+                raise
+            raise OSError(int(code[1]), os.strerror(int(code[1])), str(target)) from exc
         info = {"base_model": str(base_path), "precision": precision, "setup": setup.model_dump(mode="json")}
         (tmp / ADAPTER_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")
 
