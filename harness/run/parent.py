@@ -124,6 +124,10 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     except OSError as exc:
         # The environment failed the parent mid-run (a full disk, the work folder removed): still a record.
         outcome = Outcome(status="failed", reason=describe_os_error(exc), traceback=traceback.format_exc())
+    except UserError as exc:  # e.g. a guard that cannot take its readings
+        outcome = Outcome(status="failed", reason=str(exc))
+    except Exception as exc:  # a lorabench bug: the run had started, so it still ends with a record
+        outcome = Outcome(status="failed", reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
     if outcome.status == "killed" and outcome.train is None:
         outcome.train = train_progress(work_dir)  # the steps the journal kept
 
