@@ -64,21 +64,23 @@ def is_local_file(source: str) -> bool:
 
 
 def check_results_dir(results_dir: Path, min_free_bytes: int | None) -> None:
-    """The results folder can take a run: a folder (or creatable), writable, with room for its files."""
+    """The results folder can take a run: a folder (or creatable), writable, with room for its files.
+    Nothing is left behind: the probe is written in the nearest folder that exists, and removed."""
     label = f"results folder {results_dir}"
-    if results_dir.exists() and not results_dir.is_dir():
-        raise UserError(f"{label} is a file; give a folder (--results DIR)")
-    work = results_dir / ".work"
+    existing = next(p for p in (results_dir, *results_dir.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        where = "is a file" if existing == results_dir else f"is under a file, {existing}"
+        raise UserError(f"{label} {where}; give a folder (--results DIR)")
     try:
-        work.mkdir(parents=True, exist_ok=True)
         # Writing is the only honest test (root passes every permission check, not a read-only mount).
-        with tempfile.NamedTemporaryFile(dir=work, prefix=".probe-") as probe:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".lorabench-probe-") as probe:
             probe.write(b"lorabench")
             probe.flush()
             os.fsync(probe.fileno())
     except OSError as exc:
         raise UserError(f"{label} cannot be written: {describe_os_error(exc)} (--results DIR)") from None
-    free = os.statvfs(work).f_bavail * os.statvfs(work).f_frsize
+    stats = os.statvfs(existing)
+    free = stats.f_bavail * stats.f_frsize
     if min_free_bytes is not None and free < min_free_bytes:
         raise UserError(
             f"{label} has {free / MIB:.0f} MiB free, a run needs {min_free_bytes / MIB:.0f} MiB (adapter, "

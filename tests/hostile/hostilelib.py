@@ -95,11 +95,11 @@ def judge(case: Case, answer: Answer, results: Path) -> list[str]:
         problems.append(f"took {answer.seconds:.0f} s")
     if case.argv[0] == "run":
         records = [p for p in results.rglob("seed-*.json")] if results.is_dir() else []
-        work = [p for p in (results / ".work").iterdir()] if (results / ".work").is_dir() else []
+        work = [p for p in results.rglob("*") if ".work" in p.parts or ".lorabench-probe" in p.name] if results.is_dir() else []
         if records:
             problems.append(f"a run started: record {records[0].name} ({json.loads(records[0].read_text())['status']})")
         if work:
-            problems.append(f"a work folder was left: {work[0].name}")
+            problems.append(f"something was left: {work[0].relative_to(results)}")
     return problems
 
 

@@ -129,7 +129,7 @@ CASES = [
     Case("config: unknown key", ("run", "{tmp}/s.toml"), "foo: unknown field", files={"s.toml": "foo = 1\n"}),
     # The results folder.
     Case("results: a file", (*WITH_DATA, "--results", "{tmp}/afile"), "is a file", files={"afile": "x"}),
-    Case("results: under a file", (*WITH_DATA, "--results", "{tmp}/afile/sub"), "cannot be written", files={"afile": "x"}),
+    Case("results: under a file", (*WITH_DATA, "--results", "{tmp}/afile/sub"), "is under a file", files={"afile": "x"}),
     Case("results: read-only", (*WITH_DATA, "--results", "{tmp}/mnt"), "cannot be written", mount="read-only"),
     Case("results: disk full", (*WITH_DATA, "--results", "{tmp}/mnt"), "free space", mount="full"),
     Case("results: 1 MiB free", (*WITH_DATA, "--results", "{tmp}/mnt"), "MiB free", mount="small"),
