@@ -15,8 +15,15 @@ $(VENV)/.installed-$(STACK): lockfiles/$(STACK).txt scripts/install.sh pyproject
 
 setup: $(VENV)/.installed-$(STACK)
 
+# `make bench PYTEST_ARGS="--lorabench-seeds=42 -x"`: more pytest arguments (see `pytest benchmarks --help`,
+# group lorabench). Interrupted (Ctrl-C), the run in progress is recorded as killed; `make bench` again
+# resumes: ok records are reused, killed and failed seeds run again.
+RESULTS ?= reports/results
+REPORTS ?= reports
+PYTEST_ARGS ?=
+
 bench: setup  ## the suite's CPU cases (Exp A: SmolLM2, 3 seeds), then the scorecard
-	$(VENV)/bin/lorabench bench --results reports/results -- -m cpu_ok
+	$(VENV)/bin/lorabench bench --results $(RESULTS) --reports $(REPORTS) -- -m cpu_ok $(PYTEST_ARGS)
 
 test: setup
 	$(PY) -m pytest tests -q -n 2 --dist loadfile

@@ -1,25 +1,37 @@
 """`lorabench` command line. Each subcommand lives in `harness/commands/<name>.py` and exposes
 `register(subparsers)`, which adds its parser and sets `func` to a `cmd_<name>(args) -> int` handler.
-New commands need no edit here."""
+New commands need no edit here.
+
+Errors: a user mistake (UserError) or an environment fault (OSError: a full disk, a read-only folder)
+prints one line naming the thing and the fix, and exits 2; anything else is a lorabench bug: one line,
+exit 1. `--debug` (anywhere on the line, or LORABENCH_DEBUG=1) shows the traceback as well."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
+import traceback
 
 from harness import __version__, commands
-from harness.errors import UserError
+from harness.errors import UserError, describe_os_error
+
+DEBUG_HELP = "show the traceback behind an error (also LORABENCH_DEBUG=1)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lorabench", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"lorabench {__version__}")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"harness.commands.{info.name}")
         module.register(subparsers)
+    for subparser in subparsers.choices.values():
+        # SUPPRESS: a subcommand without --debug leaves the top-level flag's value alone.
+        subparser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return parser
 
 
@@ -29,14 +41,32 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    debug = args.debug or os.environ.get("LORABENCH_DEBUG", "") not in ("", "0")
+    prefix = f"lorabench {args.command}: error:"
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"lorabench {args.command}: error: {exc}", file=sys.stderr)
+        _traceback_if(debug)
+        print(f"{prefix} {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        _traceback_if(debug)
+        print(f"{prefix} {describe_os_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"lorabench {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        _traceback_if(debug)
+        first = str(exc).splitlines()[0][:300] if str(exc) else ""
+        hint = "" if debug else "; run again with --debug for the traceback, and please report it"
+        print(f"lorabench {args.command}: internal error: {type(exc).__name__}: {first}{hint}", file=sys.stderr)
+        return 1
+
+
+def _traceback_if(debug: bool) -> None:
+    if debug:
+        traceback.print_exc()
 
 
 if __name__ == "__main__":

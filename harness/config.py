@@ -35,6 +35,9 @@ VERDICT_CORPUS = "verdict-corpus"  # the corpus shipped in harness/tasks/verdict
 # 3: eval.precision and eval.merge_adapter default to auto (fp32, merged, on a GPU).
 FINGERPRINT_VERSION = 3
 
+# The seeds numpy (and so transformers' set_seed) accepts.
+SEED_MAX = 2**32 - 1
+
 # A local copy of the data that stands in for the hub dataset (offline machines, CI).
 DATA_ENV = "LORABENCH_DATA"
 
@@ -98,7 +101,9 @@ class RecipeConfig(Frozen):
         "(backend hf on one NVIDIA GPU, the settings above), none elsewhere (CPU, ROCm: not measured yet)",
     )
     max_length: int = Field(512, gt=8)
-    seed: int = 3407
+    # numpy, torch and transformers' set_seed take 0 … 2**32 − 1; anything else failed only after the
+    # model had loaded (and the baseline had been scored).
+    seed: int = Field(3407, ge=0, le=SEED_MAX)
 
 
 class DataConfig(Frozen):
@@ -108,6 +113,12 @@ class DataConfig(Frozen):
     split_seed: int = 42
     test_size: int = Field(300, gt=0)
     train_size: int = Field(5000, gt=0)
+    allow_overlap: bool = Field(
+        False,
+        description="allow test questions whose prompt also appears in the training rows (duplicate rows in "
+        "the data put them on both sides of the split); refused by default: the score would count memorised "
+        "answers",
+    )
 
 
 class EvalConfig(Frozen):
@@ -261,9 +272,15 @@ class SetupConfig(Frozen):
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a TOML or YAML file into a plain dict (no validation yet)."""
+    if path.is_dir():
+        raise ConfigError(str(path), [f"config file {path} is a folder; give a .toml or .yaml file"])
     if not path.is_file():
         raise ConfigError(str(path), [f"config file not found: {path} (give an existing .toml or .yaml file)"])
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(str(path), [f"line {line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save it as UTF-8"]) from None
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(text)
@@ -271,8 +288,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
             data = yaml.safe_load(text) or {}
         else:
             raise ConfigError(str(path), [f"unknown config format {path.suffix!r}: use .toml, .yaml or .yml"])
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), [f"cannot parse: {exc}"]) from None
+    except yaml.YAMLError as exc:
+        # One line: where, and what the parser expected (its own message spans a drawing of the line).
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (at line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ConfigError(str(path), [f"cannot parse: {getattr(exc, 'problem', None) or exc}{where}"]) from None
     if not isinstance(data, dict):
         raise ConfigError(str(path), [f"top level must be a table of settings, got {type(data).__name__}"])
     return data
@@ -312,6 +334,11 @@ def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
         return f"{loc}: unknown field, got {error['input']!r}; allowed here: {', '.join(_fields_at(model, error['loc'][:-1]))}"
     if error["type"] == "missing":
         return f"{loc}: required field is missing"
+    if error["type"] == "model_type":
+        # `data = "x.jsonl"` where a table was meant: name the table's fields so the fix is plain.
+        fields = _fields_at(model, error["loc"])
+        example = f"; write [{loc}] then source = {error['input']!r}" if "source" in fields else f"; write [{loc}] then its fields"
+        return f"{loc}: must be a table of settings, got {error['input']!r}{example} ({', '.join(fields)})"
     if not error["loc"] and error["type"] == "value_error":
         # A rule across fields (a model validator): its message names the fields, values and fix itself.
         return str(error["ctx"]["error"])

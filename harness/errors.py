@@ -22,3 +22,29 @@ class RunStopped(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
+
+
+# The fix for an environment fault, by errno: what the user can do about it.
+_OS_FIXES = {
+    "ENOSPC": "free space on that disk, or give a folder on another one",
+    "EDQUOT": "free space within your quota, or give a folder elsewhere",
+    "EROFS": "that filesystem is read-only; give a writable folder",
+    "EACCES": "no permission there; give a folder you may write, or fix its permissions",
+    "EPERM": "not permitted there; give a folder you may write",
+    "ENOENT": "it does not exist (was it removed while the run went on?)",
+    "ENOTDIR": "a part of that path is a file, not a folder; give another path",
+    "EISDIR": "that is a folder where a file was expected; give a file",
+    "EEXIST": "something is already there; remove it or choose another name",
+    "EMFILE": "too many open files; raise `ulimit -n`",
+    "ENOMEM": "the machine is out of memory; close other jobs or lower the batch size",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an environment fault: which file, what happened, what to do."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    where = f"{exc.filename}: " if exc.filename else ""
+    fix = _OS_FIXES.get(name, "check the path and the disk")
+    return f"{where}{exc.strerror or exc} ({name or type(exc).__name__}); {fix}"

@@ -17,6 +17,8 @@ from pathlib import Path
 from harness import atomic
 from harness.config import ModelConfig
 from harness.errors import UserError
+from harness.gguf_layout import check_gguf
+from harness.hub import check_hub_model
 from harness.locks import exclusive_lock
 
 
@@ -104,6 +106,8 @@ def convert_gguf(gguf_path: Path, *, expected_sha256: str | None = None) -> Path
     target = cache_dir() / "models" / f"{gguf_path.stem}-{key}"
     if (target / "config.json").is_file():
         return target
+    # Before the lock: a truncated file fails with its name and the fix, and leaves nothing in the cache.
+    check_gguf(gguf_path)
     # Several processes (pytest-xdist workers, DDP ranks) may resolve the same model at once.
     with exclusive_lock(target.parent / f".{target.name}.lock", what="model conversion lock"):
         if (target / "config.json").is_file():
@@ -147,12 +151,25 @@ def check_model_source(config: ModelConfig) -> None:
     path = Path(source).expanduser()
     if path.suffix == ".gguf" and not path.is_file():
         raise UserError(f"model.source: GGUF file not found: {path}")
+    if path.suffix == ".gguf":
+        check_gguf(path)
+        return
     if not path.exists() and (source.startswith((".", "/", "~")) or source.count("/") != 1):
         known = ", ".join(sorted({*PRESETS, *ARCH_PRESETS}))
         raise UserError(
             f"model.source: {source!r} is neither a preset ({known}), an existing folder or .gguf file, "
             "nor a hub id of the form owner/name"
         )
+    if path.is_dir():
+        if config.gguf_file:
+            if not (path / config.gguf_file).is_file():
+                raise UserError(f"model.gguf_file: {config.gguf_file!r} is not in {path}")
+            check_gguf(path / config.gguf_file, "model.gguf_file")
+        elif not (path / "config.json").is_file():
+            raise UserError(f"model.source: {path} has no config.json; give a model folder, a .gguf file or a hub id")
+        return
+    # A hub id: in the local cache, or the hub answers now (offline it retried 36 s in the trainer).
+    check_hub_model(source, config.gguf_file, config.revision)
 
 
 def architecture_folder(name: str) -> Path:

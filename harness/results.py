@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import UserError
 
@@ -204,8 +204,36 @@ def record_path(results_dir: Path, record: RunRecord) -> Path:
     return seed_record_path(results_dir, record.stack, record.host, record.experiment, record.setup_name, record.seed)
 
 
+# What lies beside `seed-<n>.json` and belongs to that record: its predictions, its adapter, its
+# traceback. When a newer record takes the name, these move with the old one to its `prev-` name.
+BESIDE_SUFFIXES = (".predictions.jsonl", ".adapter", ".traceback.txt")
+
+
+def beside(record_file: Path, suffix: str) -> Path:
+    """`seed-<n><suffix>` beside `seed-<n>.json` (also for a kept `seed-<n>.prev-<…>.json`)."""
+    return record_file.with_name(record_file.name.removesuffix(".json") + suffix)
+
+
 def predictions_path(record_file: Path) -> Path:
-    return record_file.with_name(record_file.name.removesuffix(".json") + ".predictions.jsonl")
+    return beside(record_file, ".predictions.jsonl")
+
+
+def record_lock_path(record_file: Path) -> Path:
+    """The lock that guards one record's name: the suite holds it for a whole run, a run while it
+    writes its record, a sweep while it recovers one."""
+    return record_file.with_name(record_file.stem + ".lock")
+
+
+def previous_path(record_file: Path, old_created: str) -> Path:
+    """The name a replaced record is kept under: `seed-<n>.prev-<created>.json`, made unique when two
+    records share a creation second."""
+    stem = record_file.name.removesuffix(".json")
+    candidate = record_file.with_name(f"{stem}.prev-{slug(old_created)}.json")
+    number = 2
+    while candidate.exists() or any(beside(candidate, s).exists() for s in BESIDE_SUFFIXES):
+        candidate = record_file.with_name(f"{stem}.prev-{slug(old_created)}-{number}.json")
+        number += 1
+    return candidate
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -233,17 +261,18 @@ def write_record(results_dir: Path, record: RunRecord) -> Path:
     path = record_path(results_dir, record)
     text = record.model_dump_json(indent=2) + "\n"
     if path.exists():
-        old_text = path.read_text(encoding="utf-8")
+        old_text = path.read_text(encoding="utf-8", errors="replace")
         if old_text != text:
             try:
                 old_created = json.loads(old_text).get("created", "unknown")
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, AttributeError):
                 old_created = "unreadable"
-            keep = path.with_name(f"{path.stem}.prev-{slug(str(old_created))}.json")
+            keep = previous_path(path, str(old_created))
             os.replace(path, keep)
-            old_predictions = predictions_path(path)
-            if old_predictions.exists() and record.predictions_file is not None:
-                os.replace(old_predictions, predictions_path(keep))
+            # Its predictions, adapter and traceback go with it, so a kept record keeps its files.
+            for suffix in BESIDE_SUFFIXES:
+                if beside(path, suffix).exists():
+                    os.replace(beside(path, suffix), beside(keep, suffix))
     _atomic_write_text(path, text)
     return path
 
@@ -272,9 +301,20 @@ def load_record(path: Path) -> RunRecord:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"record not found: {path}") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: a folder, not a record; give a seed-N.json file or the results folder") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: binary data, not a JSON record; give a seed-N.json file written by lorabench") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not a JSON record ({exc})") from None
-    return RunRecord.model_validate(upgrade_record(data, str(path)))
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a JSON {type(data).__name__}, not a run record (an object with format_version, run_id, …)")
+    try:
+        return RunRecord.model_validate(upgrade_record(data, str(path)))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg'].lower()}" for e in exc.errors()[:3])
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        raise UserError(f"{path}: not a valid run record: {problems}{more}; was it written by lorabench?") from None
 
 
 def find_records(paths: Iterable[Path]) -> list[Path]:

@@ -63,3 +63,43 @@ def test_n_clock_stopped_is_written_only_when_the_sql_safety_net_fired(tmp_path:
     path = write_record(tmp_path, make_record(trained=touched))
     assert json.loads(path.read_text())["trained"]["n_clock_stopped"] == 1
     assert load_record(path).trained == touched
+
+
+def test_a_replaced_record_takes_its_adapter_predictions_and_traceback_along(tmp_path: Path) -> None:
+    from harness.run.adapter import adapter_beside, find_adapter
+
+    first = write_record(tmp_path, make_record())
+    (adapter_beside(first)).mkdir()
+    (adapter_beside(first) / "adapter_config.json").write_text("{}")
+    (adapter_beside(first) / "adapter_model.safetensors").write_bytes(b"r1 weights")
+    first.with_name("seed-3407.predictions.jsonl").write_text("{}\n")
+    first.with_name("seed-3407.traceback.txt").write_text("r1 traceback")
+    write_record(tmp_path, make_record(run_id="r2", created="2026-11-30T01:00:00+00:00"))
+    (kept,) = first.parent.glob("seed-3407.prev-*.json")
+    # Paired by name (before: the adapter was renamed by its mtime, the predictions stayed behind).
+    assert find_adapter(kept) == adapter_beside(kept) and (adapter_beside(kept) / "adapter_model.safetensors").read_bytes() == b"r1 weights"
+    assert kept.with_name(kept.name.removesuffix(".json") + ".predictions.jsonl").is_file()
+    assert kept.with_name(kept.name.removesuffix(".json") + ".traceback.txt").read_text() == "r1 traceback"
+    assert not adapter_beside(first).exists() and not first.with_name("seed-3407.traceback.txt").exists()
+
+
+def test_records_of_one_second_are_kept_under_distinct_names(tmp_path: Path) -> None:
+    for run_id in ("r1", "r2", "r3"):
+        path = write_record(tmp_path, make_record(run_id=run_id))  # all created in the same second
+    kept = sorted(load_record(p).run_id for p in path.parent.glob("seed-3407.prev-*.json"))
+    assert kept == ["r1", "r2"] and load_record(path).run_id == "r3"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1, 2]", "a JSON list, not a run record"),
+        ('{"format_version": 1, "run_id": "x"}', "not a valid run record: status: field required"),
+        ("\x00\xff", "not a JSON record"),
+    ],
+)
+def test_a_file_that_is_not_a_record_is_named_in_one_line(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "seed-1.json"
+    path.write_text(content, encoding="latin-1")
+    with pytest.raises(UserError, match=message):
+        load_record(path)

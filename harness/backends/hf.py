@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
+import tempfile
 import time
+import weakref
 from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
@@ -140,8 +143,12 @@ def build_trainer(
         {"input_ids": [t.input_ids for t in tokenized], "completion_mask": [t.completion_mask for t in tokenized]}
     )
     recipe = setup.recipe
+    # Trainer makes its output_dir although nothing is saved there (save_strategy "no"): a temp folder,
+    # removed with the trainer, not `.trainer-scratch/` in whatever folder the user ran from (which a
+    # container may mount read-only).
+    scratch = tempfile.mkdtemp(prefix="lorabench-trainer-")
     args = SFTConfig(
-        output_dir=str(Path.cwd() / ".trainer-scratch"),
+        output_dir=scratch,
         max_steps=recipe.steps,
         per_device_train_batch_size=recipe.batch_size,
         gradient_accumulation_steps=recipe.grad_accum,
@@ -178,6 +185,7 @@ def build_trainer(
     trainer = _sync_free_trainer_class()(
         model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks
     )
+    weakref.finalize(trainer, shutil.rmtree, scratch, ignore_errors=True)
     # Trainer prints every log dict to stdout when tqdm is off; lorabench shows its own progress on stderr.
     trainer.remove_callback(PrinterCallback)
     return trainer

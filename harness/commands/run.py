@@ -35,7 +35,9 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
     """The setup's fields from outside its file, in order (a later one wins): $LORABENCH_DATA unless the
     file names its data, then the flags, then every `--set`."""
     overrides: list[Override] = []
-    config_sets_data = bool(args.config and args.config.is_file() and read_config_file(args.config).get("data", {}).get("source"))
+    section = read_config_file(args.config).get("data") if args.config and args.config.is_file() else None
+    # A malformed `data` (e.g. `data = "x.jsonl"`) is left to validation, which names the fix.
+    config_sets_data = isinstance(section, dict) and bool(section.get("source"))
     if os.environ.get(DATA_ENV) and not config_sets_data:
         overrides.append(("data.source", os.environ[DATA_ENV]))
     for flag, field in (("model", "model.source"), ("data", "data.source"), ("seed", "recipe.seed"), ("steps", "recipe.steps")):

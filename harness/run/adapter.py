@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,11 @@ from typing import Any
 from harness import atomic
 from harness.config import SetupConfig
 from harness.errors import UserError
+from harness.results import beside
 
 ADAPTER_INFO = "lorabench.json"
+# The weight files PEFT writes (safetensors by default).
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 
 
 @dataclass(frozen=True)
@@ -38,42 +42,61 @@ class AdapterSource:
 def save_adapter(model: Any, target: Path, setup: SetupConfig, precision: str, base_path: Path) -> None:
     """The LoRA weights PEFT saves, plus what rebuilding base + adapter needs, written as one folder."""
     with atomic.building_dir(target) as tmp:
-        model.save_pretrained(str(tmp))
+        try:
+            model.save_pretrained(str(tmp))
+        except Exception as exc:
+            # safetensors writes from Rust: a full disk arrives as SafetensorError("… (os error 28)"), not as
+            # OSError; made one here so the run's reason names the file and the fix like any I/O fault.
+            code = re.search(r"os error (\d+)", str(exc))
+            if isinstance(exc, OSError) or code is None:
+                raise
+            raise OSError(int(code[1]), os.strerror(int(code[1])), str(target)) from exc
         info = {"base_model": str(base_path), "precision": precision, "setup": setup.model_dump(mode="json")}
         (tmp / ADAPTER_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")
 
 
 def adapter_beside(record_file: Path) -> Path:
-    """`seed-<n>.adapter/` beside `seed-<n>.json`: where the parent keeps a run's adapter."""
-    return record_file.with_name(record_file.stem + ".adapter")
+    """`seed-<n>.adapter/` beside `seed-<n>.json` (and `seed-<n>.prev-<…>.adapter/` beside a kept
+    previous record, which `write_record` moves with it): where the parent keeps a run's adapter."""
+    return beside(record_file, ".adapter")
 
 
 def keep_adapter(adapter: Path, record_file: Path) -> None:
-    """The trained adapter beside its record. One already there belongs to the previous record and is
-    kept under a `prev-` name."""
+    """The trained adapter beside its just-written record, by one rename (the child built it whole:
+    `save_adapter`). The previous record's adapter has moved with that record to its `prev-` name."""
     if not adapter.is_dir():
         return
     target = adapter_beside(record_file)
     if target.exists():
-        os.replace(target, target.with_name(f"{target.name}.prev-{int(target.stat().st_mtime)}"))
-    shutil.move(str(adapter), target)
+        # Left by a run that died between its record and its adapter: not this record's, kept aside.
+        os.replace(target, target.with_name(f"{target.name}.unpaired-{uuid.uuid4().hex[:8]}"))
+    os.replace(adapter, target)
 
 
 def find_adapter(run: Path, label: str = "RUN") -> Path:
     """RUN is an adapter folder, or a record `seed-N.json` with `seed-N.adapter/` beside it. `label`
     names the argument or setup field in errors."""
     if (run / "adapter_config.json").is_file():
-        return run
+        return _with_weights(run, label)
     if run.is_dir() and (run / "adapter" / "adapter_config.json").is_file():
-        return run / "adapter"
+        return _with_weights(run / "adapter", label)
     if run.suffix == ".json" and run.is_file():
-        beside = adapter_beside(run)
-        if (beside / "adapter_config.json").is_file():
-            return beside
+        kept = adapter_beside(run)
+        if (kept / "adapter_config.json").is_file():
+            return _with_weights(kept, label)
         raise UserError(
-            f"{label} {run}: no adapter folder {beside.name}/ beside the record; pass the adapter folder itself"
+            f"{label} {run}: no adapter folder {kept.name}/ beside the record; pass the adapter folder itself"
         )
     raise UserError(f"{label} {run}: not an adapter folder (no adapter_config.json) nor a run record seed-N.json")
+
+
+def _with_weights(adapter_dir: Path, label: str) -> Path:
+    if not any((adapter_dir / name).is_file() for name in ADAPTER_WEIGHTS):
+        raise UserError(
+            f"{label} {adapter_dir}: adapter_config.json but no weights ({' or '.join(ADAPTER_WEIGHTS)}); "
+            "the folder is incomplete: copy it again, or re-run the setup to train it"
+        )
+    return adapter_dir
 
 
 def read_adapter(adapter_dir: Path, label: str = "RUN") -> AdapterSource:
@@ -82,10 +105,16 @@ def read_adapter(adapter_dir: Path, label: str = "RUN") -> AdapterSource:
         raise UserError(
             f"{label} {adapter_dir}: no {ADAPTER_INFO} (base model, precision, setup); was it saved by a lorabench run?"
         )
-    info = json.loads(info_file.read_text(encoding="utf-8"))
-    return AdapterSource(
-        adapter_dir, info["base_model"], info["precision"], SetupConfig.model_validate(info["setup"])
-    )
+    try:
+        info = json.loads(info_file.read_text(encoding="utf-8"))
+        return AdapterSource(
+            adapter_dir, info["base_model"], info["precision"], SetupConfig.model_validate(info["setup"])
+        )
+    except (ValueError, KeyError, TypeError) as exc:  # JSON, a missing key, a setup this version refuses
+        raise UserError(
+            f"{label} {info_file}: unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:120]}); "
+            "re-run the setup to save the adapter again"
+        ) from None
 
 
 def eval_adapter_source(setup: SetupConfig) -> AdapterSource | None:

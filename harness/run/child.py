@@ -14,11 +14,13 @@ import sys
 import traceback
 from pathlib import Path
 
-from harness.errors import RunStopped, UserError
+from harness.errors import RunStopped, UserError, describe_os_error
 from harness.results import MemoryStats
-from harness.run.outcome import Events, Job, Outcome, write_outcome
+from harness.run.lifeline import watch_parent
+from harness.run.outcome import EVENTS_FILE, Events, Job, Outcome, write_outcome
 from harness.run.progress import Progress
 from harness.run.ranks import bind_local_gpu, is_main_process, rank_name
+from harness.run.workdir import mark_trainer
 
 
 def peak_rss_bytes() -> int:
@@ -36,12 +38,17 @@ def execute_job(job: Job) -> Outcome:
 
     outcome = Outcome()
     main_process = is_main_process()
-    events = Events(job.work_dir / ("events.jsonl" if main_process else f"events-{rank_name()}.jsonl"))
+    events = Events(job.work_dir / (EVENTS_FILE if main_process else f"events-{rank_name()}.jsonl"))
     progress = Progress(quiet=job.quiet or not main_process)
     try:
         recipe.run_phases(job.setup, job.work_dir, outcome, events, progress)
     except UserError as exc:
         outcome.status, outcome.reason = "failed", str(exc)
+    except OSError as exc:
+        # The environment, not the setup: a full disk, a folder removed under the run. One line says
+        # which file and what to do; the traceback is kept all the same.
+        outcome.status, outcome.reason = "failed", describe_os_error(exc)
+        outcome.traceback = traceback.format_exc()
     except RunStopped as exc:
         outcome.status, outcome.reason = exc.status, exc.reason
     except Exception as exc:
@@ -55,7 +62,11 @@ def execute_job(job: Job) -> Outcome:
 
 
 def main(argv: list[str]) -> int:
+    # First, before torch loads: a trainer whose parent is gone must not train on unwatched.
+    watch_parent()
     job = Job.model_validate_json(Path(argv[0]).read_text(encoding="utf-8"))
+    if is_main_process():
+        mark_trainer(job.work_dir)
     bind_local_gpu()
     outcome = execute_job(job)
     if is_main_process():

@@ -7,7 +7,9 @@ the timed window from it). Plain data: importing this module loads no torch.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import math
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -29,6 +31,7 @@ from harness.results import (
 )
 
 OUTCOME_FILE = "outcome.json"
+EVENTS_FILE = "events.jsonl"
 
 
 class Job(BaseModel):
@@ -66,14 +69,21 @@ class Outcome(BaseModel):
 
 
 class Events:
-    """The run's journal of phases, one JSON line each: {"t": wall clock, "phase", "event": start|end}."""
+    """The run's journal, one JSON line each: phases {"t": wall clock, "phase", "event": start|end}, and
+    every training step {"phase": "train", "event": "step", "step", "loss"}, so a trainer that is killed
+    or stopped still leaves its progress for the record (`train_progress`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def mark(self, phase: str, what: str) -> None:
+    def mark(self, phase: str, what: str, **values: Any) -> None:
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"t": time.time(), "phase": phase, "event": what}) + "\n")
+            handle.write(json.dumps({"t": time.time(), "phase": phase, "event": what, **values}) + "\n")
+
+    def on_step(self, step: int, loss: float, grad_norm: float | None = None) -> str | None:
+        """A step observer (see `harness.backends.common.StepObserver`): journals the step, never stops it."""
+        self.mark("train", "step", step=step, loss=loss)
+        return None
 
     @contextlib.contextmanager
     def span(self, phase: str) -> Generator[None]:
@@ -93,3 +103,24 @@ def read_outcome(work_dir: Path) -> Outcome | None:
     if not path.is_file():
         return None
     return Outcome.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def read_events(work_dir: Path) -> list[dict[str, Any]]:
+    """The journal's lines; a line cut short by a kill is skipped."""
+    path = work_dir / EVENTS_FILE
+    events = []
+    with contextlib.suppress(FileNotFoundError):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                events.append(json.loads(line))
+    return events
+
+
+def train_progress(work_dir: Path) -> TrainStats | None:
+    """The steps a trainer finished before it was killed or stopped, from the journal; None before step 1."""
+    raw = [float(e["loss"]) for e in read_events(work_dir) if e.get("event") == "step" and "loss" in e]
+    if not raw:
+        return None
+    # As in a finished run's stats: the losses up to the first non-finite one (JSON has no NaN).
+    losses = [round(x, 5) for x in itertools.takewhile(math.isfinite, raw)]
+    return TrainStats(steps_done=len(raw), loss=losses, first_loss=losses[0] if losses else None)

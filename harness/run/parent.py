@@ -8,31 +8,44 @@ check, or died without a word. Nothing a run learned is lost.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import secrets
 import shutil
 import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness import atomic
 from harness.config import SetupConfig
-from harness.errors import UserError
+from harness.errors import UserError, describe_os_error
 from harness.gpu.visibility import hide_integrated_gpus
 from harness.guard import GuardConfig, GuardVerdict, Sampler, offline_env, precheck, timed_lock
-from harness.models import check_model_source
+from harness.locks import exclusive_lock
 from harness.provenance import collect_provenance, default_stack
-from harness.results import MemoryStats, RunRecord, fingerprint, predictions_path, record_path, write_record
-from harness.run.adapter import eval_adapter_source, keep_adapter
+from harness.results import (
+    MemoryStats,
+    RunRecord,
+    beside,
+    fingerprint,
+    predictions_path,
+    record_lock_path,
+    seed_record_path,
+    write_record,
+)
+from harness.run.adapter import keep_adapter
 from harness.run.capped import run_capped
 from harness.run.child import execute_job
-from harness.run.outcome import Job, Outcome, read_outcome, write_outcome
-from harness.tasks.registry import task_module
+from harness.run.inputs import DEFAULT_MIN_FREE, MIN_FREE_ENV, check_inputs
+from harness.run.lifeline import lifeline_env
+from harness.run.outcome import Job, Outcome, read_events, read_outcome, train_progress, write_outcome
+from harness.run.workdir import create_work_dir, sweep_stale_runs
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,8 @@ class RunOptions:
     # The watchdog kills the trainer, never the host, when available memory falls below this floor
     # (unified-memory APUs freeze instead of failing an allocation).
     memory_floor_bytes: int | None = field(default_factory=lambda: parse_bytes_env("LORABENCH_MEMORY_FLOOR", "512m"))
+    # Free space the results folder needs before a run starts (adapter, predictions, record).
+    min_free_bytes: int | None = field(default_factory=lambda: parse_bytes_env(MIN_FREE_ENV, DEFAULT_MIN_FREE))
 
 
 def parse_bytes_env(name: str, default: str | None = None) -> int | None:
@@ -63,13 +78,17 @@ def parse_bytes_env(name: str, default: str | None = None) -> int | None:
 
 
 def new_run_id(created: datetime, fp: str, seed: int) -> str:
-    return f"{created.strftime('%Y%m%dT%H%M%SZ')}-{fp[:8]}-s{seed}"
+    # Microseconds and a random tail: two runs of one setup and seed started in the same second (two
+    # shells, two suite sessions) shared a work folder, and the first's cleanup deleted the second's.
+    return f"{created.strftime('%Y%m%dT%H%M%S.%f')}Z-{fp[:8]}-s{seed}-{secrets.token_hex(3)}"
 
 
 def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
-    check_model_source(setup.model)
-    task_module(setup.task).check_source(setup.data)
-    eval_adapter_source(setup)  # a wrong eval.adapter fails here, not after the model has loaded
+    # Nothing has started yet: what fails here is an input (UserError, no record), found in a second
+    # instead of after the model has loaded.
+    check_inputs(setup, options.results_dir, options.min_free_bytes)
+    for recovered in sweep_stale_runs(options.results_dir):
+        print(f"lorabench: a run whose parent died left no record; recorded it as killed: {recovered}", file=sys.stderr)
     created = datetime.now(UTC)
     started = time.perf_counter()
 
@@ -87,27 +106,14 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         "fingerprint": fp, "setup": setup.model_dump(mode="json"), "provenance": provenance,
     }  # fmt: skip
 
-    work_dir = options.results_dir / ".work" / run_id
-    work_dir.mkdir(parents=True, exist_ok=True)
+    # From here on the run has started: whatever happens, it ends with a record.
+    work_dir = create_work_dir(options.results_dir, run_id, base)
     job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet)
     guard: dict[str, Any] = {"timed": options.timed}
+    interrupted: BaseException | None = None
     try:
         with stop_signals_raise():
-            if not options.timed:
-                outcome = run_trainer(job, options) if options.isolate else execute_job(job)
-            else:
-                # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
-                with timed_lock():
-                    verdict = precheck(options.guard)
-                    guard["precheck"] = verdict.to_dict()
-                    if not verdict.ok and not options.allow_noisy:
-                        shutil.rmtree(work_dir, ignore_errors=True)
-                        record = RunRecord(**base, status="refused", reason=verdict.reason, guard=guard)
-                        return record, write_record(options.results_dir, record)
-                    # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
-                    with Sampler(options.guard) as sampler:
-                        outcome = run_trainer(job, options, extra_env=offline_env())
-                    guard.update(timing_verdict(verdict, sampler, job.work_dir))
+            outcome = run_phases_in_child(job, options, guard)
     except (Stopped, KeyboardInterrupt) as exc:
         # The trainer's process group is already killed (run_capped); what it reported so far is kept.
         interrupted = exc
@@ -115,34 +121,74 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         outcome = read_outcome(job.work_dir) or Outcome(status="killed")
         outcome.status = "killed"
         outcome.reason = f"stopped from outside by {signal_name} (a timeout, docker stop, a cancelled job) before the run ended"
-    else:
-        interrupted = None
+    except OSError as exc:
+        # The environment failed the parent mid-run (a full disk, the work folder removed): still a record.
+        outcome = Outcome(status="failed", reason=describe_os_error(exc), traceback=traceback.format_exc())
+    except UserError as exc:  # e.g. a guard that cannot take its readings
+        outcome = Outcome(status="failed", reason=str(exc))
+    except Exception as exc:  # a lorabench bug: the run had started, so it still ends with a record
+        outcome = Outcome(status="failed", reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+    if outcome.status == "killed" and outcome.train is None:
+        outcome.train = train_progress(work_dir)  # the steps the journal kept
 
-    # 10. The record, atomically, predictions beside it.
+    # 10. The record, atomically, its predictions, adapter and traceback beside it.
     outcome.add_timings(total_s=round(time.perf_counter() - started, 2))
-    reason = outcome.reason
-    if outcome.traceback:
-        (work_dir / "traceback.txt").write_text(outcome.traceback, encoding="utf-8")
-        reason = f"{reason} (traceback: {work_dir / 'traceback.txt'})"
-    record = RunRecord(
-        **base, status=outcome.status, reason=reason, data=outcome.data, model=outcome.model,
-        baseline=outcome.baseline, trained=outcome.trained, train=outcome.train, memory=outcome.memory,
-        timings=outcome.timings, checks=outcome.checks, guard=guard, predictions_file=None,
-    )  # fmt: skip
-    produced = work_dir / "predictions.jsonl"
-    if produced.is_file():
-        target = record_path(options.results_dir, record)
-        record = record.model_copy(update={"predictions_file": predictions_path(target).name})
-    path = write_record(options.results_dir, record)
-    if produced.is_file():
-        os.replace(produced, predictions_path(path))
-    keep_adapter(work_dir / "adapter", path)
-    if not outcome.traceback:
-        shutil.rmtree(work_dir, ignore_errors=True)
+    record, path = land_record(options.results_dir, base, outcome, guard, work_dir)
     if interrupted is not None:
         # The record is written; the stop goes on up, so a suite or a shell loop stops too.
         print(summary_line(record, path), file=sys.stderr)
         raise KeyboardInterrupt(str(interrupted)) from interrupted
+    return record, path
+
+
+def run_phases_in_child(job: Job, options: RunOptions, guard: dict[str, Any]) -> Outcome:
+    """Steps 2–9: the guard (timed runs) and the trainer child."""
+    if not options.timed:
+        return run_trainer(job, options) if options.isolate else execute_job(job)
+    # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
+    with timed_lock():
+        verdict = precheck(options.guard)
+        guard["precheck"] = verdict.to_dict()
+        if not verdict.ok and not options.allow_noisy:
+            return Outcome(status="refused", reason=verdict.reason)
+        # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
+        with Sampler(options.guard) as sampler:
+            outcome = run_trainer(job, options, extra_env=offline_env())
+        guard.update(timing_verdict(verdict, sampler, job.work_dir))
+    return outcome
+
+
+def land_record(
+    results_dir: Path, base: dict[str, Any], outcome: Outcome, guard: dict[str, Any], work_dir: Path
+) -> tuple[RunRecord, Path]:
+    """Write the record, then move the run's files beside it, under the record's lock (a second run of
+    the same setup and seed lands its record before or after, never in between); then the work folder goes."""
+    target = seed_record_path(results_dir, base["stack"], base["host"], base["experiment"], base["setup_name"], base["seed"])
+    reason = outcome.reason
+    produced = {".predictions.jsonl": work_dir / "predictions.jsonl", ".traceback.txt": work_dir / "traceback.txt"}
+    try:
+        if outcome.traceback:
+            atomic.write_text(produced[".traceback.txt"], outcome.traceback)
+            reason = f"{reason} (traceback: {beside(target, '.traceback.txt')})"
+        record = RunRecord(
+            **base, status=outcome.status, reason=reason, data=outcome.data, model=outcome.model,
+            baseline=outcome.baseline, trained=outcome.trained, train=outcome.train, memory=outcome.memory,
+            timings=outcome.timings, checks=outcome.checks, guard=guard,
+            predictions_file=predictions_path(target).name if produced[".predictions.jsonl"].is_file() else None,
+        )  # fmt: skip
+        with exclusive_lock(record_lock_path(target), what="record lock"):
+            path = write_record(results_dir, record)
+            for suffix, file in produced.items():
+                if file.is_file():
+                    os.replace(file, beside(path, suffix))
+            keep_adapter(work_dir / "adapter", path)
+    except OSError as exc:
+        # Kept: once this process has ended, the next run in this results folder records it (killed).
+        raise UserError(
+            f"the run ended ({outcome.status}) but its record could not be written: {describe_os_error(exc)}. "
+            f"Its work folder {work_dir} is kept; the next run in {results_dir} records it"
+        ) from exc
+    shutil.rmtree(work_dir, ignore_errors=True)
     return record, path
 
 
@@ -171,14 +217,7 @@ def stop_signals_raise() -> Generator[None]:
 
 def train_window(work_dir: Path) -> tuple[float, float] | None:
     """The train phase's wall-clock start and end, as the trainer child stamped them."""
-    events_file = work_dir / "events.jsonl"
-    if not events_file.is_file():
-        return None
-    stamps = {}
-    for line in events_file.read_text(encoding="utf-8").splitlines():
-        event = json.loads(line)
-        if event["phase"] == "train":
-            stamps[event["event"]] = event["t"]
+    stamps = {e["event"]: e["t"] for e in read_events(work_dir) if e.get("phase") == "train"}
     return (stamps["start"], stamps["end"]) if {"start", "end"} <= stamps.keys() else None
 
 
@@ -192,9 +231,10 @@ def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: P
 
 
 def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:
-    job_file = job.work_dir / "job.json"
-    job_file.write_text(job.model_dump_json(), encoding="utf-8")
+    job_file = atomic.write_text(job.work_dir / "job.json", job.model_dump_json())
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
+    # The trainer watches this process and ends itself when it is gone (harness.run.lifeline).
+    env.update(lifeline_env())
     # The child must import this very harness, also when it is run from a source tree.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
     if "CUDA_VISIBLE_DEVICES" not in env:

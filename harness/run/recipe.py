@@ -28,6 +28,7 @@ from harness.models import resolve_model
 from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
 from harness.run.adapter import eval_adapter_source, save_adapter
 from harness.run.evaluate import baseline_answers, decoded_in, merges_adapter, timed_answers
+from harness.run.inputs import check_token_lengths
 from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome
 from harness.run.progress import Progress
@@ -66,6 +67,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         resolved = resolve_model(setup.model)
         model, tokenizer = backend.load(setup, resolved.path, runtime)
         load_window = (load_started, time.time())
+    # Before the baseline and training: every row fits max_length in this tokenizer's tokens.
+    check_token_lengths(tokenizer, split.train, test, setup.recipe.max_length)
     outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
     outcome.model = ModelInfo(
         source=setup.model.source, resolved=str(resolved.path),
@@ -133,8 +136,10 @@ def train(
     divergence = DivergenceObserver(setup.checks.divergence) if setup.checks.divergence.enabled else None
     progress.phase("train", total=setup.recipe.steps)
     # Divergence before the smoke: a NaN step is its to name (the smoke, which never sees that step then,
-    # calls a NaN `diverged` too when the divergence check is off). Progress first: it never stops a run.
-    observers = [o for o in (ProgressObserver(progress), divergence, smoke) if o]
+    # calls a NaN `diverged` too when the divergence check is off). Progress and the step journal first:
+    # they never stop a run, and the journal keeps each step's loss, so a killed or stopped trainer's
+    # record keeps its progress (the diverged step included).
+    observers = [o for o in (ProgressObserver(progress), events, divergence, smoke) if o]
     with events.span("train"):
         trained = backend.train(model, tokenizer, split.train, setup, runtime, observers)
     if trained.preflight_s is not None:

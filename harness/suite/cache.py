@@ -1,8 +1,10 @@
 """The run cache: a record on disk stands in for a new run when it answers the same question.
 
 Same question = same fingerprint (setup + stack + host, see `harness.results.fingerprint`) and a
-terminal status. A failed or refused record is a cache hit too: it is the honest answer for that
-fingerprint until someone asks to re-run it, and the claim that reads it fails with its reason.
+terminal status. What the suite does with a hit is `--lorabench-rerun`'s: by default ("failed") only
+an ok record stands in; a killed, failed, refused or diverged one runs again, so a suite stopped
+with Ctrl-C (its run recorded as killed) resumes where it stopped. "no" reuses every record: a claim
+reading a non-ok one then fails with its reason.
 A timed claim additionally needs a record that was timed: `timed` is a run option, not a setup field,
 so it is not in the fingerprint.
 """
@@ -18,6 +20,7 @@ from harness.results import RunRecord, Status, fingerprint, load_record, seed_re
 
 TERMINAL_STATUSES: frozenset[str] = frozenset(get_args(Status))
 Rerun = Literal["no", "failed", "all"]
+DEFAULT_RERUN: Rerun = "failed"
 
 
 def expected_path(results_dir: Path, setup: SetupConfig, stack: str, host: str) -> Path:

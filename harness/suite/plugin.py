@@ -17,6 +17,7 @@ import pytest
 from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
 from harness.results import RunRecord, record_path
+from harness.suite.cache import DEFAULT_RERUN
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
 from harness.suite.runner import RunResult, SuiteRunner, SuiteSettings
 from harness.suite.setups import BenchSetup
@@ -94,10 +95,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--lorabench-rerun",
         nargs="?",
         const="all",
-        default="no",
+        default=DEFAULT_RERUN,
         choices=("no", "failed", "all"),
-        help="re-run instead of reusing cached records: all (the flag alone) or only failed "
-        "(any status but ok) (default: no)",
+        help="which cached records run again: failed = any status but ok (killed, failed, refused, diverged), "
+        "so an interrupted suite resumes; all (the flag alone) = every one; no = reuse every record "
+        f"(default: {DEFAULT_RERUN})",
     )
     group.addoption(
         "--lorabench-allow-noisy",
@@ -262,7 +264,11 @@ def lorabench_run(
         missing = missing_for_setup(setup, capabilities(request.config))
         if missing:
             pytest.skip(f"{setup.experiment}/{setup.name}: " + "; ".join(missing))
-        result = runner.run(setup, timed=timed)
+        try:
+            result = runner.run(setup, timed=timed)
+        except UserError as exc:
+            # Refused before it started (bad data, a full results folder…): no record, one line.
+            pytest.fail(f"{setup.experiment}/{setup.name} seed {seed}: not started: {exc}", pytrace=False)
         request.node.user_properties.append(("lorabench_run", result.line()))
         return _ok_or_fail(result)
 
@@ -311,7 +317,7 @@ def _ok_or_fail(result: RunResult) -> RunRecord:
     if record.status != "ok":
         pytest.fail(
             f"{record.experiment}/{record.setup_name} seed {record.seed}: run {record.status}: {record.reason} "
-            f"(record: {result.path}; to run it again: --lorabench-rerun=failed)",
+            f"(record: {result.path}; it runs again in the next session unless --lorabench-rerun=no)",
             pytrace=False,
         )
     return record

@@ -20,8 +20,8 @@ from typing import Literal
 
 from harness.config import Override, SetupConfig
 from harness.locks import exclusive_lock
-from harness.results import RunRecord, fingerprint
-from harness.suite.cache import Rerun, expected_path, lookup, wants_rerun
+from harness.results import RunRecord, fingerprint, record_lock_path
+from harness.suite.cache import DEFAULT_RERUN, Rerun, expected_path, lookup, wants_rerun
 from harness.suite.setups import BenchSetup, load_bench_setup
 
 How = Literal["trained", "re-ran", "reused"]
@@ -38,7 +38,7 @@ class SuiteSettings:
     data: str | None = None
     overrides: tuple[str, ...] = ()
     allow_noisy: bool = False
-    rerun: Rerun = "no"
+    rerun: Rerun = DEFAULT_RERUN
     inline: bool = False
     quiet: bool = True
     other_stack: str | None = None
@@ -106,7 +106,7 @@ class SuiteRunner:
         if key in self._memo:
             return self._memo[key]
         path = expected_path(self.settings.results_dir, setup, stack, self.host)
-        with exclusive_lock(path.with_name(path.stem + ".lock"), what="record lock"):
+        with exclusive_lock(record_lock_path(path), what="record lock"):
             cached = lookup(self.settings.results_dir, setup, stack, self.host, timed=timed)
             if cached is not None and not (wants_rerun(cached, self.settings.rerun) and self._older(cached)):
                 result = RunResult(cached, path, "reused")

@@ -54,3 +54,18 @@ def test_suite_folder_is_the_default_path() -> None:
     assert pytest_command(["--", "-k", "exp_a"], Path("r"))[-3:] == ["-k", "exp_a", "benchmarks"]
     here = str(Path(__file__))
     assert pytest_command([f"{here}::test_suite_folder_is_the_default_path"], Path("r"))[-1].startswith(here)
+
+
+def test_make_bench_passes_pytest_arguments_and_folders_through() -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    shown = subprocess.run(
+        ["make", "-n", "--no-print-directory", "-C", str(REPO), "bench", "PYTEST_ARGS=--lorabench-seeds=42 -x", "RESULTS=/tmp/r", "REPORTS=/tmp/p"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert shown.stdout.strip().splitlines()[-1].endswith(
+        "lorabench bench --results /tmp/r --reports /tmp/p -- -m cpu_ok --lorabench-seeds=42 -x"
+    )

@@ -82,10 +82,10 @@ def test_cached_non_ok_record_fails_the_claim_with_its_status(
 ) -> None:
     setup = bench_dir(min_gain=-100.0)  # a claim that would pass on any scored record
     write_cached(setup, pytester.path / "results", status=status, reason=reason)
-    result = pytester.runpytest(*bench_args)
+    result = pytester.runpytest(*bench_args, "--lorabench-rerun=no")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        f"*exp_t/tiny seed 3407: run {status}: {reason} (record: *seed-3407.json; to run it again: --lorabench-rerun=failed)",
+        f"*exp_t/tiny seed 3407: run {status}: {reason} (record: *seed-3407.json; it runs again in the next session unless --lorabench-rerun=no)",
         f"reused  exp_t/tiny seed 3407: {status} ({reason}) → *",
         "lorabench: 0 trained, 0 re-ran, 1 reused from cache",
     ])  # fmt: skip
@@ -110,20 +110,81 @@ def test_rerun_failed_reruns_only_records_that_are_not_ok(
     assert load_record(only_record(pytester)).status == "ok"
 
 
-def test_failed_run_is_reported_as_failed(
+def test_bad_data_fails_the_case_before_any_run_starts(
     pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...]
 ) -> None:
-    # Rows without the task's fields: the run starts, fails inside, and leaves a failed record.
+    # Rows without the task's fields: refused before the model loads, in one line; nothing started, no record.
     bad_rows = pytester.path / "bad-rows.jsonl"
     bad_rows.write_text('{"question": "q"}\n' * 20)
     bench_dir(min_gain=-100.0, data=str(bad_rows))
     result = pytester.runpytest(*bench_args, "--lorabench-inline")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*exp_t/tiny seed 3407: run failed: *row 1 lacks text field(s) context, answer*",
-         "trained exp_t/tiny seed 3407: failed (*"]
-    )  # fmt: skip
+    result.stdout.fnmatch_lines(["*exp_t/tiny seed 3407: not started: *row 1 lacks text field(s) context, answer*"])
+    assert not list((pytester.path / "results").rglob("seed-*.json"))
+
+
+def test_failed_run_is_reported_as_failed(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...]
+) -> None:
+    # A model folder whose config cannot load: the run starts, fails inside, and leaves a failed record.
+    broken = pytester.path / "broken-model"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "llama", "vocab_size": "many"}')
+    bench_dir(min_gain=-100.0)
+    result = pytester.runpytest(*bench_args, "--lorabench-inline", f"--lorabench-model={broken}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*exp_t/tiny seed 3407: run failed: *", "trained exp_t/tiny seed 3407: failed (*"])
     assert load_record(only_record(pytester)).status == "failed"
+
+
+def test_an_interrupted_seed_runs_again_by_default_an_ok_one_is_reused(
+    pytester: pytest.Pytester,
+    bench_dir: Callable[..., Path],
+    bench_args: tuple[str, ...],
+    write_cached: Callable[..., Path],
+) -> None:
+    # What a Ctrl-C leaves: a killed record. Plain `pytest benchmarks` (so `make bench`) resumes it.
+    setup = bench_dir(min_gain=-100.0)
+    write_cached(setup, pytester.path / "results", status="killed", reason="stopped from outside by SIGINT")
+    result = pytester.runpytest(*bench_args, "--lorabench-inline")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["re-ran  exp_t/tiny seed 3407: ok → *", "lorabench: 0 trained, 1 re-ran, 0 reused from cache"])
+    # The killed record is kept beside the new one, not lost.
+    assert [load_record(p).status for p in only_record(pytester).parent.glob("seed-3407.prev-*.json")] == ["killed"]
+    result = pytester.runpytest(*bench_args, "--lorabench-inline")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["reused  exp_t/tiny seed 3407: ok → *"])
+
+
+TIMED_MODULE = """\
+import pytest
+pytestmark = [pytest.mark.cpu_ok, pytest.mark.timed]
+
+def test_timed(lorabench_run, lorabench_seed):
+    record = lorabench_run("setups/tiny.toml", lorabench_seed)
+    assert record.guard["timed"] is True and "precheck" in record.guard
+"""
+
+
+def test_a_timed_case_runs_through_the_suite(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    # The suite took the timed lock, then run_setup took the same file again on a second descriptor:
+    # the process waited on itself forever. In a subprocess with a timeout, so that hang fails the test.
+    # The lock folder is this test's own (LORABENCH_LOCK_DIR; TMPDIR for the older suite runner).
+    bench_dir(steps=2, min_gain=-100.0)
+    pytester.makepyfile(test_timed=TIMED_MODULE)
+    locks = pytester.path / "locks"
+    locks.mkdir()
+    monkeypatch.setenv("LORABENCH_LOCK_DIR", str(locks))
+    monkeypatch.setenv("TMPDIR", str(locks))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    # --lorabench-allow-noisy: this shared machine is seldom quiet; the run is then recorded, marked untimed.
+    result = pytester.runpytest_subprocess(*bench_args, "--lorabench-allow-noisy", "-k", "test_timed", timeout=480)
+    result.assert_outcomes(passed=1)
+    record = load_record(only_record(pytester))
+    assert record.guard["timed"] is True and record.status == "ok"
 
 
 RESCORE_MODULE = """\

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from harness.config import DataConfig
 from harness.errors import UserError
+from harness.hub import check_hub_dataset
+from harness.tasks.files import read_json, read_jsonl
+from harness.tasks.overlap import refuse_overlap
 from harness.tasks.sql.prompt import messages
 
 FIELDS = ("question", "context", "answer")
@@ -52,16 +55,9 @@ def _read_local(path: Path) -> list[dict]:
             "or a Hugging Face dataset id such as b-mc2/sql-create-context."
         )
     if path.suffix == ".jsonl":
-        rows = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise UserError(f"{path}:{number}: not valid JSON ({exc.msg}); one JSON object per line") from None
-        return rows
+        return [row for _, row in read_jsonl(path)]
     if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
         if isinstance(data, dict) and "data" in data:
             data = data["data"]
         if not isinstance(data, list):
@@ -70,7 +66,13 @@ def _read_local(path: Path) -> list[dict]:
     if path.suffix == ".parquet":
         import datasets
 
-        return list(datasets.load_dataset("parquet", data_files=str(path), split="train"))
+        try:
+            return list(datasets.load_dataset("parquet", data_files=str(path), split="train"))
+        except Exception as exc:  # pyarrow raises several types for a file that is not parquet
+            raise UserError(
+                f"data.source: {path} is not a readable parquet file ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:160] if str(exc) else ''}); give a parquet, .jsonl or .json file"
+            ) from None
     raise UserError(f"data.source: unknown file type {path.suffix!r} for {path}; use .jsonl, .json or .parquet")
 
 
@@ -102,12 +104,22 @@ def _to_examples(rows: list[dict], source: str) -> list[SqlExample]:
 
 
 def check_data_source(config: DataConfig) -> None:
-    """Before any process starts: a local source must exist (hub ids are checked when loaded)."""
-    if _looks_local(config.source) and not Path(config.source).expanduser().is_file():
+    """Before any process starts: a local source must exist; a hub id must be cached or the hub reachable."""
+    path = Path(config.source).expanduser()
+    if _looks_local(config.source) and path.is_dir():
+        raise UserError(f"data.source: {config.source} is a folder; give a .jsonl/.json/.parquet file")
+    if _looks_local(config.source) and not path.is_file():
         raise UserError(
             f"data.source: file not found: {config.source}. Give an existing .jsonl/.json/.parquet file "
             "(e.g. ../shared/data/sql-create-context/random-sample.jsonl), or a Hugging Face dataset id."
         )
+    if not _looks_local(config.source):
+        if config.source.count("/") > 1 or not config.source.strip():
+            raise UserError(
+                f"data.source: {config.source!r} is neither an existing file nor a hub dataset id of the form "
+                "owner/name; give a .jsonl/.json/.parquet file or a dataset id"
+            )
+        check_hub_dataset(config.source, "../shared/data/sql-create-context/random-sample.jsonl")
 
 
 def load_rows(source: str) -> list[SqlExample]:
@@ -139,6 +151,7 @@ def make_split(rows: list[SqlExample], config: DataConfig) -> SqlSplit:
     random.Random(config.split_seed).shuffle(shuffled)
     test = tuple(shuffled[-config.test_size :])
     train = tuple(shuffled[: -config.test_size][: config.train_size])
+    refuse_overlap([(e.question, e.context) for e in train], [(e.question, e.context) for e in test], config.source, config.allow_overlap)
     return SqlSplit(config.source, len(rows), train, test, split_hash(train, test))
 
 

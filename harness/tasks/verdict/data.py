@@ -19,6 +19,8 @@ from pathlib import Path
 from harness.config import VERDICT_CORPUS as CORPUS_NAME
 from harness.config import DataConfig
 from harness.errors import UserError
+from harness.tasks.files import read_jsonl
+from harness.tasks.overlap import refuse_overlap
 
 CORPUS_FILE = Path(__file__).with_name("corpus.jsonl")
 ROLES = ("system", "user", "assistant")
@@ -88,16 +90,7 @@ def check_source(config: DataConfig) -> None:
 def load_rows(source: str) -> list[tuple[VerdictExample, str | None]]:
     check_source(DataConfig(source=source))
     path = source_path(source)
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append(_example(json.loads(line), f"{source}:{number}"))
-            except json.JSONDecodeError as exc:
-                raise UserError(
-                    f"{source}:{number}: not valid JSON ({exc.msg}); one JSON object per line"
-                ) from None
-    return rows
+    return [_example(row, f"{source}:{number}") for number, row in read_jsonl(path)]
 
 
 def split_hash(train: tuple[VerdictExample, ...], test: tuple[VerdictExample, ...]) -> str:
@@ -123,6 +116,7 @@ def make_split(rows: list[tuple[VerdictExample, str | None]], config: DataConfig
         random.Random(config.split_seed).shuffle(shuffled)
         test = tuple(shuffled[-config.test_size :])
         train = tuple(shuffled[: -config.test_size][: config.train_size])
+    refuse_overlap([ex.prompt for ex in train], [ex.prompt for ex in test], config.source, config.allow_overlap)
     if not train or not test:
         raise UserError(
             f"data.source: {config.source} gives {len(train)} train and {len(test)} test rows; both must be > 0"

@@ -1,0 +1,128 @@
+"""Everything about a run that can be checked before any model loads, checked there.
+
+A mistake found after the model has loaded (and the baseline was scored, and 300 steps trained) costs
+minutes to hours; found here it costs a second. `check_inputs` runs in the parent before the run
+starts (no record: nothing started), `check_token_lengths` in the trainer as soon as the tokenizer
+exists, before the baseline and training. Validation of the setup's own fields is `harness.config`'s.
+
+Not covered: a hub dataset's rows are checked by the trainer when it loads them (the same checks, in
+the task's `load_split`), not here, so that the parent never downloads.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.config import VERDICT_CORPUS, SetupConfig
+from harness.errors import UserError, describe_os_error
+from harness.models import check_model_source
+from harness.run.adapter import eval_adapter_source
+from harness.tasks.registry import Example, Split, task_module
+
+MIB = 2**20
+# A run writes its adapter (SmolLM2, rank 16: about 20 MB), predictions and record; larger models more.
+MIN_FREE_ENV = "LORABENCH_MIN_FREE"
+DEFAULT_MIN_FREE = "256m"
+# No tokenizer lorabench runs has a token longer than this many characters (SmolLM2's longest: 81), so
+# a row of more characters than max_length × this is certainly longer than max_length tokens.
+MAX_CHARS_PER_TOKEN = 128
+
+
+def check_inputs(setup: SetupConfig, results_dir: Path, min_free_bytes: int | None) -> None:
+    """Raise UserError naming the field, the value and the fix for the first input that cannot work."""
+    check_results_dir(results_dir, min_free_bytes)
+    check_gpu_devices(setup)
+    check_model_source(setup.model)
+    task = task_module(setup.task)
+    task.check_source(setup.data)
+    eval_adapter_source(setup)  # a wrong eval.adapter fails here, not after the model has loaded
+    if is_local_file(setup.data.source):
+        # The whole split, as the trainer will make it: every line decodes, every row has its fields,
+        # no test question is also a training row.
+        split = task.load_split(setup.data)
+        check_row_sizes(split, setup)
+
+
+def check_gpu_devices(setup: SetupConfig) -> None:
+    """A setup that needs GPUs on a host with no GPU device node at all (the parent never imports torch;
+    the trainer counts the GPUs it can use, precisely, before it loads anything)."""
+    wanted = setup.gpus if setup.gpus > 1 else (1 if setup.device == "cuda" else 0)
+    if wanted and not (any(Path("/dev").glob("nvidia[0-9]*")) or Path("/dev/kfd").exists()):
+        field, value = ("gpus", setup.gpus) if setup.gpus > 1 else ("device", setup.device)
+        raise UserError(
+            f"{field}: {value!r} needs {wanted} GPU(s), this host has none (no /dev/nvidia* nor /dev/kfd); "
+            f"run on a GPU host, or set gpus = 1 and device = 'auto'"
+        )
+
+
+def is_local_file(source: str) -> bool:
+    return source != VERDICT_CORPUS and Path(source).expanduser().is_file()
+
+
+def check_results_dir(results_dir: Path, min_free_bytes: int | None) -> None:
+    """The results folder can take a run: a folder (or creatable), writable, with room for its files.
+    Nothing is left behind: the probe is written in the nearest folder that exists, and removed."""
+    label = f"results folder {results_dir}"
+    existing = next(p for p in (results_dir, *results_dir.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        where = "is a file" if existing == results_dir else f"is under a file, {existing}"
+        raise UserError(f"{label} {where}; give a folder (--results DIR)")
+    try:
+        # Writing is the only honest test (root passes every permission check, not a read-only mount).
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".lorabench-probe-") as probe:
+            probe.write(b"lorabench")
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as exc:
+        raise UserError(f"{label} cannot be written: {describe_os_error(exc)} (--results DIR)") from None
+    stats = os.statvfs(existing)
+    free = stats.f_bavail * stats.f_frsize
+    if min_free_bytes is not None and free < min_free_bytes:
+        raise UserError(
+            f"{label} has {free / MIB:.0f} MiB free, a run needs {min_free_bytes / MIB:.0f} MiB (adapter, "
+            f"predictions, record); free space or give another folder (${MIN_FREE_ENV} sets the floor)"
+        )
+
+
+def _row_chars(example: Example) -> int:
+    return sum(len(m["content"]) for m in example.prompt_messages()) + len(example.answer)
+
+
+def check_row_sizes(split: Split, setup: SetupConfig) -> None:
+    """Refuse a row that cannot fit in `recipe.max_length` tokens whatever the tokenizer: trained, its
+    answer would be cut off; asked, a 50 MB question tries to allocate tens of GB in the eval."""
+    limit = setup.recipe.max_length * MAX_CHARS_PER_TOKEN
+    for part, rows in (("test", split.test), ("train", split.train)):
+        for index, example in enumerate(rows):
+            if (chars := _row_chars(example)) > limit:
+                raise UserError(
+                    f"data.source: {split.source}: {part} row {index} holds {chars:,} characters, more than "
+                    f"recipe.max_length = {setup.recipe.max_length} tokens can hold; remove the row or raise "
+                    "recipe.max_length"
+                )
+
+
+def check_token_lengths(tokenizer: Any, train: Sequence[Example], test: Sequence[Example], max_length: int) -> None:
+    """With the tokenizer: a test prompt longer than `recipe.max_length` tokens, or a training row whose
+    answer would be cut off at `max_length`, stops the run before the baseline and training."""
+    from harness.tasks.encoding import render_prompt, tokenize_examples, training_text
+
+    for index, example in enumerate(test):
+        length = len(tokenizer(render_prompt(tokenizer, example), add_special_tokens=False).input_ids)
+        if length > max_length:
+            raise UserError(
+                f"data.source: test question {index} is {length} tokens, over recipe.max_length = {max_length}; "
+                "remove it from the data or raise recipe.max_length"
+            )
+    # Only rows that could be too long are tokenized: a byte-level token covers at least one byte.
+    long_rows = [(i, ex) for i, ex in enumerate(train) if len(training_text(tokenizer, ex).encode()) > max_length]
+    for (index, _), tokens in zip(long_rows, tokenize_examples(tokenizer, [ex for _, ex in long_rows]), strict=True):
+        if len(tokens.input_ids) > max_length:
+            raise UserError(
+                f"data.source: training row {index} is {len(tokens.input_ids)} tokens with its answer, over "
+                f"recipe.max_length = {max_length}: its answer would be cut off; remove it or raise recipe.max_length"
+            )

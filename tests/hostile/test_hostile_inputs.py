@@ -1,0 +1,189 @@
+"""Hostile but fair input, table-driven: every kind of mistake a user can make on the command line, in a
+setup file, in the data, the model, the results folder and the environment, each answered by the real
+CLI in a real subprocess. Clean = `hostilelib.judge` finds nothing: exit 2, one short line naming the
+thing and the fix, no traceback, fast, and no run started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from hostilelib import Case, jsonl, judge, mounted, run_cli, sql_row
+
+RUN = (
+    "run", "--model", "{model}", "--steps", "2", "--results", "{results}", "--quiet",
+    "--set", "data.test_size=6", "--set", "eval.limit=2", "--set", "eval.max_new_tokens=4",
+    "--set", "checks.smoke.enabled=false",
+)  # fmt: skip
+WITH_DATA = (*RUN, "--data", "{data}")
+
+
+def run_with(*extra: str) -> tuple[str, ...]:
+    return (*WITH_DATA, *extra)
+
+
+def data_case(kind: str, file: str, content: object, expect: str, *extra: str) -> Case:
+    return Case(kind, (*RUN, "--data", "{tmp}/" + file, *extra), expect, files={file: content})
+
+
+def rows(n: int = 60) -> str:
+    return jsonl([sql_row(i) for i in range(n)])
+
+
+def binary(_: dict[str, str]) -> bytes:
+    return random.Random(0).randbytes(4096)
+
+
+def truncated_gguf(ctx: dict[str, str]) -> bytes:
+    with open(ctx["gguf"], "rb") as handle:
+        return handle.read(1 << 20)
+
+
+def record(**fields: object) -> str:
+    return json.dumps({"format_version": 1, **fields})
+
+
+ADAPTER_WITHOUT_WEIGHTS = {
+    "adapter/adapter_config.json": '{"peft_type": "LORA", "r": 8}',
+    "adapter/lorabench.json": lambda ctx: json.dumps({"base_model": ctx["model"], "precision": "fp32", "setup": {"model": {"source": ctx["model"]}}}),
+}
+
+# fmt: off
+CASES = [
+    # The command line.
+    Case("seed below 0", run_with("--seed", "-1"), "recipe.seed"),
+    Case("seed of 2**32", run_with("--seed", "4294967296"), "recipe.seed"),
+    Case("seed not a number", run_with("--seed", "abc"), "--seed: invalid int value"),
+    Case("steps 0", run_with("--steps", "0"), "recipe.steps"),
+    Case("steps negative", run_with("--steps", "-3"), "recipe.steps"),
+    Case("lora rank 0", run_with("--set", "lora.rank=0"), "lora.rank"),
+    Case("lora rank text", run_with("--set", "lora.rank=abc"), "lora.rank"),
+    Case("learning rate negative", run_with("--set", "recipe.lr=-1"), "recipe.lr"),
+    Case("dropout 1", run_with("--set", "lora.dropout=1"), "lora.dropout"),
+    Case("unknown field", run_with("--set", "recipe.stepz=3"), "recipe.stepz: unknown field"),
+    Case("unknown section", run_with("--set", "nosuch.x=1"), "nosuch: unknown field"),
+    Case("a section set to a value", run_with("--set", "recipe=5"), "recipe: must be a table"),
+    Case("a value used as a section", run_with("--set", "recipe.steps.x=1"), "recipe.steps"),
+    Case("--set without =", run_with("--set", "recipe.steps"), "must look like field.path=value"),
+    Case("--set with no field", run_with("--set", "=5"), "must look like field.path=value"),
+    Case("unknown precision", run_with("--set", "precision=int3"), "precision"),
+    Case("unknown task", run_with("--set", "task=nope"), "task"),
+    Case("no LoRA targets", run_with("--set", "lora.targets=[]"), "lora.targets"),
+    Case("graphs with unsloth", run_with("--set", "recipe.compile=graphs", "--set", "backend=unsloth"), "recipe.compile"),
+    Case("eval limit 0", run_with("--set", "eval.limit=0"), "eval.limit"),
+    Case("test size 0", run_with("--set", "data.test_size=0"), "data.test_size"),
+    Case("gpus 0", run_with("--set", "gpus=0"), "gpus"),
+    Case("two GPUs on a host without any", run_with("--set", "gpus=2"), "gpus"),
+    Case("eval.adapter missing", run_with("--set", "eval.adapter={tmp}/nope.json"), "eval.adapter"),
+    Case("eval.adapter without weights", run_with("--set", "eval.adapter={tmp}/adapter"), "no weights",
+         files=ADAPTER_WITHOUT_WEIGHTS),
+    # The model.
+    Case("model: unknown name", (*WITH_DATA, "--model", "no-such-model"), "model.source"),
+    Case("model: missing folder", (*WITH_DATA, "--model", "/nonexistent/model"), "model.source"),
+    Case("model: missing .gguf", (*WITH_DATA, "--model", "{tmp}/none.gguf"), "GGUF file not found"),
+    Case("model: folder without config.json", (*WITH_DATA, "--model", "{tmp}/empty"), "has no config.json",
+         files={"empty/README": "nothing"}),
+    Case("model: truncated GGUF", (*WITH_DATA, "--model", "{tmp}/cut.gguf"), "truncated",
+         files={"cut.gguf": truncated_gguf}),
+    Case("model: text file named .gguf", (*WITH_DATA, "--model", "{tmp}/text.gguf"), "not a GGUF file",
+         files={"text.gguf": "hello"}),
+    Case("model: hub id, offline, not cached", (*WITH_DATA, "--model", "nobody/no-model"), "not in the local hub cache"),
+    Case("model: hub id, hub unreachable", (*WITH_DATA, "--model", "nobody/no-model"), "cannot be reached",
+         env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}),
+    Case("model: gguf_file not in the folder", (*WITH_DATA, "--set", "model.gguf_file=x.gguf"), "model.gguf_file"),
+    Case("model: empty source", (*WITH_DATA, "--set", "model.source="), "model.source"),
+    # The data.
+    Case("data: missing file", (*RUN, "--data", "{tmp}/missing.jsonl"), "data.source: file not found"),
+    Case("data: a folder", (*RUN, "--data", "{tmp}/rows.jsonl"), "data.source", files={"rows.jsonl/x": "x"}),
+    data_case("data: .csv file", "rows.csv", "a,b\n", "data.source"),
+    data_case("data: binary", "rows.jsonl", binary, "rows.jsonl:1"),
+    data_case("data: not UTF-8", "rows.jsonl", lambda _: rows(5).encode() + "café".encode("latin-1"), "rows.jsonl:6"),
+    data_case("data: empty file", "rows.jsonl", "", "data.source"),
+    data_case("data: a line not JSON", "rows.jsonl", rows(2) + "{oops\n" + rows(60), "rows.jsonl:3"),
+    data_case("data: a row that is a list", "rows.jsonl", jsonl([[1, 2], *[sql_row(i) for i in range(60)]]), "row 1"),
+    data_case("data: a row without answer", "rows.jsonl", jsonl([{"question": "q", "context": "c"}] + [sql_row(i) for i in range(60)]), "answer"),
+    data_case("data: a number as answer", "rows.jsonl", jsonl([{**sql_row(0), "answer": 5}] + [sql_row(i) for i in range(60)]), "answer"),
+    data_case("data: .json not a list", "rows.json", '{"a": 1}', "expected a JSON list"),
+    data_case("data: .json broken", "rows.json", "[{", "not valid JSON"),
+    data_case("data: text named .parquet", "rows.parquet", "not parquet", "parquet"),
+    data_case("data: fewer rows than test_size", "rows.jsonl", rows(5), "data.test_size"),
+    data_case("data: duplicate rows across the split", "rows.jsonl", rows(60) + rows(60), "also training rows"),
+    data_case("data: a 1 MB question", "rows.jsonl", rows(59) + jsonl([sql_row(99, "why " * 250_000)]), "recipe.max_length"),
+    Case("data: hub id, offline, not cached", (*RUN, "--data", "nobody/no-data"), "not in the local cache"),
+    Case("data: sql rows for the verdict task", run_with("--set", "task=verdict"), "messages"),
+    data_case("data: binary, verdict task", "chat.jsonl", binary, "chat.jsonl:1", "--set", "task=verdict"),
+    # Setup files.
+    Case("config: missing", ("run", "{tmp}/nope.toml"), "config file not found"),
+    Case("config: a folder", ("run", "{tmp}/dir.toml"), "is a folder", files={"dir.toml/x": "x"}),
+    Case("config: .ini", ("run", "{tmp}/setup.ini"), "unknown config format", files={"setup.ini": "[a]\n"}),
+    Case("config: TOML syntax", ("run", "{tmp}/s.toml"), "cannot parse", files={"s.toml": "name = \n"}),
+    Case("config: YAML syntax", ("run", "{tmp}/s.yaml"), "cannot parse", files={"s.yaml": "a: [1\n"}),
+    Case("config: YAML list", ("run", "{tmp}/s.yaml"), "top level must be a table", files={"s.yaml": "- 1\n"}),
+    Case("config: data = \"x.jsonl\"", ("run", "{tmp}/s.toml"), "data: must be a table", files={"s.toml": 'data = "x.jsonl"\n'}),
+    Case("config: model = \"x\"", ("run", "{tmp}/s.toml"), "model: must be a table", files={"s.toml": 'model = "x"\n'}),
+    Case("config: binary", ("run", "{tmp}/s.toml"), "not UTF-8", files={"s.toml": binary}),
+    Case("config: unknown key", ("run", "{tmp}/s.toml"), "foo: unknown field", files={"s.toml": "foo = 1\n"}),
+    # The results folder.
+    Case("results: a file", (*WITH_DATA, "--results", "{tmp}/afile"), "is a file", files={"afile": "x"}),
+    Case("results: under a file", (*WITH_DATA, "--results", "{tmp}/afile/sub"), "is under a file", files={"afile": "x"}),
+    Case("results: read-only", (*WITH_DATA, "--results", "{tmp}/mnt"), "cannot be written", mount="read-only"),
+    Case("results: disk full", (*WITH_DATA, "--results", "{tmp}/mnt"), "free space", mount="full"),
+    Case("results: 1 MiB free", (*WITH_DATA, "--results", "{tmp}/mnt"), "MiB free", mount="small"),
+    # The environment.
+    Case("env: memory cap not a size", WITH_DATA, "$LORABENCH_MEM_CAP", env={"LORABENCH_MEM_CAP": "abc"}),
+    Case("env: memory floor not a size", WITH_DATA, "$LORABENCH_MEMORY_FLOOR", env={"LORABENCH_MEMORY_FLOOR": "1x"}),
+    Case("env: min free not a size", WITH_DATA, "$LORABENCH_MIN_FREE", env={"LORABENCH_MIN_FREE": "lots"}),
+    Case("guard config missing", run_with("--guard-config", "{tmp}/nope.toml"), "cannot read it"),
+    # Reading records.
+    Case("report: missing path", ("report", "{tmp}/nope", "-o", "{tmp}/out"), "no such results"),
+    Case("report: a JSON list", ("report", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "not a run record", files={"seed-1.json": "[1, 2]"}),
+    Case("report: right version, wrong fields", ("report", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "not a valid run record",
+         files={"seed-1.json": record(run_id="x", colour="blue")}),
+    Case("report: future version", ("report", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "not supported",
+         files={"seed-1.json": json.dumps({"format_version": 99})}),
+    Case("report: not JSON", ("report", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "not a JSON record", files={"seed-1.json": "{"}),
+    Case("report: binary", ("report", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "seed-1.json", files={"seed-1.json": binary}),
+    Case("compare: a JSON list", ("compare", "{tmp}/a.json", "{tmp}/a.json"), "not a run record", files={"a.json": "[]"}),
+    Case("misses: missing run", ("misses", "{tmp}/nope"), "RUN"),
+    Case("export: adapter without weights", ("export", "{tmp}/adapter", "-o", "{tmp}/out"), "no weights", files=ADAPTER_WITHOUT_WEIGHTS),
+    Case("export: record without adapter", ("export", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "no adapter folder",
+         files={"seed-1.json": record(run_id="x")}),
+    Case("export: missing", ("export", "{tmp}/nope", "-o", "{tmp}/out"), "not an adapter folder"),
+    Case("checks: seed below 0", ("checks", "--model", "{model}", "--data", "{data}", "--seed", "-1"), "recipe.seed"),
+    Case("stacks: unknown stack", ("stacks", "verify", "nosuch"), "unknown stack"),
+]
+# fmt: on
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(CASES) >= 60
+    assert len({c.kind for c in CASES}) == len(CASES), "every kind once"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.kind for c in CASES])
+def test_hostile_input_gets_one_clean_line(
+    case: Case, tmp_path: Path, tiny_model_dir: Path, sql_rows_file: Path, smollm2_gguf: Path
+) -> None:
+    ctx = {"model": str(tiny_model_dir), "data": str(sql_rows_file), "tmp": str(tmp_path),
+           "results": str(tmp_path / "results"), "gguf": str(smollm2_gguf)}  # fmt: skip
+    for name, content in case.files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        value = content(ctx) if callable(content) else content
+        path.write_bytes(value if isinstance(value, bytes) else value.encode())
+    argv = [part.format(**ctx) for part in case.argv]
+    results = Path(argv[argv.index("--results") + 1]) if "--results" in argv else tmp_path / "results"
+    if case.mount:
+        with mounted(case.mount, tmp_path / "mnt"):
+            answer = run_cli(argv, tmp_path, case.env)
+            problems = judge(case, answer, results)
+    else:
+        answer = run_cli(argv, tmp_path, case.env)
+        problems = judge(case, answer, results)
+    if os.environ.get("HOSTILE_VERBOSE"):
+        print(answer.stderr[-600:])
+    assert not problems, f"{case.kind}: {'; '.join(problems)}\n--- stderr (end):\n{answer.stderr[-1500:]}"

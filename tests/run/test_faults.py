@@ -1,0 +1,229 @@
+"""Faults from outside, made for real: a parent killed with SIGKILL, a parent stopped with SIGTERM, two
+runs of one setup started together, a disk that fills up mid-run. Each run is the real CLI in a real
+process on the tiny model; nothing is simulated. Each test fails on the code before issue 17 (see the
+report): the orphaned trainer trained on, the killed record had no progress, the second of two
+same-second runs died without a record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Generator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.results import load_record
+from harness.run.parent import new_run_id
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli_args(model: Path, data: Path, results: Path, steps: int) -> list[str]:
+    return [
+        sys.executable, "-m", "harness.cli", "run", "--model", str(model), "--data", str(data),
+        "--steps", str(steps), "--results", str(results), "--quiet",
+        "--set", "data.test_size=6", "--set", "eval.limit=2", "--set", "eval.max_new_tokens=4",
+        "--set", "checks.smoke.enabled=false", "--set", "recipe.batch_size=2",
+    ]  # fmt: skip
+
+
+def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "LORABENCH_DATA"}
+    return {**env, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "LORABENCH_CACHE": str(tmp_path / "cache"), **extra}
+
+
+@contextlib.contextmanager
+def started_run(tmp_path: Path, args: list[str], **env: str) -> Generator[subprocess.Popen[str]]:
+    process = subprocess.Popen(
+        args, cwd=tmp_path, env=cli_env(tmp_path, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        yield process
+    finally:
+        for proc in [process, *find_trainers(tmp_path)]:
+            with contextlib.suppress(ProcessLookupError, psutil.Error):
+                proc.kill()
+        process.wait(timeout=60)
+
+
+def journal(results: Path) -> list[str]:
+    return [line for events in results.glob(".work/*/events.jsonl") for line in events.read_text().splitlines()]
+
+
+def journaled_steps(results: Path) -> int:
+    return sum('"event": "step"' in line for line in journal(results))
+
+
+def wait_for_steps(results: Path, n: int, process: subprocess.Popen[str], timeout_s: float = 300) -> None:
+    """Until the trainer has journaled `n` steps; a journal without steps (the code before issue 17)
+    gets 30 s from the start of its train phase instead."""
+    deadline = time.monotonic() + timeout_s
+    train_started: float | None = None
+    while journaled_steps(results) < n:
+        if train_started is None and any('"phase": "train", "event": "start"' in line for line in journal(results)):
+            train_started = time.monotonic()
+        if train_started is not None and time.monotonic() - train_started > 30:
+            return
+        if process.poll() is not None:
+            pytest.fail(f"the run ended before step {n}: {process.stderr.read()[-2000:] if process.stderr else ''}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no step {n} within {timeout_s} s")
+        time.sleep(0.2)
+
+
+def find_trainers(where: Path) -> list[psutil.Process]:
+    """Trainer children working under `where` (by their job file), wherever they are in the process tree."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if "harness.run.child" in cmdline and str(where) in cmdline:
+            found.append(proc)
+    return found
+
+
+def test_a_sigkilled_parent_takes_its_trainer_along_and_the_next_run_records_it(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    with started_run(tmp_path, cli_args(tiny_model_dir, sql_rows_file, results, steps=100_000)) as parent:
+        wait_for_steps(results, 3, parent)
+        trainers = find_trainers(tmp_path)
+        assert len(trainers) == 1
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        # Before: the trainer (in its own session) trained on to the end, unwatched.
+        _, alive = psutil.wait_procs(trainers, timeout=15)
+        assert not alive, "the trainer outlived its SIGKILLed parent"
+    stale = [p.name for p in (results / ".work").iterdir() if not p.name.startswith(".")]
+    assert len(stale) == 1, stale  # nothing wrote its record, nothing removed its folder
+
+    # The next run in the same results folder proves the dead run dead, records it, removes its folder.
+    done = subprocess.run(
+        cli_args(tiny_model_dir, sql_rows_file, results, steps=2), cwd=tmp_path, env=cli_env(tmp_path),
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "a run whose parent died left no record; recorded it as killed" in done.stderr
+    assert not [p for p in (results / ".work").iterdir()], "the stale work folder is still there"
+    records = {load_record(p).status: load_record(p) for p in results.rglob("seed-3407*.json")}
+    assert set(records) == {"ok", "killed"}
+    killed = records["killed"]
+    assert killed.run_id == stale[0]
+    assert f"parent process (pid {parent.pid}) died without writing its record" in (killed.reason or "")
+    assert killed.train is not None and killed.train.steps_done >= 3 and len(killed.train.loss) == killed.train.steps_done
+    assert not (tmp_path / ".trainer-scratch").exists()  # Trainer's output folder is a temp folder now
+
+
+def test_a_sigtermed_run_is_recorded_as_killed_with_its_progress(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    with started_run(tmp_path, cli_args(tiny_model_dir, sql_rows_file, results, steps=100_000)) as parent:
+        wait_for_steps(results, 3, parent)
+        parent.send_signal(signal.SIGTERM)
+        _, stderr = parent.communicate(timeout=120)
+    assert parent.returncode == 130, stderr[-2000:]
+    record = load_record(next(results.rglob("seed-3407.json")))
+    assert record.status == "killed" and "stopped from outside by SIGTERM" in (record.reason or "")
+    # Before: train was empty; the steps done and their losses are what the run learned so far.
+    assert record.train is not None and record.train.steps_done >= 3
+    assert len(record.train.loss) == record.train.steps_done and record.train.first_loss == record.train.loss[0]
+    assert not find_trainers(tmp_path)
+    assert not list((results / ".work").iterdir())
+
+
+def test_two_runs_started_in_the_same_second_both_leave_a_record(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    # The same setup and seed twice, the second timed (its guard pre-check makes it train later, so the
+    # first's cleanup came while it trained). Whether two processes stamp their start in the same second
+    # is up to the machine: up to four tries; every pair must leave two records, and one pair must have
+    # shared a second (the old run id's precision) for the test to count.
+    shared_a_second = False
+    for attempt in range(4):
+        results = tmp_path / f"results-{attempt}"
+        args = cli_args(tiny_model_dir, sql_rows_file, results, steps=4)
+        time.sleep(1 - datetime.now().microsecond / 1e6)  # start at the top of a second
+        runs = [
+            subprocess.Popen(command, cwd=tmp_path, env=cli_env(tmp_path, LORABENCH_LOCK_DIR=str(tmp_path)),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for command in (args, [*args, "--timed", "--allow-noisy"])
+        ]  # fmt: skip
+        outputs = [run.communicate(timeout=900) for run in runs]
+        for run, (_, stderr) in zip(runs, outputs, strict=True):
+            assert run.returncode == 0, stderr[-2000:]
+            assert "Traceback" not in stderr
+        records = [load_record(p) for p in results.rglob("seed-3407*.json")]
+        assert len(records) == 2 and all(r.status == "ok" for r in records), [(r.status, r.reason) for r in records]
+        assert records[0].run_id != records[1].run_id
+        assert not list((results / ".work").iterdir())
+        if records[0].created == records[1].created:
+            shared_a_second = True
+            break
+    if not shared_a_second:
+        pytest.skip("in four tries the two runs never started within one second on this machine")
+
+
+def test_run_ids_of_one_setup_and_second_differ() -> None:
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    assert new_run_id(created, "0123456789abcdef", 3407) != new_run_id(created, "0123456789abcdef", 3407)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Generator[Path]:
+    """A real 8 MiB tmpfs (skips where this host cannot mount one)."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(where)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill_when_training(results: Path, leave_bytes: int, stop: threading.Event) -> None:
+    """Fill the disk as soon as the first step is journaled, leaving `leave_bytes`: the adapter save
+    after training then runs out of space half way."""
+    while not stop.is_set() and journaled_steps(results) < 1:
+        time.sleep(0.05)
+    free = os.statvfs(results).f_bavail * os.statvfs(results).f_frsize
+    with contextlib.suppress(OSError), (results / "filler").open("wb") as handle:
+        handle.write(b"\0" * max(0, free - leave_bytes))
+
+
+def test_a_disk_filling_up_mid_run_leaves_a_failed_record_and_no_partial_adapter(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, small_disk: Path
+) -> None:
+    stop = threading.Event()
+    filler = threading.Thread(target=fill_when_training, args=(small_disk, 48 << 10, stop))
+    filler.start()
+    try:
+        done = subprocess.run(
+            cli_args(tiny_model_dir, sql_rows_file, small_disk, steps=40), cwd=tmp_path,
+            env=cli_env(tmp_path, LORABENCH_MIN_FREE="1m"), capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+    finally:
+        stop.set()
+        filler.join()
+    assert "Traceback" not in done.stderr
+    record_file = next(small_disk.rglob("seed-3407.json"), None)
+    assert record_file is not None, done.stderr[-2000:]
+    record = load_record(record_file)
+    assert record.status == "failed", record.reason
+    assert "No space left on device" in (record.reason or "") and "free space" in (record.reason or "")
+    assert record.train is not None and record.train.steps_done == 40  # trained, then the save failed
+    assert not record_file.with_name("seed-3407.adapter").exists()
+    assert not [p for p in small_disk.rglob("*.tmp")], "a half-written folder was left"
+    assert not list((small_disk / ".work").iterdir())
+    assert json.loads(record_file.read_text())["predictions_file"] is None

@@ -1,0 +1,49 @@
+"""Identities that prove a process dead (or not), and the progress a killed trainer's journal keeps."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.run.lifeline import identity, is_alive
+from harness.run.outcome import Events, train_progress
+from harness.run.workdir import RUN_FILE, create_work_dir, sweep_stale_runs
+
+
+def test_this_process_is_alive_a_finished_one_is_not() -> None:
+    assert is_alive(identity())
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    who = identity(child.pid)
+    child.wait()
+    assert not is_alive(who)
+
+
+def test_a_reused_pid_or_an_earlier_boot_is_not_the_same_process() -> None:
+    boot, namespace, pid, started = identity().split("/")
+    assert not is_alive(f"{boot}/{namespace}/{pid}/{float(started) - 100:.2f}")  # same pid, another start
+    assert not is_alive(f"another-boot/{namespace}/{pid}/{started}")
+    assert is_alive(f"{boot}/another-namespace/{pid}/{started}")  # cannot be judged: alive
+
+
+def test_the_journal_keeps_each_steps_loss(tmp_path: Path) -> None:
+    events = Events(tmp_path / "events.jsonl")
+    events.mark("train", "start")
+    for step, loss in enumerate([2.5, 2.25, 2.0], start=1):
+        assert events.on_step(step, loss) is None
+    with (tmp_path / "events.jsonl").open("a") as handle:
+        handle.write('{"t": 1, "phase": "train", "event": "st')  # cut short by a kill
+    progress = train_progress(tmp_path)
+    assert progress is not None and progress.steps_done == 3 and progress.loss == [2.5, 2.25, 2.0]
+    assert progress.first_loss == progress.loss[0] and progress.final_loss is None
+
+
+def test_a_sweep_leaves_the_folders_of_living_runs_and_of_other_programs(tmp_path: Path) -> None:
+    alive = create_work_dir(tmp_path, "alive-run", {"run_id": "alive-run"})
+    foreign = tmp_path / ".work" / "not-a-run"
+    foreign.mkdir()
+    assert sweep_stale_runs(tmp_path) == []
+    assert alive.is_dir() and foreign.is_dir()
+    assert json.loads((alive / RUN_FILE).read_text())["owner"].split("/")[2] == str(os.getpid())
