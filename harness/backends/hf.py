@@ -42,13 +42,13 @@ def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[
         # took 47 s, and DDP ranks load one after another, so two cards would wait ~94 s for the first step.
         with torch.device("cuda" if runtime.device == "cuda" else "cpu"):
             model = AutoModelForCausalLM.from_config(
-                config, dtype=runtime.dtype, attn_implementation=setup.model.attention
+                config, dtype=runtime.dtype, attn_implementation=runtime.attention
             )
     else:
         quant = _quantization_config(runtime) if runtime.precision == "4bit" else None
         model = AutoModelForCausalLM.from_pretrained(
             str(model_path), dtype=runtime.dtype, quantization_config=quant, revision=setup.model.revision,
-            attn_implementation=setup.model.attention,
+            attn_implementation=runtime.attention,
         )
     if runtime.precision != "4bit":
         model.to(runtime.device)

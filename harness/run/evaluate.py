@@ -203,10 +203,14 @@ def baseline_answers(
     """The untrained model's answers, the seconds they took when decoded, and whether they came from the
     cache. Cached per model + split + decoding precision + eval settings: the answers, not their scores
     (scoring is cheap and may improve between runs)."""
-    decoded_in = "fp32" if setup.eval.precision == "fp32" else runtime.precision  # what the answers depend on
+    # What the answers depend on, resolved (never "auto"): the weights, the decoding precision and
+    # attention, the questions, and the batch (in half precision, which questions share a batch moves
+    # some answers). Not the seed or the recipe: every seed of a setup shares one baseline.
+    decoded_in = "fp32" if setup.eval.precision == "fp32" else runtime.precision
+    model_fields = {**setup.model.model_dump(mode="json"), "attention": runtime.attention}
     key_payload = json.dumps(
-        [str(model_path), setup.model.model_dump(mode="json"), decoded_in, split.hash, len(test),
-         setup.eval.max_new_tokens],
+        [str(model_path), model_fields, decoded_in, split.hash, len(test), setup.eval.max_new_tokens,
+         eval_batch_size(setup.eval.batch_size, runtime.device)],
     )  # fmt: skip
     key = hashlib.sha256(key_payload.encode()).hexdigest()[:16]
     path = cache_dir() / "baseline" / f"{key}.json"

@@ -27,7 +27,14 @@ from harness.gpu.visibility import hide_integrated_gpus
 from harness.guard import GuardConfig, GuardVerdict, Sampler, offline_env, precheck, timed_lock
 from harness.models import check_model_source
 from harness.provenance import collect_provenance, default_stack
-from harness.results import MemoryStats, RunRecord, fingerprint, predictions_path, record_path, write_record
+from harness.results import (
+    MemoryStats,
+    RunRecord,
+    predictions_path,
+    record_path,
+    run_fingerprint,
+    write_record,
+)
 from harness.run.adapter import eval_adapter_source, keep_adapter
 from harness.run.capped import run_capped
 from harness.run.child import execute_job
@@ -79,7 +86,7 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     if hidden:
         provenance["host"]["hidden_gpus"] = hidden
     host = provenance["host"]["id"]
-    fp = fingerprint(setup.fingerprint_payload(), options.stack, host)
+    fp = run_fingerprint(setup, options.stack, provenance["host"]["kind"])
     run_id = new_run_id(created, fp, setup.recipe.seed)
     base = {
         "run_id": run_id, "created": created.isoformat(timespec="seconds"), "experiment": setup.experiment,

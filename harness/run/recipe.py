@@ -41,7 +41,7 @@ def backend_module(name: str) -> ModuleType:
 
 
 def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress) -> None:
-    runtime = resolve_runtime(setup.device, setup.precision)
+    runtime = resolve_runtime(setup.device, setup.precision, setup.model.attention)
     backend = backend_module(setup.backend)
     main_process = is_main_process()
     check_gpus(setup, runtime)
@@ -68,7 +68,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
     outcome.model = ModelInfo(
         source=setup.model.source, resolved=str(resolved.path),
         weights="random" if setup.model.random_weights else "pretrained",
-        precision=runtime.precision, device=runtime.device,
+        precision=runtime.precision, device=runtime.device, attention=runtime.attention,
+        auto_settings=runtime.reasons or None,
     )  # fmt: skip
     outcome.add_checks({"end_of_turn": end_of_turn_check(tokenizer)})
 
