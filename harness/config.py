@@ -102,6 +102,13 @@ class RecipeConfig(Frozen):
         "whose step is bound by kernel launches. auto = graphs where they can run and were measured "
         "(backend hf on one NVIDIA GPU, the settings above), none elsewhere (CPU, ROCm: not measured yet)",
     )
+    micro_batches: PositiveInt | Literal["auto"] = Field(
+        "auto",
+        description="run each batch as up to this many micro-batches of rows of similar length, each padded "
+        "only to its own longest row: the same rows per step and the same loss and gradients (up to rounding), "
+        "less padding (harness/backends/microbatch.py). auto = 2 on a CPU, 1 elsewhere (a GPU step of a small "
+        "model is bound by kernel launches, and graphed layers want few shapes)",
+    )
     max_length: int = Field(512, gt=8)
     seed: int = 3407
 
@@ -238,6 +245,7 @@ class SetupConfig(Frozen):
             ("recipe.gradient_checkpointing", recipe.gradient_checkpointing, recipe.gradient_checkpointing, "false"),
             ("precision", self.precision, self.precision == "4bit", "'bf16'"),
             ("device", self.device, self.device == "cpu", "'cuda'"),
+            ("recipe.micro_batches", recipe.micro_batches, recipe.micro_batches not in ("auto", 1), "'auto'"),
         ]  # fmt: skip
         return [(name, value, fix) for name, value, conflicting, fix in candidates if conflicting]
 

@@ -12,21 +12,25 @@ from dataclasses import dataclass, field
 
 import torch
 
+from harness.config import SetupConfig
 from harness.cpuinfo import bf16_flag, cpu_flags, read_cpuinfo
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 # Where the CPU figures behind `auto` were measured (bench_step.py, variants side by side).
 CPU_EVIDENCE = "reports/benchmarks/cpu/bench_step_defaults.txt"
+CPU_MICRO_BATCHES = 2
 
 
 @dataclass(frozen=True)
 class Runtime:
-    """The resolved device, precision and attention; `reasons` says why for each field set to auto."""
+    """The resolved device, precision, attention and micro-batches per batch; `reasons` says why for each
+    setting left to auto."""
 
     device: str
     precision: str
     attention: str = "sdpa"
+    micro_batches: int = 1
     reasons: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -35,7 +39,9 @@ class Runtime:
         return DTYPES.get(self.precision, torch.bfloat16)
 
 
-def resolve_runtime(device: str, precision: str, attention: str = "sdpa", *, cpuinfo: str | None = None) -> Runtime:
+def resolve_runtime(
+    device: str, precision: str, attention: str = "sdpa", micro_batches: int | str = 1, *, cpuinfo: str | None = None
+) -> Runtime:
     """Settings as the setup gives them (`auto` allowed) → the runtime. `cpuinfo`: /proc/cpuinfo's text
     (read here when not given; tests pass recorded text)."""
     reasons: dict[str, str] = {}
@@ -47,7 +53,16 @@ def resolve_runtime(device: str, precision: str, attention: str = "sdpa", *, cpu
         precision, reasons["precision"] = _auto_precision(device, bf16_in_hardware)
     if attention == "auto":
         attention, reasons["attention"] = _auto_attention(device, precision)
-    return Runtime(device, precision, attention, reasons)
+    if micro_batches == "auto":
+        micro_batches, reasons["micro_batches"] = _auto_micro_batches(device)
+    return Runtime(device, precision, attention, int(micro_batches), reasons)
+
+
+def resolve_setup_runtime(setup: SetupConfig, *, cpuinfo: str | None = None) -> Runtime:
+    """Every setting of `setup` that resolves per host."""
+    return resolve_runtime(
+        setup.device, setup.precision, setup.model.attention, setup.recipe.micro_batches, cpuinfo=cpuinfo
+    )
 
 
 def _auto_precision(device: str, bf16_in_hardware: str | None) -> tuple[str, str]:
@@ -62,6 +77,12 @@ def _auto_attention(device: str, precision: str) -> tuple[str, str]:
     if device == "cpu" and precision == "bf16":
         return "eager", f"bf16 on a CPU: eager attention's backward beat SDPA's CPU kernel ({CPU_EVIDENCE})"
     return "sdpa", "transformers' default (SDPA)"
+
+
+def _auto_micro_batches(device: str) -> tuple[int, str]:
+    if device == "cpu":
+        return CPU_MICRO_BATCHES, f"a CPU step costs what its padded tokens cost: fewer padded tokens ({CPU_EVIDENCE})"
+    return 1, "a GPU step of a small model is bound by kernel launches, not by padded tokens"
 
 
 def runtime_of(model: torch.nn.Module) -> Runtime:

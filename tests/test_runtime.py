@@ -62,3 +62,16 @@ def test_cpuinfo_parsing() -> None:
     assert [bf16_flag(f) for f in (amx, zen4, avx2)] == ["amx_bf16", "avx512_bf16", None]
     assert model_name(cpuinfo("amd-epyc-zen4.txt")) == "AMD EPYC"
     assert model_name("") is None
+
+
+def test_micro_batches_auto_split_on_a_cpu_only() -> None:
+    amx = cpuinfo("intel-xeon-amx.txt")
+    assert resolve_runtime("cpu", "fp32", "sdpa", "auto", cpuinfo=amx).micro_batches == 2
+    assert resolve_runtime("cuda", "auto", "auto", "auto", cpuinfo=amx).micro_batches == 1
+    assert resolve_runtime("cpu", "fp32", "sdpa", 4, cpuinfo=amx).micro_batches == 4
+    # Graphed layers cannot replay micro-batches: asking for both is refused, and auto stays eager.
+    from harness.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"'graphs' cannot run with recipe\.micro_batches = 2"):
+        load_setup(None, ["recipe.compile=graphs", "recipe.micro_batches=2", "device=cuda"])
+    assert ("recipe.micro_batches", 2, "'auto'") in load_setup(None, ["recipe.micro_batches=2"]).graph_conflicts()

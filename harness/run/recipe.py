@@ -30,7 +30,7 @@ from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome
 from harness.run.progress import Progress
 from harness.run.ranks import gathered, is_main_process, load_windows, staggered_load
-from harness.runtime import Runtime, resolve_runtime
+from harness.runtime import Runtime, resolve_setup_runtime
 from harness.tasks.encoding import end_of_turn
 from harness.tasks.registry import Split, task_module
 
@@ -41,7 +41,7 @@ def backend_module(name: str) -> ModuleType:
 
 
 def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress) -> None:
-    runtime = resolve_runtime(setup.device, setup.precision, setup.model.attention)
+    runtime = resolve_setup_runtime(setup)
     backend = backend_module(setup.backend)
     main_process = is_main_process()
     check_gpus(setup, runtime)
