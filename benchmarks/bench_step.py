@@ -9,8 +9,15 @@ and the eval seconds; the load average is printed beside every run. Preflight an
 are not what is timed here); eval scores the first --eval-limit test questions. Run it alone: two
 trainings on the same cores slow each other several-fold.
 
+--interleave steps: one process holds every variant's model and trainer and runs one training step of
+each in turn on the same batch (the run's own `training_step`, then the optimizer): load drift on a
+shared machine then hits the variants within seconds of each other, where whole runs are minutes apart.
+It prints each variant's median step, its range, and the median over steps of the per-step ratio to the
+first variant. No eval in this mode; the first --warmup steps are left out.
+
 Usage: python benchmarks/bench_step.py [--steps 12] [--repeats 3] [--eval-limit 32] [--data FILE]
        [--setup benchmarks/setups/exp_a.toml] [--variant NAME=FIELD=VALUE[,FIELD=VALUE…] …]
+       [--interleave runs|steps] [--warmup 2]
 e.g. --variant fp32=precision=fp32 --variant bf16-eager=precision=bf16,model.attention=eager
 A variant with no fields (`--variant defaults=`) runs the setup as it is.
 """
@@ -62,6 +69,62 @@ def one_run(
     return Measured(step, record.timings.eval_s or 0.0, load, resolved)
 
 
+def interleaved_steps(setup_file: str, variants: dict[str, list[str]], steps: int, warmup: int, data: str | None) -> int:
+    """One step of each variant in turn, on the same batches, in this process (see the module's doc)."""
+    import time
+
+    import torch
+
+    from harness.backends import hf
+    from harness.config import load_setup
+    from harness.models import resolve_model
+    from harness.runtime import resolve_setup_runtime
+    from harness.tasks.registry import task_module
+
+    built = {}
+    for name, fields in variants.items():
+        overrides = [*([("data.source", data)] if data else []), *fields]
+        setup = load_setup(Path(setup_file), overrides)
+        runtime = resolve_setup_runtime(setup)
+        model, tokenizer = hf.load(setup, resolve_model(setup.model).path, runtime)
+        split = task_module(setup.task).load_split(setup.data)
+        trainer = hf.build_trainer(hf.wrap_lora(model, setup), tokenizer, split.train, setup, runtime, [])
+        trainer.create_optimizer()
+        built[name] = (trainer, runtime)
+    names = list(built)
+    first_trainer = built[names[0]][0]
+    batches = iter(first_trainer.get_train_dataloader())
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for step in range(warmup + steps):
+        batch = next(batches)
+        num_items = (batch["labels"][:, 1:] != -100).sum()
+        line = []
+        for name in names:
+            trainer, _ = built[name]
+            started = time.perf_counter()
+            trainer.training_step(trainer.model, {k: v for k, v in batch.items()}, num_items)
+            trainer.optimizer.step()
+            trainer.optimizer.zero_grad(set_to_none=True)
+            seconds = time.perf_counter() - started
+            if step >= warmup:
+                times[name].append(seconds)
+            line.append(f"{name} {seconds:.3f}")
+        tokens = int(batch["attention_mask"].sum()) if "attention_mask" in batch else 0
+        print(f"# step {step + 1}{' (warm-up)' if step < warmup else ''}: {', '.join(line)} s; "
+              f"{tokens} tokens, padded {batch['input_ids'].numel()}; load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+    ref = times[names[0]]
+    print(f"\n{setup_file}: {steps} steps per variant after {warmup} warm-up, interleaved step by step on the same "
+          f"batches, torch threads {torch.get_num_threads()}")  # fmt: skip
+    print(f"{'variant':<12} {'ran as':<20} {'s/step':>7} {'range':>15} {'speedup':>8}")
+    for name in names:
+        runtime = built[name][1]
+        ran_as = f"{runtime.precision}/{runtime.attention}/mb{runtime.micro_batches}"
+        ratio = statistics.median(r / t for r, t in zip(ref, times[name], strict=True))
+        t = times[name]
+        print(f"{name:<12} {ran_as:<20} {statistics.median(t):>7.3f} {min(t):>7.3f}–{max(t):<7.3f} {ratio:>7.2f}×")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--setup", default="benchmarks/setups/exp_a.toml")
@@ -71,6 +134,9 @@ def main() -> int:
     parser.add_argument("--variant", action="append", metavar="NAME=FIELD=VALUE[,FIELD=VALUE…]",
                         help=f"a variant: its name and setup overrides (default: {' '.join(DEFAULT_VARIANTS)})")
     parser.add_argument("--data", default=os.environ.get(DATA_ENV))
+    parser.add_argument("--interleave", choices=("runs", "steps"), default="runs",
+                        help="alternate whole runs (default) or single training steps in one process")
+    parser.add_argument("--warmup", type=int, default=2, help="steps left out per variant (--interleave steps)")
     args = parser.parse_args()
     variants: dict[str, list[str]] = {}
     for spec in args.variant or DEFAULT_VARIANTS:
@@ -78,6 +144,8 @@ def main() -> int:
         if not name or not sep or (fields and "=" not in fields):
             parser.error(f"--variant {spec!r}: expected NAME=FIELD=VALUE[,FIELD=VALUE…] or NAME=, e.g. bf16=precision=bf16")
         variants[name] = fields.split(",") if fields else []
+    if args.interleave == "steps":
+        return interleaved_steps(args.setup, variants, args.steps, args.warmup, args.data)
     names = list(variants)
     runs: dict[str, list[Measured]] = {p: [] for p in names}
     for repeat in range(args.repeats):
