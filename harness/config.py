@@ -31,8 +31,14 @@ SQL_CREATE_CONTEXT = "b-mc2/sql-create-context"
 VERDICT_CORPUS = "verdict-corpus"  # the corpus shipped in harness/tasks/verdict/
 
 
-# The meaning of the fingerprint payload (see SetupConfig.fingerprint_payload). 2: defaults left out.
-# 3: eval.precision and eval.merge_adapter default to auto (fp32, merged, on a GPU).
+# The meaning of the fingerprint payload (see SetupConfig.fingerprint_payload and
+# harness.results.run_fingerprint). Changelog:
+#   2: fields at their default left out.
+#   3 (2026-12-01): on a GPU, eval.precision and eval.merge_adapter default to auto (fp32, merged);
+#      precision "auto" is bf16 on a CPU with bf16 in hardware (was fp32 on every CPU);
+#      model.attention defaults to "auto" (eager for bf16 on a CPU; was sdpa everywhere); a local
+#      data.source enters by the sha256 of its bytes, not its path; the host enters by its kind
+#      (harness.provenance.host_kind), not its id, so records of a host of the same kind stand in.
 FINGERPRINT_VERSION = 3
 
 # The seeds numpy (and so transformers' set_seed) accepts.
@@ -53,11 +59,11 @@ class ModelConfig(Frozen):
     gguf_file: str | None = Field(None, description="file name inside `source` when it is a folder or hub id holding GGUFs")
     revision: str | None = None
     random_weights: bool = Field(False, description="build from the config with random weights: speed/memory cases only")
-    attention: Literal["sdpa", "eager"] = Field(
-        "sdpa",
+    attention: Literal["auto", "sdpa", "eager"] = Field(
+        "auto",
         description="transformers' attention implementation (same math): sdpa, its default, or eager, which "
         "trained 1.2x faster per step on a 2-core CPU in bf16 for SmolLM2's short sequences (its backward beat "
-        "SDPA's CPU flash kernel)",
+        "SDPA's CPU flash kernel). auto = eager for bf16 on a CPU, sdpa elsewhere (harness/runtime.py)",
     )
 
 
@@ -99,6 +105,13 @@ class RecipeConfig(Frozen):
         "CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). Both are for a small model "
         "whose step is bound by kernel launches. auto = graphs where they can run and were measured "
         "(backend hf on one NVIDIA GPU, the settings above), none elsewhere (CPU, ROCm: not measured yet)",
+    )
+    micro_batches: PositiveInt | Literal["auto"] = Field(
+        "auto",
+        description="run each batch as up to this many micro-batches of rows of similar length, each padded "
+        "only to its own longest row: the same rows per step and the same loss and gradients (up to rounding), "
+        "less padding (harness/backends/microbatch.py). auto = 2 on a CPU, 1 elsewhere (a GPU step of a small "
+        "model is bound by kernel launches, and graphed layers want few shapes)",
     )
     max_length: int = Field(512, gt=8)
     # numpy, torch and transformers' set_seed take 0 … 2**32 − 1; anything else failed only after the
@@ -194,7 +207,9 @@ class SetupConfig(Frozen):
     task: Literal["sql", "verdict"] = "sql"
     backend: Literal["hf", "unsloth"] = "hf"
     precision: Literal["auto", "fp32", "bf16", "fp16", "4bit"] = Field(
-        "auto", description="auto = bf16 on a GPU, fp32 on CPU (CPU bf16 matmuls are slower)"
+        "auto",
+        description="auto = bf16 on a GPU and on a CPU with bf16 in hardware (amx_bf16 or avx512_bf16 in "
+        "/proc/cpuinfo), fp32 on other CPUs; resolved per host at run time and recorded (harness/runtime.py)",
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
     gpus: int = Field(1, ge=1, description="data-parallel processes (DDP through torchrun), one GPU each")
@@ -260,13 +275,18 @@ class SetupConfig(Frozen):
             ("recipe.gradient_checkpointing", recipe.gradient_checkpointing, recipe.gradient_checkpointing, "false"),
             ("precision", self.precision, self.precision == "4bit", "'bf16'"),
             ("device", self.device, self.device == "cpu", "'cuda'"),
+            ("recipe.micro_batches", recipe.micro_batches, recipe.micro_batches not in ("auto", 1), "'auto'"),
         ]  # fmt: skip
         return [(name, value, fix) for name, value, conflicting, fix in candidates if conflicting]
 
-    def fingerprint_payload(self) -> str:
+    def fingerprint_payload(self, data_identity: str | None = None) -> str:
+        """The setup as the fingerprint sees it. `data_identity` stands in for `data.source` (a local
+        file's content hash, see harness.results.data_identity), so where the data lies does not count."""
         # Fields at their default stay out, so adding a field whose default keeps the old behaviour
         # leaves every cached record valid. Changing what a default does must bump FINGERPRINT_VERSION.
         body = self.model_dump(mode="json", exclude_defaults=True)
+        if data_identity is not None and "source" in body.get("data", {}):
+            body["data"]["source"] = data_identity
         return json.dumps({"fingerprint_version": FINGERPRINT_VERSION, **body}, sort_keys=True, separators=(",", ":"))
 
 

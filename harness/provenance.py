@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harness.cpuinfo import bf16_flag, cpu_flags, isa_tier, model_name, read_cpuinfo
 from harness.gpu.facts import collect_gpus
 from harness.results import slug
 
@@ -22,15 +23,17 @@ PACKAGES = (
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def collect_cpu() -> dict[str, Any]:
+def collect_cpu(cpuinfo: str | None = None) -> dict[str, Any]:
+    """Arch, cores, model name, and what decides CPU speed and kernels: the instruction tier and the
+    flag that gives bf16 in hardware (both from /proc/cpuinfo; `cpuinfo` = its text, for tests)."""
+    text = read_cpuinfo() if cpuinfo is None else cpuinfo
     info: dict[str, Any] = {"arch": platform.machine(), "logical_cores": os.cpu_count()}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["model"] = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    if name := model_name(text):
+        info["model"] = name
+    if text:
+        flags = cpu_flags(text)
+        info["isa"] = isa_tier(flags)
+        info["bf16"] = bf16_flag(flags)
     return info
 
 
@@ -51,6 +54,7 @@ def collect_os() -> dict[str, Any]:
 def collect_host() -> dict[str, Any]:
     host = {"cpu": collect_cpu(), **collect_memory(), **collect_os(), **collect_gpus()}
     host["id"] = host_id(host)
+    host["kind"] = host_kind(host)
     return host
 
 
@@ -63,6 +67,18 @@ def host_id(host: dict[str, Any]) -> str:
         return slug(f"{name}x{count}" if count > 1 else name)
     cpu = host.get("cpu", {})
     return slug(f"cpu-{cpu.get('model', platform.machine())}-{cpu.get('logical_cores', '')}c")
+
+
+def host_kind(host: dict[str, Any]) -> str:
+    """The kind of host a record answers for (the fingerprint's host; see the stand-in rule in
+    harness/suite/cache.py): what decides a run's numbers and what `auto` resolves to. A GPU host: its
+    id (GPU model × count). A CPU host: architecture, logical cores (torch's threads, so the order of its
+    sums) and instruction tier (amx, avx512bf16, …: which kernels run, and whether bf16 is in hardware),
+    not the model name: an AMD EPYC and an Intel Xeon of one tier are one kind."""
+    if host.get("gpus"):
+        return host_id(host)
+    cpu = host.get("cpu", {})
+    return slug(f"cpu-{cpu.get('arch', platform.machine())}-{cpu.get('logical_cores', '')}c-{cpu.get('isa', 'base')}")
 
 
 def collect_packages() -> dict[str, str]:

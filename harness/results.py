@@ -7,6 +7,7 @@ different record: an older, different record is kept as `seed-<n>.prev-<created>
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.config import SetupConfig
 from harness.errors import UserError
 
 # Changelog of the record format. Bump FORMAT_VERSION on any change readers must know about,
@@ -25,7 +27,8 @@ from harness.errors import UserError
 #   1 (2026-11-30): first version. Later the same version gained optional fields that older records lack:
 #     train.step_s (steady seconds per step), timings.preflight_s,
 #     timings.load_windows (DDP), model.adapter (eval.adapter runs), checks.*.seconds (preflight),
-#     train.graphs (recipe.compile = "graphs").
+#     train.graphs (recipe.compile = "graphs"), model.attention and model.auto_settings (the
+#     choice and why, fingerprint version 3).
 #   2 (2026-12-01): the metric `executes` is `well_formed` (task-neutral: SQL that executes, a verdict in
 #     its output contract). Version-1 records are lifted on load. Later the same version gained optional
 #     fields, each left out of the JSON when unset: metrics.decoded_in and metrics.merged (how eval
@@ -144,6 +147,13 @@ class ModelInfo(Record):
     weights: Literal["pretrained", "random"] = "pretrained"
     precision: str
     device: str
+    attention: str | None = Field(None, description="the attention implementation the model ran with")
+    auto_settings: dict[str, str] | None = Field(
+        None,
+        description="settings the setup left to auto, each with what it resolved to on this host and why "
+        "(harness/runtime.py)",
+        exclude_if=lambda value: value is None,
+    )
     adapter: dict[str, Any] | None = Field(
         None, description="eval.adapter runs: the adapter scored (path, base model, precision it was trained in)"
     )
@@ -189,6 +199,36 @@ def slug(text: str) -> str:
 def fingerprint(setup_payload: str, stack: str, host: str) -> str:
     """Same setup + stack + host → same fingerprint → a cached record may stand in for a new run."""
     return hashlib.sha256(f"{setup_payload}\n{stack}\n{host}".encode()).hexdigest()[:16]
+
+
+def run_fingerprint(setup: SetupConfig, stack: str, host_kind: str) -> str:
+    """The fingerprint of one run (FINGERPRINT_VERSION 3): the setup with its data by content, the
+    stack, and the host's kind (`harness.provenance.host_kind`), so a record made on another host of the
+    same kind, from a copy of the data in another folder, answers the same question."""
+    return fingerprint(setup.fingerprint_payload(data_identity(setup.data.source)), stack, host_kind)
+
+
+def data_identity(source: str) -> str:
+    """A local data file as the sha256 of its bytes (two copies in two folders are the same data; an
+    edited file is not); anything else (a hub id, the shipped verdict corpus) as its name."""
+    path = Path(source).expanduser()
+    try:
+        stat = path.stat()
+    except OSError:
+        return source
+    if not path.is_file():
+        return source
+    return _file_digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    # Keyed by size and mtime too, so an edited file is hashed again; a suite asks for one file many times.
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
 
 
 def record_dir(results_dir: Path, stack: str, host: str, experiment: str, setup_name: str) -> Path:

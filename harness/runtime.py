@@ -1,20 +1,37 @@
-"""The runtime a run resolved: which device and precision (a setup may say `auto`), and the dtype."""
+"""The runtime a run resolved: which device, precision and attention (a setup may say `auto`), and the dtype.
+
+Validation stays pure (`harness.config`); this is the separate step that looks at the host. `auto`
+resolves from what the host is, never from a timing taken now: on a GPU bf16 + SDPA; on a CPU with bf16
+in hardware (AMX or AVX512-BF16 in /proc/cpuinfo) bf16 + eager attention, which measured faster there;
+on any other CPU fp32 + SDPA. Each choice keeps its reason, and the record keeps both.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
+from harness.config import SetupConfig
+from harness.cpuinfo import bf16_flag, cpu_flags, read_cpuinfo
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+# Where the CPU figures behind `auto` were measured (bench_step.py, variants side by side).
+CPU_EVIDENCE = "reports/benchmarks/cpu/bench_step_defaults.txt"
+CPU_MICRO_BATCHES = 2
 
 
 @dataclass(frozen=True)
 class Runtime:
-    """The resolved device and precision."""
+    """The resolved device, precision, attention and micro-batches per batch; `reasons` says why for each
+    setting left to auto."""
 
     device: str
     precision: str
+    attention: str = "sdpa"
+    micro_batches: int = 1
+    reasons: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -22,16 +39,55 @@ class Runtime:
         return DTYPES.get(self.precision, torch.bfloat16)
 
 
-def resolve_runtime(device: str, precision: str) -> Runtime:
+def resolve_runtime(
+    device: str, precision: str, attention: str = "sdpa", micro_batches: int | str = 1, *, cpuinfo: str | None = None
+) -> Runtime:
+    """Settings as the setup gives them (`auto` allowed) → the runtime. `cpuinfo`: /proc/cpuinfo's text
+    (read here when not given; tests pass recorded text)."""
+    reasons: dict[str, str] = {}
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
+        reasons["device"] = "a GPU is visible" if device == "cuda" else "no GPU is visible"
+    bf16_in_hardware = bf16_flag(cpu_flags(read_cpuinfo() if cpuinfo is None else cpuinfo))
     if precision == "auto":
-        precision = "bf16" if device == "cuda" else "fp32"
-    return Runtime(device, precision)
+        precision, reasons["precision"] = _auto_precision(device, bf16_in_hardware)
+    if attention == "auto":
+        attention, reasons["attention"] = _auto_attention(device, precision)
+    if micro_batches == "auto":
+        micro_batches, reasons["micro_batches"] = _auto_micro_batches(device)
+    return Runtime(device, precision, attention, int(micro_batches), reasons)
+
+
+def resolve_setup_runtime(setup: SetupConfig, *, cpuinfo: str | None = None) -> Runtime:
+    """Every setting of `setup` that resolves per host."""
+    return resolve_runtime(
+        setup.device, setup.precision, setup.model.attention, setup.recipe.micro_batches, cpuinfo=cpuinfo
+    )
+
+
+def _auto_precision(device: str, bf16_in_hardware: str | None) -> tuple[str, str]:
+    if device == "cuda":
+        return "bf16", "a GPU trains in bf16"
+    if bf16_in_hardware:
+        return "bf16", f"the CPU has {bf16_in_hardware} (bf16 matmuls in hardware): faster than fp32 ({CPU_EVIDENCE})"
+    return "fp32", "the CPU has neither amx_bf16 nor avx512_bf16: bf16 would run without hardware support, fp32 kept"
+
+
+def _auto_attention(device: str, precision: str) -> tuple[str, str]:
+    if device == "cpu" and precision == "bf16":
+        return "eager", f"bf16 on a CPU: eager attention's backward beat SDPA's CPU kernel ({CPU_EVIDENCE})"
+    return "sdpa", "transformers' default (SDPA)"
+
+
+def _auto_micro_batches(device: str) -> tuple[int, str]:
+    if device == "cpu":
+        return CPU_MICRO_BATCHES, f"a CPU step costs what its padded tokens cost: fewer padded tokens ({CPU_EVIDENCE})"
+    return 1, "a GPU step of a small model is bound by kernel launches, not by padded tokens"
 
 
 def runtime_of(model: torch.nn.Module) -> Runtime:
-    """The runtime a loaded model is in, read from its first parameter."""
+    """The runtime a loaded model is in, read from its first parameter and its config."""
     param = next(model.parameters())
     precision = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(param.dtype, "fp32")
-    return Runtime(param.device.type, precision)
+    attention = getattr(getattr(model, "config", None), "_attn_implementation", None) or "sdpa"
+    return Runtime(param.device.type, precision, attention)

@@ -103,3 +103,26 @@ def test_a_file_that_is_not_a_record_is_named_in_one_line(tmp_path: Path, conten
     path.write_text(content, encoding="latin-1")
     with pytest.raises(UserError, match=message):
         load_record(path)
+
+
+def test_fingerprint_holds_the_data_by_content_not_by_path(tmp_path: Path) -> None:
+    from harness.config import load_setup
+    from harness.results import data_identity, run_fingerprint
+
+    rows = '{"question": "q", "context": "CREATE TABLE t (a VARCHAR)", "answer": "SELECT a FROM t"}\n'
+    here, there = tmp_path / "a" / "rows.jsonl", tmp_path / "b" / "copy.jsonl"
+    for path in (here, there):
+        path.parent.mkdir()
+        path.write_text(rows)
+
+    def fp(source: Path | str, kind: str = "cpu-x86-64-2c-amx") -> str:
+        return run_fingerprint(load_setup(None, [("data.source", str(source))]), "cpu", kind)
+
+    assert fp(here) == fp(there)  # same bytes in two folders: one question
+    assert data_identity(str(here)).startswith("sha256:")
+    there.write_text(rows + rows)
+    assert fp(here) != fp(there)  # changed bytes: another question, although the path is the same as before
+    assert fp(here) != fp(here, kind="cpu-x86-64-2c-avx2")  # another kind of host
+    # A hub id (no such file) stays itself.
+    assert data_identity("b-mc2/sql-create-context") == "b-mc2/sql-create-context"
+    assert fp("b-mc2/sql-create-context") != fp(here)

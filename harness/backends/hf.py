@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from harness import checks
+from harness.backends import microbatch
 from harness.backends.common import StepObserver, TrainOutcome, count_params
 from harness.backends.graphed_layers import PAD_MULTIPLE, compile_mode, decoder_layers, graphed_layers
 from harness.config import SetupConfig
@@ -45,13 +46,13 @@ def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[
         # took 47 s, and DDP ranks load one after another, so two cards would wait ~94 s for the first step.
         with torch.device("cuda" if runtime.device == "cuda" else "cpu"):
             model = AutoModelForCausalLM.from_config(
-                config, dtype=runtime.dtype, attn_implementation=setup.model.attention
+                config, dtype=runtime.dtype, attn_implementation=runtime.attention
             )
     else:
         quant = _quantization_config(runtime) if runtime.precision == "4bit" else None
         model = AutoModelForCausalLM.from_pretrained(
             str(model_path), dtype=runtime.dtype, quantization_config=quant, revision=setup.model.revision,
-            attn_implementation=setup.model.attention,
+            attn_implementation=runtime.attention,
         )
     if runtime.precision != "4bit":
         model.to(runtime.device)
@@ -188,6 +189,8 @@ def build_trainer(
     weakref.finalize(trainer, shutil.rmtree, scratch, ignore_errors=True)
     # Trainer prints every log dict to stdout when tqdm is off; lorabench shows its own progress on stderr.
     trainer.remove_callback(PrinterCallback)
+    # Same rows per step, less padding (on a CPU a step costs what its padded tokens cost).
+    microbatch.install(trainer, runtime.micro_batches)
     return trainer
 
 

@@ -23,6 +23,7 @@ from transformers import StoppingCriteria, StoppingCriteriaList
 
 from harness import atomic
 from harness.config import SetupConfig
+from harness.locks import exclusive_lock
 from harness.models import cache_dir
 from harness.run.progress import Progress
 from harness.runtime import Runtime, runtime_of
@@ -210,6 +211,19 @@ def timed_answers(
     return answers, round(time.perf_counter() - started, 2)
 
 
+def baseline_key(setup: SetupConfig, runtime: Runtime, model_path: Path, split_hash: str, n_test: int) -> str:
+    """The baseline cache's key: what the untrained answers depend on, resolved (never "auto"): the
+    weights, the decoding precision and attention, the questions, and the batch (in half precision,
+    which questions share a batch moves some answers). Not the seed or the recipe: every seed of a
+    setup shares one baseline."""
+    model_fields = {**setup.model.model_dump(mode="json"), "attention": runtime.attention}
+    payload = json.dumps(
+        [str(model_path), model_fields, decoded_in(setup, runtime), split_hash, n_test, setup.eval.max_new_tokens,
+         eval_batch_size(setup.eval.batch_size, runtime.device)],
+    )  # fmt: skip
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
 def baseline_answers(
     setup: SetupConfig, runtime: Runtime, model_path: Path, split: Split, test: Sequence[Example],
     model: Any, tokenizer: Any, progress: Progress,
@@ -217,15 +231,14 @@ def baseline_answers(
     """The untrained model's answers, the seconds they took when decoded, and whether they came from the
     cache. Cached per model + split + decoding precision + eval settings: the answers, not their scores
     (scoring is cheap and may improve between runs)."""
-    key_payload = json.dumps(  # what the answers depend on
-        [str(model_path), setup.model.model_dump(mode="json"), decoded_in(setup, runtime), split.hash, len(test),
-         setup.eval.max_new_tokens],
-    )  # fmt: skip
-    key = hashlib.sha256(key_payload.encode()).hexdigest()[:16]
+    key = baseline_key(setup, runtime, model_path, split.hash, len(test))
     path = cache_dir() / "baseline" / f"{key}.json"
-    if path.is_file():
-        cached = json.loads(path.read_text(encoding="utf-8"))
-        return cached["answers"], cached["eval_s"], True
-    answers, seconds = timed_answers(model, tokenizer, test, setup, progress, "baseline eval")
-    atomic.write_json(path, {"answers": answers, "eval_s": seconds}, indent=None)
+    # Runs started together (seeds on one GPU, suite workers) wait for the first one's answers instead
+    # of decoding the same questions side by side.
+    with exclusive_lock(path.with_suffix(".lock"), what="baseline cache lock"):
+        if path.is_file():
+            cached = json.loads(path.read_text(encoding="utf-8"))
+            return cached["answers"], cached["eval_s"], True
+        answers, seconds = timed_answers(model, tokenizer, test, setup, progress, "baseline eval")
+        atomic.write_json(path, {"answers": answers, "eval_s": seconds}, indent=None)
     return answers, seconds, False

@@ -33,9 +33,9 @@ from harness.results import (
     MemoryStats,
     RunRecord,
     beside,
-    fingerprint,
     predictions_path,
     record_lock_path,
+    run_fingerprint,
     seed_record_path,
     write_record,
 )
@@ -98,7 +98,7 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     if hidden:
         provenance["host"]["hidden_gpus"] = hidden
     host = provenance["host"]["id"]
-    fp = fingerprint(setup.fingerprint_payload(), options.stack, host)
+    fp = run_fingerprint(setup, options.stack, provenance["host"]["kind"])
     run_id = new_run_id(created, fp, setup.recipe.seed)
     base = {
         "run_id": run_id, "created": created.isoformat(timespec="seconds"), "experiment": setup.experiment,

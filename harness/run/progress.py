@@ -1,10 +1,22 @@
-"""Progress on long phases (steps, loss, ETA) on stderr; quiet mode prints phase lines only (CI logs)."""
+"""Progress on long phases (steps, loss, ETA) on stderr; quiet mode prints phase lines only (CI logs).
+
+Beside the text, every phase start and every step goes as one JSON line to the file named by
+$LORABENCH_PROGRESS_FILE, when it is set: a trainer child's stderr is captured under pytest, so the
+suite follows this file from the parent and shows the progress itself (harness/suite/progress.py).
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
+from pathlib import Path
 from typing import TextIO
+
+from harness.run.ranks import is_main_process
+
+PROGRESS_FILE_ENV = "LORABENCH_PROGRESS_FILE"
 
 
 def _clock(seconds: float) -> str:
@@ -12,10 +24,17 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 60:d}:{seconds % 60:02d}"
 
 
+def progress_file_from_env() -> Path | None:
+    """The file named by $LORABENCH_PROGRESS_FILE, for rank 0 only (other DDP ranks would repeat it)."""
+    name = os.environ.get(PROGRESS_FILE_ENV)
+    return Path(name) if name and is_main_process() else None
+
+
 class Progress:
-    def __init__(self, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+    def __init__(self, *, quiet: bool = False, stream: TextIO | None = None, events_file: Path | None = None) -> None:
         self.quiet = quiet
         self.stream = stream or sys.stderr
+        self.events_file = events_file if events_file is not None else progress_file_from_env()
         self._phase = ""
         self._total = 0
         self._done = 0
@@ -25,10 +44,12 @@ class Progress:
     def phase(self, name: str, total: int = 0) -> None:
         self._phase, self._total, self._done = name, total, 0
         self._started = self._last_print = time.monotonic()
+        self._event()
         print(f"[lorabench] {name}" + (f" ({total})" if total else ""), file=self.stream, flush=True)
 
     def advance(self, n: int = 1, **values: float) -> None:
         self._done += n
+        self._event(**values)
         now = time.monotonic()
         finished = self._total and self._done >= self._total
         if self.quiet or (now - self._last_print < 2.0 and not finished):
@@ -42,3 +63,13 @@ class Progress:
             file=self.stream,
             flush=True,
         )
+
+    def _event(self, **values: float) -> None:
+        if self.events_file is None:
+            return
+        line = json.dumps({"t": time.time(), "phase": self._phase, "done": self._done, "total": self._total, **values})
+        try:
+            with self.events_file.open("a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+        except OSError:
+            self.events_file = None  # whoever showed it is gone; the run goes on without

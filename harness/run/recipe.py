@@ -33,7 +33,7 @@ from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome
 from harness.run.progress import Progress
 from harness.run.ranks import gathered, is_main_process, load_windows, staggered_load
-from harness.runtime import Runtime, resolve_runtime, runtime_of
+from harness.runtime import Runtime, resolve_setup_runtime, runtime_of
 from harness.tasks.encoding import end_of_turn
 from harness.tasks.registry import Split, task_module
 
@@ -44,7 +44,7 @@ def backend_module(name: str) -> ModuleType:
 
 
 def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress) -> None:
-    runtime = resolve_runtime(setup.device, setup.precision)
+    runtime = resolve_setup_runtime(setup)
     backend = backend_module(setup.backend)
     main_process = is_main_process()
     check_gpus(setup, runtime)
@@ -73,7 +73,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
     outcome.model = ModelInfo(
         source=setup.model.source, resolved=str(resolved.path),
         weights="random" if setup.model.random_weights else "pretrained",
-        precision=runtime.precision, device=runtime.device,
+        precision=runtime.precision, device=runtime.device, attention=runtime.attention,
+        auto_settings=runtime.reasons or None,
     )  # fmt: skip
     outcome.add_checks({"end_of_turn": end_of_turn_check(tokenizer)})
 

@@ -7,8 +7,11 @@ that trains or re-reads a record, so a second `pytest benchmarks` re-asserts wit
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,7 +22,8 @@ from harness.errors import ConfigError, UserError
 from harness.results import RunRecord, record_path
 from harness.suite.cache import DEFAULT_RERUN
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
-from harness.suite.runner import RunResult, SuiteRunner, SuiteSettings
+from harness.suite.progress import Mode, ProgressView, Sink, followed_run
+from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSettings
 from harness.suite.setups import BenchSetup
 
 DEFAULT_SEEDS = "3407,42,1234"
@@ -114,6 +118,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="train in the pytest process instead of a child process (debugging)",
     )
     group.addoption(
+        "--lorabench-progress",
+        default="auto",
+        choices=("auto", "live", "lines", "off"),
+        help="progress of runs that train, shown past pytest's capture: live (one status line rewritten in "
+        "place), lines (a line per phase and every --lorabench-progress-every seconds: CI logs), off; "
+        "auto = live on a terminal, lines otherwise, off with -s (the trainer then prints its own) (default: auto)",
+    )
+    group.addoption(
+        "--lorabench-progress-every",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="in lines mode, seconds between progress lines within a phase (default: 30)",
+    )
+    group.addoption(
         "--lorabench-other-stack",
         default=None,
         metavar="NAME",
@@ -126,7 +145,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     settings = settings_from_config(config)
     config.stash[SETTINGS_KEY] = settings
-    config.stash[RUNNER_KEY] = SuiteRunner(settings, worker=os.environ.get("PYTEST_XDIST_WORKER"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    config.stash[RUNNER_KEY] = SuiteRunner(settings, worker=worker, follow=progress_follower(config, settings, worker))
     config.pluginmanager.register(RunLog(), "lorabench-runlog")
 
 
@@ -159,13 +179,66 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
         problems.append(
             f"--lorabench-other-stack: {other!r} is the stack under test; name the stack to compare against"
         )
+    every = config.getoption("lorabench_progress_every")
+    if every < 0:
+        problems.append(f"--lorabench-progress-every: {every} is negative; give seconds >= 0, e.g. 30")
     if problems:
         raise pytest.UsageError("lorabench options:\n  " + "\n  ".join(problems))
     return SuiteSettings(
         stack=stack, seeds=seeds, results_dir=results.resolve(), model=model, data=data, overrides=overrides,
         allow_noisy=config.getoption("lorabench_allow_noisy"), rerun=config.getoption("lorabench_rerun"),
         inline=config.getoption("lorabench_inline"), quiet=config.getoption("capture") != "no", other_stack=other,
+        progress=config.getoption("lorabench_progress"), progress_every_s=every,
     )  # fmt: skip
+
+
+def progress_follower(config: pytest.Config, settings: SuiteSettings, worker: str | None) -> FollowRun:
+    """How the runner shows a training run's progress: through the terminal, past the capture."""
+    sink = terminal_sink(config, worker)
+
+    def follow(label: str, header: str) -> AbstractContextManager[ProgressView | None]:
+        return followed_run(label, sink, progress_mode(config, settings, worker), settings.progress_every_s, header)
+
+    return follow
+
+
+def progress_mode(config: pytest.Config, settings: SuiteSettings, worker: str | None) -> Mode:
+    if settings.progress != "auto":
+        return settings.progress
+    if not settings.quiet:
+        return "off"  # -s: the trainer child writes its own progress to the terminal
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    return "live" if reporter is not None and worker is None and reporter.isatty() else "lines"
+
+
+def terminal_sink(config: pytest.Config, worker: str | None) -> Sink:
+    """Writes progress lines to the terminal while pytest captures the test: capture is suspended for
+    each write, as pytest's own live logging does. An xdist worker has no terminal of its own: it writes
+    to the stderr it was started with (the controller's), one lasting line at a time."""
+    transient_shown = False
+
+    def write(text: str, transient: bool) -> None:
+        nonlocal transient_shown
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            if reporter is None or worker is not None:
+                if not transient:
+                    print(f"[{worker}] {text}" if worker else text, file=sys.__stderr__, flush=True)
+                return
+            if transient or transient_shown:
+                if not transient_shown:
+                    reporter.ensure_newline()
+                width = reporter._tw.fullwidth - 1
+                reporter.rewrite(text[:width], erase=True)
+                if not transient:
+                    reporter.write("\n")
+            else:
+                reporter.write_line(text)
+            reporter.flush()
+        transient_shown = transient
+
+    return write
 
 
 def _parse_seeds(text: str, problems: list[str]) -> tuple[int, ...]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Generator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -20,11 +20,23 @@ from typing import Literal
 
 from harness.config import Override, SetupConfig
 from harness.locks import exclusive_lock
-from harness.results import RunRecord, fingerprint, record_lock_path
-from harness.suite.cache import DEFAULT_RERUN, Rerun, expected_path, lookup, wants_rerun
+from harness.results import RunRecord, record_lock_path, run_fingerprint
+from harness.suite.cache import (
+    DEFAULT_RERUN,
+    HostKey,
+    Rerun,
+    expected_path,
+    lookup,
+    stand_in,
+    wants_rerun,
+    why_not_standing_in,
+)
+from harness.suite.progress import ProgressView
 from harness.suite.setups import BenchSetup, load_bench_setup
 
 How = Literal["trained", "re-ran", "reused"]
+# (label, header) → a block in which a trainer child's progress is shown (harness.suite.progress).
+FollowRun = Callable[[str, str], AbstractContextManager[ProgressView | None]]
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,8 @@ class SuiteSettings:
     inline: bool = False
     quiet: bool = True
     other_stack: str | None = None
+    progress: Literal["auto", "live", "lines", "off"] = "auto"
+    progress_every_s: float = 30.0
 
     def setup_overrides(self) -> list[Override]:
         """Overrides every setup gets, before a case's own: data, model, then `--lorabench-set`."""
@@ -55,11 +69,13 @@ class RunResult:
     record: RunRecord
     path: Path
     how: How
+    note: str | None = None  # a record of another host stood in, or why none could
 
     def line(self) -> str:
         r = self.record
         reason = f" ({r.reason})" if r.reason and r.status != "ok" else ""
-        return f"{self.how:<7} {r.experiment}/{r.setup_name} seed {r.seed}: {r.status}{reason} → {self.path}"
+        note = f" [{self.note}]" if self.note else ""
+        return f"{self.how:<7} {r.experiment}/{r.setup_name} seed {r.seed}: {r.status}{reason} → {self.path}{note}"
 
 
 @dataclass
@@ -67,15 +83,21 @@ class SuiteRunner:
     settings: SuiteSettings
     worker: str | None = None  # the xdist worker id (gw0, gw1, …), None outside xdist
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    follow: FollowRun | None = None  # shows a trainer child's progress past pytest's capture
     _memo: dict[tuple[str, bool], RunResult] = field(default_factory=dict)
     _setups: dict[Path, BenchSetup] = field(default_factory=dict)
 
     @cached_property
-    def host(self) -> str:
-        # Asked once, before any GPU pinning, so this process's host id matches the one `run_setup` records.
+    def host_key(self) -> HostKey:
+        # Asked once, before any GPU pinning, so this process's host matches the one `run_setup` records.
         from harness.provenance import collect_host
 
-        return str(collect_host()["id"])
+        host = collect_host()
+        return HostKey(str(host["id"]), str(host["kind"]))
+
+    @property
+    def host(self) -> str:
+        return self.host_key.id
 
     @cached_property
     def gpu_pin(self) -> tuple[str, str] | None:
@@ -101,24 +123,31 @@ class SuiteRunner:
 
     def run(self, setup: SetupConfig, *, timed: bool = False) -> RunResult:
         """The record for `setup` on this stack and host: from this session, from disk, or from a new run."""
-        stack = self.settings.stack
-        key = (fingerprint(setup.fingerprint_payload(), stack, self.host), timed)
+        stack, results = self.settings.stack, self.settings.results_dir
+        key = (run_fingerprint(setup, stack, self.host_key.kind), timed)
         if key in self._memo:
             return self._memo[key]
-        path = expected_path(self.settings.results_dir, setup, stack, self.host)
+        path = expected_path(results, setup, stack, self.host)
         with exclusive_lock(record_lock_path(path), what="record lock"):
-            cached = lookup(self.settings.results_dir, setup, stack, self.host, timed=timed)
+            cached = lookup(results, setup, stack, self.host_key, timed=timed)
+            # A record of another host of this kind answers an untimed claim (the rule: harness/suite/cache.py).
+            other = stand_in(results, setup, stack, self.host_key) if cached is None and not timed else None
             if cached is not None and not (wants_rerun(cached, self.settings.rerun) and self._older(cached)):
                 result = RunResult(cached, path, "reused")
+            elif other is not None and not wants_rerun(other[0], self.settings.rerun):
+                note = f"stands in: made on host {other[0].host}, of this host's kind {self.host_key.kind}"
+                result = RunResult(other[0], other[1], "reused", note)
             else:
-                record, written = self._train(setup, timed)
-                result = RunResult(record, written, "re-ran" if cached else "trained")
+                not_used = [] if cached else why_not_standing_in(results, setup, stack, self.host_key, timed=timed)
+                note = "not standing in: " + "; ".join(not_used) if not_used else None
+                record, written = self._train(setup, timed, note)
+                result = RunResult(record, written, "re-ran" if cached or other else "trained", note)
         self._memo[key] = result
         return result
 
     def cached(self, setup: SetupConfig, stack: str) -> tuple[RunRecord | None, Path]:
         """A record of another stack on this host, never run here (Exp E compares stacks run in two images)."""
-        return lookup(self.settings.results_dir, setup, stack, self.host), expected_path(
+        return lookup(self.settings.results_dir, setup, stack, self.host_key), expected_path(
             self.settings.results_dir, setup, stack, self.host
         )
 
@@ -129,17 +158,23 @@ class SuiteRunner:
         except ValueError:
             return True
 
-    def _train(self, setup: SetupConfig, timed: bool) -> tuple[RunRecord, Path]:
-        from harness.run.parent import RunOptions, run_setup
+    def _train(self, setup: SetupConfig, timed: bool, note: str | None = None) -> tuple[RunRecord, Path]:
+        from harness.run.parent import RunOptions, run_setup, summary_line
 
         options = RunOptions(
             results_dir=self.settings.results_dir, stack=self.settings.stack, timed=timed,
             allow_noisy=self.settings.allow_noisy, quiet=self.settings.quiet, isolate=not self.settings.inline,
         )  # fmt: skip
-        _ = self.host  # resolved before pinning a GPU (see `host`)
+        _ = self.host_key  # resolved before pinning a GPU (see `host_key`)
+        label = f"{setup.experiment}/{setup.name} seed {setup.recipe.seed}"
+        header = "no record of this setup on this host: " + ("timed run" if timed else "training") + (
+            f" ({note})" if note else ""
+        )
         # A timed run takes the host-wide timed lock itself (harness.run.parent).
-        with self._pinned():
+        with self._pinned(), self.follow(label, header) if self.follow else nullcontext() as view:
             record, path = run_setup(setup, options)
+            if view is not None:
+                view.finish(summary_line(record, path))
         if record.host != self.host:
             warnings.warn(
                 f"run_setup recorded host {record.host!r} but the suite looks records up under {self.host!r}: "

@@ -9,16 +9,16 @@ import torch
 
 from harness.backends import hf
 from harness.config import load_setup
-from harness.runtime import Runtime
+from harness.runtime import Runtime, resolve_runtime
 
 
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_attention_implementation_is_the_setups(tiny_model_dir: Path, attention: str) -> None:
     setup = load_setup(None, [f"model.source={tiny_model_dir}", f"model.attention={attention}"])
-    model, _ = hf.load(setup, tiny_model_dir, Runtime("cpu", "fp32"))
+    model, _ = hf.load(setup, tiny_model_dir, resolve_runtime("cpu", "fp32", setup.model.attention))
     assert model.config._attn_implementation == attention
-    # The default stays transformers' own, so records made before the field existed keep their meaning.
-    assert load_setup(None).model.attention == "sdpa"
+    # The default resolves per host (harness/runtime.py, tests/test_runtime.py); fingerprint version 3.
+    assert load_setup(None).model.attention == "auto"
 
 
 def test_steady_step_time_leaves_the_warm_up_out():

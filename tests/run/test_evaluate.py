@@ -99,3 +99,24 @@ def test_stop_criterion_looks_at_the_newest_generated_token_only() -> None:
     assert stop(torch.tensor([[7, 1, 2, 5], [1, 2, 3, 9]]), None).tolist() == [False, True]
     # generate ANDs the flags into its own unfinished mask, so a sequence that stopped stays stopped
     assert stop(torch.tensor([[7, 1, 2, 5, 7], [1, 2, 3, 9, 0]]), None).tolist() == [True, False]
+
+
+def test_every_seed_shares_one_baseline_but_not_another_decoding() -> None:
+    from harness.config import load_setup
+    from harness.run.evaluate import baseline_key
+    from harness.runtime import resolve_runtime
+
+    amx = (Path(__file__).parents[1] / "data" / "cpuinfo" / "intel-xeon-amx.txt").read_text()
+
+    def key(*overrides: str) -> str:
+        setup = load_setup(None, list(overrides))
+        runtime = resolve_runtime("cpu", setup.precision, setup.model.attention, cpuinfo=amx)
+        return baseline_key(setup, runtime, Path("/models/smollm2"), "split-hash", 300)
+
+    base = key()
+    # Seeds, steps and the recipe do not change the untrained model's answers.
+    assert key("recipe.seed=42") == key("recipe.seed=1234") == key("recipe.steps=10", "lora.rank=8") == base
+    # "auto" keys by what it resolved to: bf16 + eager on this CPU, like the same settings given by name.
+    assert key("precision=bf16", "model.attention=eager") == base
+    # Another decoding does change them: precision, attention, batch.
+    assert len({base, key("precision=fp32"), key("model.attention=sdpa"), key("eval.batch_size=16")}) == 4

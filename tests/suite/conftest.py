@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import Metrics, RunRecord, fingerprint, write_record
+from harness.results import Metrics, RunRecord, run_fingerprint, write_record
 from harness.suite.setups import load_bench_setup
 
 TINY_SETUP = """\
@@ -114,22 +114,32 @@ def host_id() -> str:
     return str(collect_host()["id"])
 
 
+@pytest.fixture(scope="session")
+def host_kind() -> str:
+    from harness.provenance import collect_host
+
+    return str(collect_host()["kind"])
+
+
 @pytest.fixture
-def write_cached(host_id: str) -> Callable[..., Path]:
-    """`write_cached(setup_file, results_dir, status=…, reason=…, baseline=…, trained=…)`: a record with the
-    fingerprint the suite will compute for seed 3407 on STACK and this host."""
+def write_cached(host_id: str, host_kind: str) -> Callable[..., Path]:
+    """`write_cached(setup_file, results_dir, status=…, reason=…, baseline=…, trained=…, host=…, kind=…)`:
+    a record with the fingerprint the suite will compute for seed 3407 on STACK and this host (or, given
+    `host` and `kind`, one made on such a host: a record that may stand in, or may not)."""
 
     def write(
         setup_file: Path, results_dir: Path, *, status: str = "ok", reason: str | None = None,
-        baseline: float = 10.0, trained: float = 40.0, seed: int = 3407,
+        baseline: float = 10.0, trained: float = 40.0, seed: int = 3407, host: str | None = None,
+        kind: str | None = None,
     ) -> Path:  # fmt: skip
         setup = load_bench_setup(setup_file).resolve(seed)
         scored = status == "ok"
+        made_on, made_kind = host or host_id, kind or host_kind
         record = RunRecord(
             run_id=f"hand-written-{status}", status=status, reason=reason, created="2026-01-01T00:00:00+00:00",
-            experiment=setup.experiment, setup_name=setup.name, seed=seed, stack=STACK, host=host_id,
-            fingerprint=fingerprint(setup.fingerprint_payload(), STACK, host_id),
-            setup=setup.model_dump(mode="json"), provenance={},
+            experiment=setup.experiment, setup_name=setup.name, seed=seed, stack=STACK, host=made_on,
+            fingerprint=run_fingerprint(setup, STACK, made_kind),
+            setup=setup.model_dump(mode="json"), provenance={"host": {"id": made_on, "kind": made_kind}},
             baseline=Metrics(exact_match=baseline, well_formed=baseline, n=4) if scored else None,
             trained=Metrics(exact_match=trained, well_formed=trained, n=4) if scored else None,
         )  # fmt: skip

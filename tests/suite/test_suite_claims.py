@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.config import validate_setup
-from harness.results import MemoryStats, Metrics, RunRecord, TrainStats, fingerprint, write_record
+from harness.results import MemoryStats, Metrics, RunRecord, TrainStats, run_fingerprint, write_record
 from harness.suite import catalogue, claims
-from harness.suite.cache import lookup, wants_rerun
+from harness.suite.cache import HostKey, lookup, wants_rerun
 from harness.suite.setups import BenchSetup, load_bench_setup
 
 GiB = 1024**3
@@ -126,20 +126,20 @@ def test_a_run_that_did_not_finish_fails_the_claim() -> None:
 
 def test_cache_matches_fingerprint_and_timing_only(tmp_path: Path) -> None:
     setup = validate_setup({"name": "s", "experiment": "exp_x", "recipe": {"seed": 42}})
-    fp = fingerprint(setup.fingerprint_payload(), "cpu", "h")
-    assert lookup(tmp_path, setup, "cpu", "h") is None
+    here = HostKey("h", "cpu-x86-64-2c-amx")
+    fp = run_fingerprint(setup, "cpu", here.kind)
+    assert lookup(tmp_path, setup, "cpu", here) is None
     untimed = record(42).model_copy(update={"fingerprint": fp})
     write_record(tmp_path, untimed)
-    assert lookup(tmp_path, setup, "cpu", "h") == untimed
-    assert lookup(tmp_path, setup, "cpu", "other-host") is None
-    assert lookup(tmp_path, setup, "rocm7.2-hf5.17", "h") is None  # another stack writes elsewhere anyway
+    assert lookup(tmp_path, setup, "cpu", here) == untimed
+    assert lookup(tmp_path, setup, "cpu", HostKey("other-host", here.kind)) is None  # its own folder is empty
+    assert lookup(tmp_path, setup, "cpu", HostKey("h", "cpu-x86-64-2c-avx2")) is None  # another kind, another fingerprint
+    assert lookup(tmp_path, setup, "rocm7.2-hf5.17", here) is None  # another stack writes elsewhere anyway
     changed = validate_setup({"name": "s", "experiment": "exp_x", "recipe": {"seed": 42, "steps": 10}})
-    assert lookup(tmp_path, changed, "cpu", "h") is None
-    assert (
-        lookup(tmp_path, setup, "cpu", "h", timed=True) is None
-    )  # an untimed record cannot answer a timed claim
+    assert lookup(tmp_path, changed, "cpu", here) is None
+    assert lookup(tmp_path, setup, "cpu", here, timed=True) is None  # an untimed record cannot answer a timed claim
     write_record(tmp_path, untimed.model_copy(update={"guard": {"timed": True}}))
-    assert lookup(tmp_path, setup, "cpu", "h", timed=True) is not None
+    assert lookup(tmp_path, setup, "cpu", here, timed=True) is not None
 
 
 def test_rerun_policy() -> None:

@@ -1,0 +1,54 @@
+"""What the CPU can do, read from `/proc/cpuinfo` text: its model name, its flags, and the instruction
+tier that decides how fast bf16 runs and which kernels a run meets.
+
+Parsing takes the text, so tests feed a recorded /proc/cpuinfo; `read_cpuinfo()` is the only reader.
+Not covered: non-Linux hosts and ARM feature names (their tier is "base"; auto settings stay fp32).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CPUINFO = Path("/proc/cpuinfo")
+
+# bf16 matmuls in hardware: AMX tiles (Sapphire Rapids and later) or AVX512-BF16 dot products (Cooper
+# Lake, Zen 4). Without either, torch emulates bf16 on CPU and fp32 is faster.
+BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+# The tier names, best first, each with the flag that marks it: what oneDNN dispatches on.
+TIERS = (("amx", "amx_bf16"), ("avx512bf16", "avx512_bf16"), ("avx512", "avx512f"), ("avx2", "avx2"))
+
+
+def read_cpuinfo() -> str:
+    """/proc/cpuinfo's text, or "" where there is none (the tier is then "base")."""
+    try:
+        return CPUINFO.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _first_field(text: str, name: str) -> str | None:
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == name:
+            return value.strip()
+    return None
+
+
+def model_name(text: str) -> str | None:
+    return _first_field(text, "model name")
+
+
+def cpu_flags(text: str) -> frozenset[str]:
+    """The first processor's flags (x86 `flags`; ARM's `Features` line is read the same way)."""
+    line = _first_field(text, "flags") or _first_field(text, "Features") or ""
+    return frozenset(line.split())
+
+
+def bf16_flag(flags: frozenset[str]) -> str | None:
+    """The flag that gives this CPU bf16 matmuls in hardware, best first; None when it has none."""
+    return next((flag for flag in BF16_FLAGS if flag in flags), None)
+
+
+def isa_tier(flags: frozenset[str]) -> str:
+    """amx, avx512bf16, avx512, avx2 or base: the best instruction tier the kernels can use."""
+    return next((tier for tier, flag in TIERS if flag in flags), "base")

@@ -1,0 +1,192 @@
+"""Live progress of the suite's runs, shown although pytest captures the trainer's output.
+
+pytest captures a test's output, the trainer child's stderr with it, so `make bench` printed nothing
+for an hour. The suite hands the child a progress file ($LORABENCH_PROGRESS_FILE, written by
+`harness.run.progress.Progress`: a JSON line per phase and per step), follows it from a thread, and
+writes lines through a sink that gets past the capture (see `harness.suite.plugin.terminal_sink`):
+
+    [lorabench] exp_a/smollm2-135m-lora seed 3407 · train 120/300 · loss 0.412 · 4:58 · eta 7:27
+
+Two modes: `live` (a terminal) rewrites one status line in place, at most once a second, and leaves a
+line per phase; `lines` (CI logs, files) writes a line when a phase starts and then every `every_s`
+seconds, so a log stays short. Not covered: progress of runs in other pytest processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.run.progress import PROGRESS_FILE_ENV
+
+Mode = Literal["live", "lines", "off"]
+# (text, transient): a transient line is replaced by the next one (live mode's status line).
+Sink = Callable[[str, bool], None]
+LIVE_EVERY_S = 1.0
+POLL_S = 0.25
+
+
+def clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+@dataclass
+class PhaseState:
+    """One phase as the events tell it; the rate is taken from its first step on, so the time a phase
+    spends before its first step (the trainer's setup, preflight checks) does not skew the ETA."""
+
+    name: str
+    total: int
+    started: float
+    done: int = 0
+    values: dict[str, float] | None = None
+    first: tuple[float, int] | None = None  # (t, done) of the first step
+    last_t: float = 0.0
+
+    def update(self, event: dict[str, Any]) -> None:
+        self.done, self.last_t = int(event.get("done", 0)), float(event["t"])
+        self.values = {k: v for k, v in event.items() if k not in ("t", "phase", "done", "total")} or self.values
+        if self.first is None and self.done > 0:
+            self.first = (self.last_t, self.done)
+
+    def eta(self) -> float | None:
+        if self.first is None or not self.total or self.done <= self.first[1]:
+            return None
+        rate = (self.last_t - self.first[0]) / (self.done - self.first[1])
+        return rate * (self.total - self.done)
+
+    def describe(self, now: float) -> str:
+        parts = [f"{self.name} {self.done}/{self.total}" if self.total else self.name]
+        parts += [f"{k} {v:.4g}" for k, v in (self.values or {}).items()]
+        parts.append(clock(now - self.started))
+        if (eta := self.eta()) is not None:
+            parts.append(f"eta {clock(eta)}")
+        elif self.total and self.done == 0:
+            parts.append("preparing")
+        return " · ".join(parts)
+
+
+class ProgressView:
+    """Turns the child's events into lines for the sink, at the pace of its mode."""
+
+    def __init__(self, label: str, sink: Sink, mode: Mode, every_s: float) -> None:
+        self.label, self.sink, self.mode, self.every_s = label, sink, mode, every_s
+        self.phase: PhaseState | None = None
+        self._shown = 0.0
+        self._transient = False
+
+    def _write(self, text: str, *, transient: bool) -> None:
+        self.sink(f"[lorabench] {self.label} · {text}", transient)
+        self._transient = transient
+
+    def event(self, event: dict[str, Any]) -> None:
+        name = str(event.get("phase", ""))
+        if self.phase is None or name != self.phase.name or int(event.get("done", 0)) < self.phase.done:
+            self.close_phase()
+            self.phase = PhaseState(name, int(event.get("total", 0)), float(event["t"]))
+            self.phase.update(event)
+            self._write(self.phase.describe(time.time()), transient=self.mode == "live")
+            self._shown = time.monotonic()
+            return
+        self.phase.update(event)
+
+    def tick(self, *, force: bool = False) -> None:
+        """Show the current phase again when its interval has passed (a clock that moves without events too)."""
+        if self.phase is None:
+            return
+        every = LIVE_EVERY_S if self.mode == "live" else self.every_s
+        if force or time.monotonic() - self._shown >= every:
+            self._write(self.phase.describe(time.time()), transient=self.mode == "live")
+            self._shown = time.monotonic()
+
+    def note(self, text: str) -> None:
+        """A lasting line about the run (what it is about to do, how it ended)."""
+        self._write(text, transient=False)
+
+    def close_phase(self) -> None:
+        """The phase that just ended, once more as a lasting line: live mode replaces its status line, and
+        a phase with steps says how long all of them took."""
+        if self.phase is not None and (self.mode == "live" or self.phase.total):
+            self._write(self.phase.describe(self.phase.last_t or time.time()), transient=False)
+
+    def finish(self, outcome: str) -> None:
+        self.close_phase()
+        self.phase = None
+        self.note(outcome)
+
+
+class ProgressFollower:
+    """Follows one progress file from a thread, feeding a `ProgressView`."""
+
+    def __init__(self, path: Path, view: ProgressView) -> None:
+        self.path, self.view = path, view
+        self._stop = threading.Event()
+        self._offset = 0
+        self._thread = threading.Thread(target=self._loop, name="lorabench-progress", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self._read()
+            self.view.tick()
+
+    def _read(self) -> None:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except OSError:
+            return
+        complete, _, _ = data.rpartition(b"\n")  # a line still being written waits for the next read
+        if not complete:
+            return
+        self._offset += len(complete) + 1
+        for raw in complete.splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                self.view.event(json.loads(raw))
+
+
+@contextlib.contextmanager
+def followed_run(
+    label: str, sink: Sink, mode: Mode, every_s: float, header: str | None = None
+) -> Generator[ProgressView | None]:
+    """For the block, trainer children started in it report to a progress file that is shown through
+    `sink`, after `header`. The caller writes the outcome with `view.finish(...)`. Mode `off`: nothing."""
+    if mode == "off":
+        yield None
+        return
+    view = ProgressView(label, sink, mode, every_s)
+    if header:
+        view.note(header)  # before the follower starts: the sink is called from one thread at a time
+    with tempfile.TemporaryDirectory(prefix="lorabench-progress-") as tmp:
+        path = Path(tmp) / "progress.jsonl"
+        path.touch()
+        before = os.environ.get(PROGRESS_FILE_ENV)
+        os.environ[PROGRESS_FILE_ENV] = str(path)  # the child inherits the parent's environment
+        follower = ProgressFollower(path, view)
+        follower.start()
+        try:
+            yield view
+        finally:
+            follower.stop()
+            if before is None:
+                os.environ.pop(PROGRESS_FILE_ENV, None)
+            else:
+                os.environ[PROGRESS_FILE_ENV] = before

@@ -1,0 +1,117 @@
+"""A training run's progress reaches the terminal through pytest's capture; records of another host of
+the same kind stand in for untimed claims, and records that cannot say why."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.run.progress import Progress
+from harness.suite.progress import ProgressView, clock, followed_run
+
+LABEL = "exp_t/tiny seed 3407"
+
+
+def test_progress_shows_through_fd_capture(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...]
+) -> None:
+    # A real pytest process with its default fd capture, a real trainer child: the child's own stderr
+    # is captured (its phase lines never reach the output), the suite's progress lines do.
+    bench_dir(steps=2, min_gain=-100.0)
+    shown = pytester.runpytest_subprocess(*bench_args, "--lorabench-progress-every=0", timeout=300)
+    shown.assert_outcomes(passed=1)
+    shown.stdout.fnmatch_lines([
+        f"[[]lorabench] {LABEL} · no record of this setup on this host: training",
+        f"[[]lorabench] {LABEL} · train 0/2 · *",
+        f"[[]lorabench] {LABEL} · train 2/2 · loss * · *",
+        f"[[]lorabench] {LABEL} · eval 4/4 · *",
+        f"[[]lorabench] {LABEL} · ok | exp_t/tiny seed 3407 | exact match * → *",
+    ])  # fmt: skip
+    assert "[lorabench] train (2)" not in shown.stdout.str()  # the child's own line stayed captured
+
+    # The control: without the follower nothing of the run shows until the summary.
+    bench_dir(steps=3, min_gain=-100.0)
+    hidden = pytester.runpytest_subprocess(*bench_args, "--lorabench-progress=off", timeout=300)
+    hidden.assert_outcomes(passed=1)
+    assert f"[lorabench] {LABEL}" not in hidden.stdout.str()
+
+
+def test_lines_mode_writes_a_line_per_phase_and_an_eta_from_the_first_step() -> None:
+    written: list[tuple[str, bool]] = []
+    view = ProgressView(LABEL, lambda text, transient: written.append((text, transient)), "lines", every_s=3600)
+    view.event({"t": 100.0, "phase": "train", "done": 0, "total": 10})
+    view.event({"t": 160.0, "phase": "train", "done": 1, "total": 10, "loss": 1.25})  # 60 s of preflight first
+    view.event({"t": 162.0, "phase": "train", "done": 2, "total": 10, "loss": 1.0})
+    assert view.phase is not None and view.phase.eta() == pytest.approx(16.0)  # 2 s a step, 8 to go
+    view.tick()  # within the hour: nothing new
+    view.event({"t": 170.0, "phase": "eval", "done": 0, "total": 300})
+    view.finish("ok")
+    texts = [text.removeprefix(f"[lorabench] {LABEL} · ") for text, _ in written]
+    assert texts[0].startswith("train 0/10 · ") and texts[0].endswith("preparing")
+    assert texts[1].startswith("train 2/10 · loss 1 · ") and texts[1].endswith("eta 0:16")  # the phase, closed
+    assert texts[2].startswith("eval 0/300") and texts[3].startswith("eval 0/300") and texts[4] == "ok"
+    assert not any(transient for _, transient in written)
+
+
+def test_live_mode_rewrites_one_line_and_keeps_a_line_per_phase() -> None:
+    written: list[tuple[str, bool]] = []
+    view = ProgressView(LABEL, lambda text, transient: written.append((text, transient)), "live", every_s=30)
+    view.event({"t": 1.0, "phase": "load smollm2-135m (cpu, bf16)", "done": 0, "total": 0})
+    view.event({"t": 2.0, "phase": "train", "done": 0, "total": 3})
+    view.tick(force=True)
+    view.finish("ok")
+    assert [transient for _, transient in written] == [True, False, True, True, False, False]
+
+
+def test_the_child_side_writes_json_lines_the_follower_reads(tmp_path: Path) -> None:
+    shown: list[str] = []
+    with followed_run(LABEL, lambda text, _: shown.append(text), "lines", every_s=0) as view:
+        import os
+
+        progress = Progress(quiet=True, events_file=Path(os.environ["LORABENCH_PROGRESS_FILE"]))
+        progress.phase("train", total=2)
+        progress.advance(loss=0.5)
+        progress.advance(loss=0.25)
+        path = progress.events_file
+    assert view is not None and path is not None and not path.exists()  # the file goes with the block
+    view.finish("ok")  # the runner's last word: the phase closed with its last step, then the outcome
+    assert any("train 2/2 · loss 0.25" in line for line in shown)
+    assert clock(3725) == "1:02:05" and clock(65) == "1:05"
+
+
+def test_a_record_of_another_host_of_this_kind_stands_in(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...],
+    write_cached: Callable[..., Path], host_kind: str,
+) -> None:  # fmt: skip
+    setup = bench_dir(min_gain=-100.0)
+    results = pytester.path / "results"
+    write_cached(setup, results, host="cpu-twin-2c", kind=host_kind)
+    result = pytester.runpytest(*bench_args, "--lorabench-inline")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        f"reused  {LABEL}: ok → *cpu-twin-2c*seed-3407.json [[]stands in: made on host cpu-twin-2c, of this host's kind {host_kind}]",
+        "lorabench: 0 trained, 0 re-ran, 1 reused from cache",
+    ])  # fmt: skip
+
+
+def test_records_of_another_kind_or_an_older_fingerprint_say_why_they_do_not_stand_in(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...],
+    write_cached: Callable[..., Path], host_kind: str,
+) -> None:  # fmt: skip
+    setup = bench_dir(min_gain=-100.0)
+    results = pytester.path / "results"
+    write_cached(setup, results, host="cpu-other-2c", kind="cpu-x86-64-2c-avx2")
+    old = write_cached(setup, results, host="cpu-amd-epyc-2c", kind="cpu-x86-64-2c-avx2")
+    data = json.loads(old.read_text())
+    data["provenance"] = {"host": {"id": "cpu-amd-epyc-2c"}}  # made before host kinds were recorded
+    data["fingerprint"] = "0" * 16
+    old.write_text(json.dumps(data))
+    result = pytester.runpytest(*bench_args, "--lorabench-inline", "--lorabench-progress=off")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        f"trained {LABEL}: ok → * [[]not standing in: cpu-amd-epyc-2c: made before fingerprint version 3 (no host "
+        f"kind recorded); cpu-other-2c: host kind cpu-x86-64-2c-avx2, this host is {host_kind}]",
+    ])  # fmt: skip

@@ -1,0 +1,77 @@
+"""`auto` resolves from the host's CPU flags (recorded /proc/cpuinfo texts), and says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config import load_setup
+from harness.cpuinfo import bf16_flag, cpu_flags, isa_tier, model_name
+from harness.runtime import resolve_runtime
+
+CPUINFO = Path(__file__).parent / "data" / "cpuinfo"
+
+
+def cpuinfo(name: str) -> str:
+    return (CPUINFO / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("text", "precision", "attention", "why"),
+    [
+        ("intel-xeon-amx.txt", "bf16", "eager", "amx_bf16"),
+        ("amd-epyc-zen4.txt", "bf16", "eager", "avx512_bf16"),
+        ("intel-broadwell-avx2.txt", "fp32", "sdpa", "neither amx_bf16 nor avx512_bf16"),
+    ],
+)
+def test_auto_on_a_cpu_follows_its_bf16_flags(text: str, precision: str, attention: str, why: str) -> None:
+    runtime = resolve_runtime("cpu", "auto", "auto", cpuinfo=cpuinfo(text))
+    assert (runtime.device, runtime.precision, runtime.attention) == ("cpu", precision, attention)
+    assert why in runtime.reasons["precision"]
+    assert set(runtime.reasons) == {"precision", "attention"}  # device was given, not auto
+
+
+def test_no_cpuinfo_means_fp32() -> None:
+    # A host that tells nothing (no /proc/cpuinfo) keeps the safe choice.
+    assert resolve_runtime("cpu", "auto", "auto", cpuinfo="").precision == "fp32"
+
+
+def test_given_settings_are_kept_and_carry_no_reason() -> None:
+    runtime = resolve_runtime("cpu", "fp32", "eager", cpuinfo=cpuinfo("intel-xeon-amx.txt"))
+    assert (runtime.precision, runtime.attention, runtime.reasons) == ("fp32", "eager", {})
+    # bf16 asked for by name on a CPU with AMX: auto attention follows the precision.
+    assert resolve_runtime("cpu", "bf16", "auto", cpuinfo=cpuinfo("intel-xeon-amx.txt")).attention == "eager"
+    assert resolve_runtime("cpu", "fp32", "auto", cpuinfo=cpuinfo("intel-xeon-amx.txt")).attention == "sdpa"
+
+
+def test_a_gpu_keeps_bf16_and_sdpa_whatever_its_cpu() -> None:
+    runtime = resolve_runtime("cuda", "auto", "auto", cpuinfo=cpuinfo("intel-broadwell-avx2.txt"))
+    assert (runtime.precision, runtime.attention) == ("bf16", "sdpa")
+
+
+def test_validation_stays_pure() -> None:
+    # The setup keeps "auto": nothing about the host enters validation.
+    setup = load_setup(None)
+    assert (setup.precision, setup.model.attention) == ("auto", "auto")
+
+
+def test_cpuinfo_parsing() -> None:
+    amx, zen4, avx2 = (cpu_flags(cpuinfo(n)) for n in ("intel-xeon-amx.txt", "amd-epyc-zen4.txt", "intel-broadwell-avx2.txt"))
+    assert [isa_tier(f) for f in (amx, zen4, avx2, frozenset())] == ["amx", "avx512bf16", "avx2", "base"]
+    assert [bf16_flag(f) for f in (amx, zen4, avx2)] == ["amx_bf16", "avx512_bf16", None]
+    assert model_name(cpuinfo("amd-epyc-zen4.txt")) == "AMD EPYC"
+    assert model_name("") is None
+
+
+def test_micro_batches_auto_split_on_a_cpu_only() -> None:
+    amx = cpuinfo("intel-xeon-amx.txt")
+    assert resolve_runtime("cpu", "fp32", "sdpa", "auto", cpuinfo=amx).micro_batches == 2
+    assert resolve_runtime("cuda", "auto", "auto", "auto", cpuinfo=amx).micro_batches == 1
+    assert resolve_runtime("cpu", "fp32", "sdpa", 4, cpuinfo=amx).micro_batches == 4
+    # Graphed layers cannot replay micro-batches: asking for both is refused, and auto stays eager.
+    from harness.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"'graphs' cannot run with recipe\.micro_batches = 2"):
+        load_setup(None, ["recipe.compile=graphs", "recipe.micro_batches=2", "device=cuda"])
+    assert ("recipe.micro_batches", 2, "'auto'") in load_setup(None, ["recipe.micro_batches=2"]).graph_conflicts()
