@@ -88,7 +88,8 @@ def tokens_per_s(r: RunRecord) -> float | None:
 
 
 def n_gpus(r: RunRecord) -> int:
-    return int(r.setup.get("gpus") or 1)
+    """GPUs in the run: `gpus` per node on each of `nodes` hosts."""
+    return int(r.setup.get("gpus") or 1) * int(r.setup.get("nodes") or 1)
 
 
 def mfu_percent(r: RunRecord) -> float | None:

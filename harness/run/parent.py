@@ -29,8 +29,8 @@ from harness.models import check_model_source
 from harness.provenance import collect_provenance, default_stack
 from harness.results import MemoryStats, RunRecord, fingerprint, predictions_path, record_path, write_record
 from harness.run.adapter import eval_adapter_source, keep_adapter
-from harness.run.capped import run_capped
 from harness.run.child import execute_job
+from harness.run.launch import start_trainer
 from harness.run.outcome import Job, Outcome, read_outcome, write_outcome
 from harness.tasks.registry import task_module
 
@@ -70,6 +70,11 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     check_model_source(setup.model)
     task_module(setup.task).check_source(setup.data)
     eval_adapter_source(setup)  # a wrong eval.adapter fails here, not after the model has loaded
+    if setup.nodes > 1:
+        # Several hosts: the same ten steps, with the nodes agreeing through the rendezvous's store.
+        from harness.run.nodes import run_on_nodes
+
+        return run_on_nodes(setup, options)
     created = datetime.now(UTC)
     started = time.perf_counter()
 
@@ -192,23 +197,10 @@ def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: P
 
 
 def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:
-    job_file = job.work_dir / "job.json"
-    job_file.write_text(job.model_dump_json(), encoding="utf-8")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
-    # The child must import this very harness, also when it is run from a source tree.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
-    if "CUDA_VISIBLE_DEVICES" not in env:
-        # Exactly the GPUs the setup asks for: with more visible, Trainer would wrap one process in
-        # nn.DataParallel (which SFTTrainer refuses) instead of one process per GPU.
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(job.setup.gpus))
-    child_module = ["-m", "harness.run.child", str(job_file)]
-    if job.setup.gpus > 1:
-        # One process per GPU; the Trainer sees torchrun's variables and wraps the model in DDP.
-        child_module = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={job.setup.gpus}", *child_module]
-    child = run_capped(
-        [sys.executable, *child_module], env=env, cwd=None,
-        cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes,
-    )  # fmt: skip
+    # One process, or torchrun on this host (harness.run.launch); several hosts: harness.run.nodes.
+    child = start_trainer(
+        job, cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes, extra_env=extra_env
+    )
     outcome = read_outcome(job.work_dir) or Outcome(
         status="killed", reason=f"trainer {child.reason} before reporting an outcome"
     )
