@@ -60,10 +60,13 @@ def parse_endpoint(text: str, source: str) -> tuple[str, int]:
     if text.startswith("["):
         host, _, rest = text[1:].partition("]")
         port = rest.removeprefix(":") or port
-    elif text.count(":") == 1:
-        host, port = text.split(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UserError(f"${source}: {text!r} is not HOST:PORT; give the lead node's address, e.g. 10.0.0.5:29400")
+    elif ":" in text:
+        host, _, port = text.partition(":")
+    if not host or ":" in port or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(
+            f"${source}: {text!r} is not HOST:PORT; give the lead node's address, e.g. 10.0.0.5:29400 "
+            "([fe80::1]:29400 for IPv6)"
+        )
     return host, int(port)
 
 

@@ -187,12 +187,12 @@ def node_name(hello: dict[str, Any], ranks: list[int] | None = None) -> str:
 def decide(hellos: list[dict[str, Any]], allow_noisy: bool) -> tuple[str | None, str | None]:
     """The lead's call for every node: (status, reason) that ends the run before training, or (None, None)."""
     lead = hellos[0]
-    for field, what in (("setup", "setup (file, seed and --set overrides)"), ("stack", "stack")):
+    for field, what in (("setup", "setups (file, seed and --set overrides)"), ("stack", "stacks")):
         odd = [h for h in hellos[1:] if h[field] != lead[field]]
         if odd:
             names = ", ".join(f"{node_name(h)}: {h[field]}" for h in odd)
             return "failed", (
-                f"the nodes run different {what}s: {names}, against {node_name(lead)}: {lead[field]}; run the same "
+                f"the nodes run different {what}: {names}, against {node_name(lead)}: {lead[field]}; run the same "
                 f"`lorabench run` on every node (one run is one {field})"
             )
     busy = refusal([(node_name(h), NodeGuard.from_dict(h["guard"])) for h in hellos])
