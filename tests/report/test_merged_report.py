@@ -91,3 +91,17 @@ def test_exp_e_is_judged_across_two_stacks_artifacts(tmp_path: Path) -> None:
     # A scorecard holds one stack: there the same claims say where they are judged.
     scorecard = (out / "amd-radeon-rx-7900-xtx" / "rocm7.2-hf5.5" / "scorecard.md").read_text(encoding="utf-8")
     assert "the index judges it when `lorabench report` is given both stacks' records" in scorecard
+
+
+def test_a_record_in_two_artifacts_counts_once(tmp_path: Path) -> None:
+    """Two runners' artifacts may both carry a record (a results folder kept between runs on one box)."""
+    for name in ("one", "two"):
+        artifact(tmp_path / name, H200_RUNS)
+    out = tmp_path / "reports"
+    assert main(["report", str(tmp_path / "one"), str(tmp_path / "two"), "-o", str(out), "--benchmarks", str(BENCHMARKS)]) == 0
+    assert "3 of 3 runs ok" in (out / "nvidia-h200x2" / "h200-image" / "scorecard.md").read_text(encoding="utf-8")
+    # A different record under the same name is another run and is counted: edit one copy's score.
+    copy = tmp_path / "two" / H200_RUNS.relative_to(REPO / "reports") / "seed-42.json"
+    copy.write_text(copy.read_text(encoding="utf-8").replace('"run_id": "', '"run_id": "other-', 1), encoding="utf-8")
+    assert main(["report", str(tmp_path / "one"), str(tmp_path / "two"), "-o", str(out), "--benchmarks", str(BENCHMARKS)]) == 0
+    assert "4 of 4 runs ok" in (out / "nvidia-h200x2" / "h200-image" / "scorecard.md").read_text(encoding="utf-8")
