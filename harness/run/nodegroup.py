@@ -120,22 +120,24 @@ class NodeGroup:
 
 
 class Liveness(threading.Thread):
-    """Beats this node's counter every BEAT_S (and posts the global ranks its trainer runs). The lead watches the other nodes' counters until each has
-    posted `end/<n>`, and calls `on_lost(node, why)` for one that stood still for `lost_after_s()`; another
-    node calls `on_lost(0, why)` when the store stops answering, or `on_record()` when the lead has already
-    written the record (the run ended without this node)."""
+    """Beats this node's counter every BEAT_S and posts the global ranks its trainer runs. Calls back, once
+    per node, when the run cannot go on as it is:
+    - `on_ended(node, end)`: another node's trainer ended badly (failed, stopped from outside): a collective
+      waiting for its ranks would wait until the process group's timeout (half an hour), so stop ours;
+    - `on_lost(node, why)`: the lead sees a node's counter stand still for `lost_after_s()`; another node
+      sees the store stop answering (the lead, which hosts it, is gone);
+    - `on_record()`: another node sees the lead's record already posted (the run ended without it)."""
 
     def __init__(
-        self, group: NodeGroup, on_lost: Callable[[int, str], None], on_record: Callable[[], None] | None = None,
-        ranks: Callable[[], list[int]] | None = None,
+        self, group: NodeGroup, *, on_lost: Callable[[int, str], None], on_ended: Callable[[int, dict[str, Any]], None],
+        on_record: Callable[[], None], ranks: Callable[[], list[int]],
     ) -> None:  # fmt: skip
         super().__init__(name="lorabench-node-liveness", daemon=True)
         self.group = group
-        self.on_lost = on_lost
-        self.on_record = on_record
-        self.ranks = ranks
-        self.posted_ranks: list[int] = []
+        self.on_lost, self.on_ended, self.on_record, self.ranks = on_lost, on_ended, on_record, ranks
         self.lost: dict[int, str] = {}
+        self.ended: dict[int, dict[str, Any]] = {}
+        self.posted_ranks: list[int] = []
         self.stop = threading.Event()
         self.store = group.client()
 
@@ -143,25 +145,29 @@ class Liveness(threading.Thread):
         return self.group.key(name)
 
     def run(self) -> None:
-        watched = {n: (-1, time.monotonic()) for n in range(1, self.group.nodes)} if self.group.is_lead else {}
+        me = self.group.index
+        others = [n for n in range(self.group.nodes) if n != me]
+        watched = {n: (-1, time.monotonic()) for n in others} if self.group.is_lead else {}
         limit = lost_after_s()
         while not self.stop.is_set():
             try:
-                self.store.add(self.key(f"beat/{self.group.index}"), 1)
+                self.store.add(self.key(f"beat/{me}"), 1)
                 # The global ranks this node runs, once its trainer has started them: a lost node is named by them.
-                ranks = self.ranks() if self.ranks else []
+                ranks = self.ranks()
                 if ranks and ranks != self.posted_ranks:
-                    self.store.set(self.key(f"ranks/{self.group.index}"), json.dumps(ranks))
+                    self.store.set(self.key(f"ranks/{me}"), json.dumps(ranks))
                     self.posted_ranks = ranks
                 if not self.group.is_lead and self.store.check([self.key("record")]):
-                    if self.on_record:
-                        self.on_record()
+                    self.on_record()
                     return
+                for node in others:
+                    if node not in self.ended and self.store.check([self.key(f"end/{node}")]):
+                        self.ended[node] = end = json.loads(self.store.get(self.key(f"end/{node}")))
+                        watched.pop(node, None)
+                        if end.get("returncode") != 0:
+                            self.on_ended(node, end)
                 now = time.monotonic()
                 for node, (count, since) in list(watched.items()):
-                    if self.store.check([self.key(f"end/{node}")]):
-                        del watched[node]
-                        continue
                     current = int(self.store.add(self.key(f"beat/{node}"), 0))
                     if current != count:
                         watched[node] = (current, now)

@@ -121,8 +121,8 @@ def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Pa
         job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet or not group.is_lead)
         env = {NODE_ENV: str(group.index), **(offline_env() if options.timed else {})}
         stopper = TrainerStopper(job.work_dir / "job.json")
-        liveness = Liveness(group, on_lost=lambda node, why: stopper.stop(), on_record=stopper.stop,
-                            ranks=lambda: local_ranks(job.work_dir))  # fmt: skip
+        liveness = Liveness(group, on_lost=lambda node, why: stopper.stop(), on_ended=lambda node, end: stopper.stop(),
+                            on_record=stopper.stop, ranks=lambda: local_ranks(job.work_dir))  # fmt: skip
         liveness.start()
         interrupted: BaseException | None = None
         child: ChildOutcome | None = None
@@ -134,14 +134,21 @@ def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Pa
         except (Stopped, KeyboardInterrupt) as exc:
             interrupted = exc
         ended = node_end(child, interrupted, guard, sampler, job.work_dir)
+        if group.is_lead and 0 not in liveness.lost:
+            # The others stop at once when the lead's trainer ended badly, instead of waiting in a collective.
+            group.post("end/0", ended)
 
         # 10. The record: the lead writes it from every node's end; a node that lost the lead writes its own.
         try:
             if not group.is_lead:
-                if 0 not in liveness.lost:
-                    group.post(f"end/{group.index}", ended)
-                    return received_record(group)
-                raise LeadLost(liveness.lost[0])
+                if 0 in liveness.lost:
+                    raise LeadLost(liveness.lost[0])
+                group.post(f"end/{group.index}", ended)
+                record, path = received_record(group)
+                if interrupted is not None:  # the stop goes on up, as on one host: a shell loop stops too
+                    print(summary_line(record, path), file=sys.stderr)
+                    raise KeyboardInterrupt(str(interrupted)) from interrupted
+                return record, path
             ends = wait_for_ends(group, liveness)
         except LeadLost as exc:
             liveness.lost.setdefault(0, str(exc))
@@ -252,6 +259,7 @@ def node_end(
     if interrupted is not None:
         name = str(interrupted) if isinstance(interrupted, Stopped) else "SIGINT"
         ended["reason"] = f"stopped from outside by {name} before the run ended"
+        ended["stopped"] = True
     elif child is not None and child.returncode != 0:
         ended["reason"] = f"trainer {child.reason}"
     if sampler is not None:
@@ -295,11 +303,12 @@ def lead_record(
     base: dict[str, Any], outcome: Outcome, hellos: list[dict[str, Any]], ends: dict[int, dict[str, Any]],
     lost: dict[int, str], lead_end: dict[str, Any], options: RunOptions, started: float,
 ) -> RunRecord:  # fmt: skip
-    """The record from the lead's outcome and every node's end; a lost node makes it `killed`, a node whose
-    trainer failed while the lead's did not makes it `failed`, each naming the node."""
+    """The record from the lead's outcome and every node's end; a node lost or stopped from outside makes it
+    `killed`, a node whose trainer failed while the lead's did not makes it `failed`, each naming the node."""
     ranks_of = {n: sorted(r.rank for r in outcome.ranks or [] if r.node == n) for n in range(len(hellos))}
     nodes: list[NodeInfo] = []
     problems: list[str] = []
+    stopped: list[str] = []
     status, reason = outcome.status, outcome.reason
     for hello in hellos:
         n = hello["node"]
@@ -318,11 +327,13 @@ def lead_record(
             failed = outcome.status != "ok" if n == 0 else end.get("returncode") != 0
             detail = (outcome.reason if n == 0 else end.get("reason")) if failed else None
             nodes.append(node_info(hello, status="failed" if failed else "ok", detail=detail, ranks=ranks, guard=end.get("guard")))
-            if failed and n != 0:
+            if end.get("stopped") and n != 0:
+                stopped.append(f"{name} was {detail}")
+            elif failed and n != 0:
                 problems.append(f"{name}: {detail}")
-    if lost:
+    if stopped or lost:  # a node lost, or stopped from outside (timeout, docker stop, a cancelled job)
         status = "killed"
-        reason = "; ".join(problems) + (f" (the lead's trainer then: {outcome.reason})" if outcome.reason else "")
+        reason = "; ".join([*stopped, *problems]) + (f" (the lead's trainer then: {outcome.reason})" if outcome.reason else "")
     elif problems and status == "ok":
         status, reason = "failed", "; ".join(problems)
     elif problems:

@@ -193,7 +193,10 @@ def device_facts(runtime: Runtime) -> tuple[int | None, str]:
     import torch
 
     index = torch.cuda.current_device()
-    return int(torch.cuda.max_memory_allocated()), f"cuda:{index} {torch.cuda.get_device_name(index)}"
+    # The PCI bus tells the physical card apart where each node sees its one GPU as cuda:0.
+    bus = getattr(torch.cuda.get_device_properties(index), "pci_bus_id", None)
+    where = f" (PCI bus {bus:02x})" if isinstance(bus, int) else ""
+    return int(torch.cuda.max_memory_allocated()), f"cuda:{index} {torch.cuda.get_device_name(index)}{where}"
 
 
 def memory_stats(runtime: Runtime) -> MemoryStats:

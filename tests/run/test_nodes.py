@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import signal
 import socket
 import threading
 import time
 from collections.abc import Generator
 from pathlib import Path
 
+import psutil
 import pytest
 from nodeslib import records, start_pair, stop_all, wait_for
 
@@ -168,3 +171,32 @@ def test_a_busy_node_refuses_the_timed_run_on_every_node(
     # Refused before any trainer started: no training, no job handed to torchrun.
     assert record.train is None and not list(a.results.glob(".work/*/job.json"))
     assert b.output().splitlines()[-1].startswith("refused | adhoc/adhoc seed 3407")
+
+
+def test_a_node_stopped_from_outside_stops_its_ranks_and_the_run_is_killed(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    """`timeout`, `docker stop` or a cancelled CI job send SIGTERM to one node's `lorabench run`: its torchrun
+    agent and its ranks (each in a session of its own) go with it, and the lead records `killed`, naming it."""
+    args = tiny_args(tiny_model_dir, sql_rows_file, "--steps", "5000", "--set", "checks.smoke.enabled=false",
+                     "--set", "checks.preflight=false")  # fmt: skip
+    a, b = start_pair(tmp_path, args)
+    try:
+        wait_for(lambda: any('"train"' in f.read_text() for f in b.results.glob(".work/*/events-rank*.jsonl")),
+                 240, f"node b to train ({b.output()[-1500:]})")  # fmt: skip
+        b_processes = b.tree()
+        assert any("harness.run.child" in " ".join(p.cmdline()) for p in b_processes)
+        b.proc.send_signal(signal.SIGTERM)
+        assert b.wait(timeout=180) == 130, b.output()[-3000:]
+        assert a.wait(timeout=180) == 1, a.output()[-3000:]
+        left = [p for p in b_processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    finally:
+        stop_all(a, b)
+    assert not left, f"node b left processes behind: {left}"
+    (path,) = records(a.results)
+    record = load_record(path)
+    assert record.status == "killed"
+    assert re.match(rf"node 1 \({socket.gethostname()}, {record.host}; ranks \d\) was stopped from outside by SIGTERM", record.reason), record.reason
+    assert record.nodes[1].status == "failed" and "SIGTERM" in record.nodes[1].detail
+    # Node b ends like a one-host run stopped from outside: the record's line, then exit 130.
+    assert "\nkilled | adhoc/adhoc seed 3407" in b.output() and b.output().splitlines()[-1] == "lorabench run: interrupted"
