@@ -192,6 +192,9 @@ def test_a_node_stopped_from_outside_stops_its_ranks_and_the_run_is_killed(
         left = [p for p in b_processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     finally:
         stop_all(a, b)
+    for orphan in left:  # what a failing run left behind must not outlive the test
+        with contextlib.suppress(psutil.Error):
+            orphan.kill()
     assert not left, f"node b left processes behind: {left}"
     (path,) = records(a.results)
     record = load_record(path)
@@ -200,3 +203,29 @@ def test_a_node_stopped_from_outside_stops_its_ranks_and_the_run_is_killed(
     assert record.nodes[1].status == "failed" and "SIGTERM" in record.nodes[1].detail
     # Node b ends like a one-host run stopped from outside: the record's line, then exit 130.
     assert "\nkilled | adhoc/adhoc seed 3407" in b.output() and b.output().splitlines()[-1] == "lorabench run: interrupted"
+
+
+def test_a_lost_lead_leaves_a_killed_record_on_the_node_that_survived(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    """The lead hosts the store and writes the record; when its host goes, the other node writes one itself."""
+    args = tiny_args(tiny_model_dir, sql_rows_file, "--steps", "5000", "--set", "checks.smoke.enabled=false",
+                     "--set", "checks.preflight=false")  # fmt: skip
+    a, b = start_pair(tmp_path, args)
+    try:
+        wait_for(lambda: any('"train"' in f.read_text() for f in b.results.glob(".work/*/events-rank*.jsonl")),
+                 240, f"node b to train ({b.output()[-1500:]})")  # fmt: skip
+        a.kill()
+        assert b.wait(timeout=120) == 1, b.output()[-3000:]
+        left = [p for p in b.tree() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    finally:
+        stop_all(a, b)
+    assert records(a.results) == []
+    (path,) = records(b.results)
+    record = load_record(path)
+    assert record.status == "killed"
+    assert record.reason.startswith(f"node 0 ({socket.gethostname()}, {record.host}), the lead, was lost mid-run: "
+                                    "the rendezvous store it hosts stopped answering"), record.reason  # fmt: skip
+    assert "written by node 1 instead" in record.reason
+    assert [(n.node, n.status) for n in record.nodes] == [(0, "lost"), (1, "ok")]
+    assert not left, f"node b left processes behind: {left}"
