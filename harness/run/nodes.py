@@ -42,6 +42,7 @@ from harness.errors import UserError
 from harness.gpu.visibility import hide_integrated_gpus
 from harness.guard import Sampler, offline_env
 from harness.guard.agreement import NodeGuard, guard_this_node, refusal
+from harness.models import check_model_source
 from harness.provenance import collect_provenance
 from harness.results import (
     MemoryStats,
@@ -59,6 +60,7 @@ from harness.run.nodegroup import LeadLost, Liveness, NodeGroup
 from harness.run.outcome import Job, Outcome, read_outcome
 from harness.run.parent import RunOptions, Stopped, new_run_id, stop_signals_raise, summary_line
 from harness.run.ranks import NODE_ENV
+from harness.tasks.registry import task_module
 
 END_WAIT_ENV = "LORABENCH_NODE_END_WAIT"  # after the lead's trainer ended, how long it waits for the others'
 DEFAULT_END_WAIT_S = 120.0
@@ -68,6 +70,8 @@ SEEN_WAIT_S = 30.0
 def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
     """This node's part of the run. Every node returns the record; its path is on the lead's host unless
     this node wrote it (the lead, or a node that lost the lead)."""
+    check_model_source(setup.model)
+    task_module(setup.task).check_source(setup.data)
     rendezvous = rendezvous_from_env(setup, options.stack)
     created = datetime.now(UTC)
     started = time.perf_counter()

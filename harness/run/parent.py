@@ -72,9 +72,7 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     eval_adapter_source(setup)  # a wrong eval.adapter fails here, not after the model has loaded
     if setup.nodes > 1:
         # Several hosts: the same ten steps, with the nodes agreeing through the rendezvous's store.
-        from harness.run.nodes import run_on_nodes
-
-        return run_on_nodes(setup, options)
+        raise UserError(f"nodes: {setup.nodes} hosts run through harness.run.start (as `lorabench run` does), not here")
     created = datetime.now(UTC)
     started = time.perf_counter()
 

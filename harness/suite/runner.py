@@ -1,8 +1,8 @@
 """Runs a benchmark setup for one seed, or hands back the record already on disk for it.
 
 One `SuiteRunner` per pytest process (each xdist worker has its own), kept in `config.stash`. Runs go
-through `harness.run.parent.run_setup`, in a child process unless inline was asked for. Three things keep
-parallel sessions honest: a lock per record path (two workers needing the same run train it once),
+through `harness.run.start.run_on_hosts` (one host: `harness.run.parent.run_setup`), in a child process
+unless inline was asked for. Three things keep parallel sessions honest: a lock per record path (two workers needing the same run train it once),
 the host-wide timed lock `run_setup` takes (two timings never overlap), and one GPU per xdist worker.
 """
 
@@ -130,7 +130,8 @@ class SuiteRunner:
             return True
 
     def _train(self, setup: SetupConfig, timed: bool) -> tuple[RunRecord, Path]:
-        from harness.run.parent import RunOptions, run_setup
+        from harness.run.parent import RunOptions
+        from harness.run.start import run_on_hosts
 
         options = RunOptions(
             results_dir=self.settings.results_dir, stack=self.settings.stack, timed=timed,
@@ -139,7 +140,7 @@ class SuiteRunner:
         _ = self.host  # resolved before pinning a GPU (see `host`)
         # A timed run takes the host-wide timed lock itself (harness.run.parent).
         with self._pinned():
-            record, path = run_setup(setup, options)
+            record, path = run_on_hosts(setup, options)
         if record.host != self.host:
             warnings.warn(
                 f"run_setup recorded host {record.host!r} but the suite looks records up under {self.host!r}: "
