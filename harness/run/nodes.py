@@ -149,6 +149,7 @@ def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Pa
                     raise LeadLost(liveness.lost[0])
                 group.post(f"end/{group.index}", ended)
                 record, path = received_record(group)
+                shutil.rmtree(job.work_dir, ignore_errors=True)  # what its ranks wrote; the record is the lead's
                 if interrupted is not None:  # the stop goes on up, as on one host: a shell loop stops too
                     print(summary_line(record, path), file=sys.stderr)
                     raise KeyboardInterrupt(str(interrupted)) from interrupted
