@@ -212,7 +212,15 @@ class SetupConfig(Frozen):
         "/proc/cpuinfo), fp32 on other CPUs; resolved per host at run time and recorded (harness/runtime.py)",
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    gpus: int = Field(1, ge=1, description="data-parallel processes (DDP through torchrun), one GPU each")
+    gpus: int = Field(1, ge=1, description="data-parallel processes (DDP through torchrun) per node, one GPU each")
+    nodes: int = Field(
+        1,
+        ge=1,
+        description="hosts the run spans, each running `gpus` processes: every node runs the same `lorabench run`, "
+        "torchrun meets them through a c10d rendezvous whose endpoint and id come from the environment "
+        "($LORABENCH_RDZV_ENDPOINT or torchrun's $PET_RDZV_ENDPOINT; see harness/run/launch.py), never from "
+        "the setup: where the nodes meet is not part of what the run is",
+    )
     model: ModelConfig = ModelConfig()
     lora: LoraConfig = LoraConfig()
     recipe: RecipeConfig = RecipeConfig()
@@ -236,10 +244,12 @@ class SetupConfig(Frozen):
             return self
         if not self.eval.enabled:
             raise ValueError("eval.adapter: scoring an adapter needs eval.enabled = true, got false; enable eval")
-        if self.backend != "hf" or self.gpus != 1:
+        if self.backend != "hf" or self.world_size != 1:
+            nodes = f", nodes = {self.nodes}" if self.nodes != 1 else ""
             raise ValueError(
                 f"eval.adapter: an adapter is scored by backend 'hf' on one GPU or CPU, got backend "
-                f"{self.backend!r} with gpus = {self.gpus}; set backend = 'hf' and gpus = 1"
+                f"{self.backend!r} with gpus = {self.gpus}{nodes}; set backend = 'hf' and gpus = 1"
+                + (" and nodes = 1" if nodes else "")
             )
         return self
 
@@ -271,6 +281,7 @@ class SetupConfig(Frozen):
         candidates = [
             ("backend", self.backend, self.backend != "hf", "'hf'"),
             ("gpus", self.gpus, self.gpus != 1, "1"),
+            ("nodes", self.nodes, self.nodes != 1, "1"),
             ("recipe.grad_accum", recipe.grad_accum, recipe.grad_accum != 1, "1"),
             ("recipe.gradient_checkpointing", recipe.gradient_checkpointing, recipe.gradient_checkpointing, "false"),
             ("precision", self.precision, self.precision == "4bit", "'bf16'"),
@@ -278,6 +289,11 @@ class SetupConfig(Frozen):
             ("recipe.micro_batches", recipe.micro_batches, recipe.micro_batches not in ("auto", 1), "'auto'"),
         ]  # fmt: skip
         return [(name, value, fix) for name, value, conflicting, fix in candidates if conflicting]
+
+    @property
+    def world_size(self) -> int:
+        """Data-parallel processes in all: `gpus` on each of `nodes` hosts."""
+        return self.gpus * self.nodes
 
     def fingerprint_payload(self, data_identity: str | None = None) -> str:
         """The setup as the fingerprint sees it. `data_identity` stands in for `data.source` (a local

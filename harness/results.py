@@ -33,7 +33,8 @@ from harness.errors import UserError
 #     its output contract). Version-1 records are lifted on load. Later the same version gained optional
 #     fields, each left out of the JSON when unset: metrics.decoded_in and metrics.merged (how eval
 #     decoded), metrics.n_clock_stopped (SQL scoring budgets became VM-instruction counts: answers whose
-#     scoring the CPU-time safety net cut short) and the predictions-line key `clock_stopped`.
+#     scoring the CPU-time safety net cut short) and the predictions-line key `clock_stopped`; nodes and ranks (multi-node runs
+#     name every node, DDP runs every rank; absent otherwise).
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
@@ -159,6 +160,35 @@ class ModelInfo(Record):
     )
 
 
+class RankInfo(Record):
+    """One data-parallel process of a DDP or multi-node run, as it reported itself at the end of training."""
+
+    rank: int
+    local_rank: int
+    node: int = Field(0, description="the lorabench node it ran on (0 = the lead node, which wrote the record)")
+    hostname: str
+    device: str = Field(description="'cpu', or the GPU it drove: 'cuda:0 NVIDIA H200'")
+    load_window: list[float] | None = Field(None, description="its model load as [start, end], seconds from the first rank's start")
+    peak_vram_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+
+
+NodeStatus = Literal["ok", "failed", "lost", "refused", "busy"]
+
+
+class NodeInfo(Record):
+    """One host of a multi-node run: who it was, what it had, what its guard saw and how it ended."""
+
+    node: int = Field(description="0 = the lead node (hosts the rendezvous store, writes the record)")
+    hostname: str
+    host: str = Field(description="the host id (harness.provenance.host_id), as in a one-node record's `host`")
+    gpus: list[str] = Field(default_factory=list, description="names of the GPUs it had visible")
+    ranks: list[int] = Field(default_factory=list, description="global ranks it ran")
+    status: NodeStatus = "ok"
+    detail: str | None = None
+    guard: dict[str, Any] | None = Field(None, description="timed runs: its pre-check, sampler verdict and timed lock")
+
+
 class RunRecord(Record):
     format_version: int = FORMAT_VERSION
     run_id: str
@@ -183,6 +213,12 @@ class RunRecord(Record):
     checks: dict[str, CheckVerdict] = Field(default_factory=dict)
     guard: dict[str, Any] = Field(default_factory=dict, description="timed?, pre-check, sampler verdict and readings")
     predictions_file: str | None = None
+    nodes: list[NodeInfo] | None = Field(
+        None, description="multi-node runs: every node, lead first", exclude_if=lambda value: value is None
+    )
+    ranks: list[RankInfo] | None = Field(
+        None, description="DDP and multi-node runs: every rank, in rank order", exclude_if=lambda value: value is None
+    )
 
     @property
     def gain(self) -> float | None:
@@ -333,6 +369,12 @@ def upgrade_record(data: dict[str, Any], source: str) -> dict[str, Any]:
                 lifted = dict(metrics)
                 lifted["well_formed"] = lifted.pop("executes")
                 data[phase] = lifted
+    setup = data.get("setup")
+    model = setup.get("model") if isinstance(setup, dict) else None
+    if isinstance(model, dict) and "attention" not in model:
+        # Made before model.attention existed, when every run used SDPA; read with today's default
+        # ("auto") the record would claim a setting it never had.
+        data = {**data, "setup": {**setup, "model": {**model, "attention": "sdpa"}}}
     return data
 
 

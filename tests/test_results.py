@@ -126,3 +126,14 @@ def test_fingerprint_holds_the_data_by_content_not_by_path(tmp_path: Path) -> No
     # A hub id (no such file) stays itself.
     assert data_identity("b-mc2/sql-create-context") == "b-mc2/sql-create-context"
     assert fp("b-mc2/sql-create-context") != fp(here)
+
+
+def test_a_record_from_before_model_attention_reads_as_sdpa(tmp_path: Path) -> None:
+    # The committed CPU records predate the field; today's default ("auto") would misstate what ran.
+    committed = Path(__file__).resolve().parents[1] / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora/seed-42.json"
+    raw = json.loads(committed.read_text())
+    assert "attention" not in raw["setup"]["model"]
+    assert load_record(committed).setup["model"]["attention"] == "sdpa"
+    raw["setup"]["model"]["attention"] = "eager"
+    (tmp_path / "seed-42.json").write_text(json.dumps(raw))
+    assert load_record(tmp_path / "seed-42.json").setup["model"]["attention"] == "eager"  # a recorded value stays

@@ -293,7 +293,7 @@ def run_sft(
     outcome.graphs = graph_stats
 
     outcome.tokens = trainer.tokens_seen() or None
-    outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.gpus
+    outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.world_size
     if tracker:
         outcome.checks["dead_adapters"] = tracker.verdict(model)
     outcome.model = trainer.model

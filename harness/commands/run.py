@@ -9,7 +9,8 @@ from pathlib import Path
 from harness.config import DATA_ENV, Override, load_setup, read_config_file
 from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
-from harness.run.parent import RunOptions, run_setup, summary_line
+from harness.run.parent import RunOptions, summary_line
+from harness.run.start import run_on_hosts
 
 EXIT_CODES = {"ok": 0, "refused": 3}
 
@@ -67,6 +68,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         quiet=args.quiet, isolate=not args.inline,
         guard=load_guard_config(args.guard_config) if args.guard_config else GuardConfig(),
     )  # fmt: skip
-    record, path = run_setup(setup, options)
+    record, path = run_on_hosts(setup, options)
     print(summary_line(record, path))
     return EXIT_CODES.get(record.status, 1)

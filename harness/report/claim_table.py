@@ -94,6 +94,13 @@ def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]], bounds: Mapping[st
 
 
 def _evaluate(claim: Claim, group: ReportGroup, files: _SetupFiles) -> ClaimResult:
+    if claim.cross_stack:
+        return _evaluate_runs(claim, None, files)
+    return _evaluate_runs(claim, {role: _records(group, files.key(name)) for role, name in claim.setups.items()}, files)
+
+
+def _evaluate_runs(claim: Claim, found: Mapping[str, list[RunRecord]] | None, files: _SetupFiles) -> ClaimResult:
+    """The claim on the records found for each role (None: a cross-stack claim asked of one scorecard)."""
     keys = {role: files.key(name) for role, name in claim.setups.items()}
     names = list(dict.fromkeys(k or claim.setups[role] for role, k in keys.items()))
     bound_setup = files.get(claim.bound_file)
@@ -109,9 +116,10 @@ def _evaluate(claim: Claim, group: ReportGroup, files: _SetupFiles) -> ClaimResu
     unreadable = [files.get(name) for name in dict.fromkeys([*claim.setups.values(), claim.bound_file])]
     if problems := [p for p in unreadable if isinstance(p, str)]:
         return result("not evaluable", "; ".join(problems))
-    if claim.cross_stack:
-        return result("not evaluable", "compares two stacks of this host; a scorecard holds one (`lorabench compare OLD NEW`)")
-    runs = {role: _records(group, key) for role, key in keys.items()}
+    if found is None:
+        return result("not evaluable", "compares two stacks of this host; a scorecard holds one (the index judges it "
+                      "when `lorabench report` is given both stacks' records)")  # fmt: skip
+    runs = dict(found)
     if missing := [keys[role] for role, rs in runs.items() if not rs]:
         return result("not evaluable", f"no records of {', '.join(dict.fromkeys(str(m) for m in missing))} on this host and stack")
     seed_sets = [{r.seed for r in rs} for rs in runs.values()]
@@ -139,6 +147,40 @@ def evaluate_claims(group: ReportGroup, benchmarks: Path) -> tuple[ClaimResult, 
     present = {f"{r.experiment}/{r.setup_name}" for r in group.records}
     shown = {e.name for e in EXPERIMENTS if any(files.key(s) in present for s in e.setups)}
     return tuple(_evaluate(claim, group, files) for claim in CLAIMS if claim.experiment in shown)
+
+
+@dataclass(frozen=True)
+class AcrossStacks:
+    """The cross-stack claims (Exp E) for one host, judged on two of its stacks' records."""
+
+    host: str
+    other: str  # the reference stack (role "other")
+    this: str
+    results: tuple[ClaimResult, ...]
+
+
+def evaluate_across_stacks(groups: Sequence[ReportGroup], benchmarks: Path) -> list[AcrossStacks] | None:
+    """For every host with a cross-stack claim's setup on two or more stacks, each pair of its stacks
+    (sorted by name, the first as the reference), judged like a scorecard's claims; None without the
+    suite's setup files."""
+    if not (benchmarks / "setups").is_dir():
+        return None
+    files = _SetupFiles(benchmarks)
+    claims = [c for c in CLAIMS if c.cross_stack]
+    keys = {files.key(name) for c in claims for name in c.setups.values()}
+    found: list[AcrossStacks] = []
+    hosts = sorted({g.host for g in groups})
+    for host in hosts:
+        having = [g for g in groups if g.host == host and {f"{r.experiment}/{r.setup_name}" for r in g.records} & keys]
+        for i, other in enumerate(having):
+            for this in having[i + 1 :]:
+                results = tuple(
+                    _evaluate_runs(claim, {"other": _records(other, files.key(claim.setups["other"])),
+                                           "this": _records(this, files.key(claim.setups["this"]))}, files)
+                    for claim in claims
+                )  # fmt: skip
+                found.append(AcrossStacks(host, other.stack, this.stack, results))
+    return found
 
 
 def claims_table(results: Sequence[ClaimResult]) -> str:

@@ -119,4 +119,15 @@ def group_records(loaded: Iterable[LoadedRecord]) -> tuple[ReportGroup, ...]:
 
 
 def load_records(paths: Iterable[Path]) -> tuple[LoadedRecord, ...]:
-    return tuple(LoadedRecord(load_record(p), p) for p in find_records(paths))
+    """The records under `paths`; one record found in several folders (two artifacts of one runner's
+    results, or a results folder given twice) counts once: its first copy, by the order given."""
+    seen: dict[tuple[str, str], RunRecord] = {}
+    loaded = []
+    for path in find_records(paths):
+        record = load_record(path)
+        key = (record.run_id, record.fingerprint)
+        if seen.get(key) == record:
+            continue
+        seen.setdefault(key, record)
+        loaded.append(LoadedRecord(record, path))
+    return tuple(loaded)

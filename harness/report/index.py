@@ -1,16 +1,18 @@
 """`reports/README.md`: the index of every scorecard under the reports folder (from their summary.json
-files, so a report written earlier from other results stays listed)."""
+files, so a report written earlier from other results stays listed), sorted platform / stack / host, and
+what the records given to this `lorabench report` show across scorecards (harness.report.across)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.errors import UserError
 from harness.report.scorecard import SUMMARY_FILE, ReportSummary
-from harness.report.tables import table
+from harness.report.tables import NONE, table
 
 
 def read_summaries(out_dir: Path) -> list[ReportSummary]:
@@ -25,15 +27,18 @@ def read_summaries(out_dir: Path) -> list[ReportSummary]:
     return found
 
 
-def render_index(out_dir: Path) -> Path:
-    summaries = sorted(read_summaries(out_dir), key=lambda s: (s.host, s.stack))
+def render_index(out_dir: Path, across: dict[str, Any] | None = None) -> Path:
+    """The index; `across`: the sections across scorecards (setups on several hosts, stacks compared),
+    from the records of this report only."""
+    summaries = sorted(read_summaries(out_dir), key=lambda s: (s.platform or NONE, s.stack, s.host))
     rows = [
-        [s.date, s.host, s.stack, s.verdict, f"[scorecard]({s.path})"]
+        [s.platform or NONE, s.stack, s.host, s.date, s.verdict, f"[scorecard]({s.path})"]
         for s in summaries
     ]  # fmt: skip
-    body = table(rows, ["date", "host", "stack", "verdict", "report"]) if rows else "No reports yet."
+    body = table(rows, ["platform", "stack", "host", "date", "verdict", "report"]) if rows else "No reports yet."
     env = Environment(loader=PackageLoader("harness.report", "templates"), undefined=StrictUndefined,
-                      keep_trailing_newline=True, autoescape=False)  # fmt: skip
+                      keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)  # fmt: skip
     path = out_dir / "README.md"
-    path.write_text(env.get_template("index.md.j2").render(table=body), encoding="utf-8")
+    context = {"table": body, "setups": [], "stacks": None, "sources": [], **(across or {})}
+    path.write_text(env.get_template("index.md.j2").render(**context), encoding="utf-8")
     return path

@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.findings import Assessment, assess_findings
 from harness.report import charts, tables
+from harness.report.across import platform_of
 from harness.report.claim_table import ClaimResult, claim_counts, claims_table, evaluate_claims
 from harness.report.groups import ReportGroup, SetupRuns
 from harness.report.miss_section import miss_section
@@ -32,6 +33,7 @@ class ReportSummary:
     date: str
     verdict: str
     path: str  # the scorecard, relative to the reports folder
+    platform: str = ""  # 'CUDA 13.0', 'ROCm (HIP 7.2.26015)', 'CPU' (summaries written before it: empty)
 
 
 def report_dir(out_dir: Path, host: str, stack: str) -> Path:
@@ -157,13 +159,15 @@ def render_scorecard(group: ReportGroup, out_dir: Path, benchmarks: Path) -> Rep
         "registry_table": tables.registry_table(assessments),
         "experiments": [_experiment_context(group, e, target / "img") for e in group.experiments],
         "failures": tables.failures_table(group), "provenance": tables.provenance_table(group),
+        "ranks": tables.ranks_table(group),
         "peaks": tables.peaks_used_table(group), "packages": tables.packages_table(group),
     }  # fmt: skip
     text = _environment().get_template("scorecard.md.j2").render(**context)
     target.mkdir(parents=True, exist_ok=True)
     (target / "scorecard.md").write_text(text, encoding="utf-8")
     summary = ReportSummary(
-        group.host, group.stack, group.date, verdict, f"{slug(group.host)}/{slug(group.stack)}/scorecard.md"
+        group.host, group.stack, group.date, verdict, f"{slug(group.host)}/{slug(group.stack)}/scorecard.md",
+        platform_of(group.records),
     )
     (target / SUMMARY_FILE).write_text(
         json.dumps(asdict(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"

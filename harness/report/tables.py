@@ -88,7 +88,8 @@ def tokens_per_s(r: RunRecord) -> float | None:
 
 
 def n_gpus(r: RunRecord) -> int:
-    return int(r.setup.get("gpus") or 1)
+    """GPUs in the run: `gpus` per node on each of `nodes` hosts."""
+    return int(r.setup.get("gpus") or 1) * int(r.setup.get("nodes") or 1)
 
 
 def mfu_percent(r: RunRecord) -> float | None:
@@ -231,6 +232,32 @@ def _where(a: Assessment) -> str:
     return (
         a.finding.category if a.finding.platform == "any" else f"{a.finding.category} ({a.finding.platform})"
     )
+
+
+def ranks_table(group: ReportGroup) -> str | None:
+    """Every rank of the DDP and multi-node runs: where it ran (node, host name, host id, device), when it
+    loaded the model and its peaks; a node's status when it was not ok (lost, failed, busy)."""
+    rows = []
+    for r in group.records:
+        nodes = {n.node: n for n in r.nodes or []}
+        for rank in r.ranks or []:
+            node = nodes.get(rank.node)
+            window = f"{rank.load_window[0]:.1f}–{rank.load_window[1]:.1f}" if rank.load_window else NONE
+            vram = f"{rank.peak_vram_bytes / GIB:.2f}" if rank.peak_vram_bytes else NONE
+            rss = f"{rank.peak_rss_bytes / GIB:.2f}" if rank.peak_rss_bytes else NONE
+            rows.append([r.experiment, r.setup_name, r.seed, rank.rank, rank.node, rank.hostname,
+                         node.host if node else r.host, rank.device, window, vram, rss, node.status if node else "ok"])  # fmt: skip
+        ranked = {rank.node for rank in r.ranks or []}
+        for node in r.nodes or []:
+            if node.node not in ranked:  # a node that never reported its ranks' facts: lost, failed or busy
+                shown = ", ".join(map(str, node.ranks)) or NONE
+                rows.append([r.experiment, r.setup_name, r.seed, shown, node.node, node.hostname, node.host,
+                             ", ".join(node.gpus) or NONE, NONE, NONE, NONE, f"{node.status}: {node.detail or ''}".rstrip(": ")])  # fmt: skip
+    if not rows:
+        return None
+    headers = ["experiment", "setup", "seed", "rank", "node", "host name", "host", "device", "model load (s)",
+               "peak VRAM (GiB)", "peak RSS (GiB)", "node"]  # fmt: skip
+    return table(rows, headers)
 
 
 def failures_table(group: ReportGroup) -> str | None:

@@ -97,6 +97,20 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
+def kill_tree(pid: int) -> None:
+    """SIGKILL the child's process group and every descendant: torchrun starts each rank in a session of its
+    own, out of the group's reach, and an orphaned rank would keep its GPU and its peers waiting."""
+    try:
+        descendants = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    for proc in descendants:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
 class _Watchdog(threading.Thread):
     """Polls available memory and the child's RSS; kills the child's process group below the floor."""
 
@@ -125,8 +139,7 @@ class _Watchdog(threading.Thread):
                         "floor_bytes": self.floor_bytes,
                         "child_rss_bytes": rss,
                     }
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(self.pid, signal.SIGKILL)
+                    kill_tree(self.pid)
                 return
             self.stop.wait(self.poll_s)
 
@@ -162,7 +175,7 @@ def run_capped(
         # Wait without reaping, so the pid cannot be reused while the watchdog may still signal it.
         os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
     except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_tree(proc.pid)
         raise
     finally:
         with watchdog.lock:

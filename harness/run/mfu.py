@@ -105,5 +105,5 @@ def model_flops_utilisation(trained: TrainOutcome, runtime: Runtime, setup: Setu
 
     flops = training_flops(trained.total_params, trained.trainable_params, trained.tokens,
                            setup.recipe.gradient_checkpointing)  # fmt: skip
-    value = mfu(flops / trained.train_s, torch.cuda.get_device_name(0), setup.gpus)
+    value = mfu(flops / trained.train_s, torch.cuda.get_device_name(0), setup.world_size)
     return round(value, 4) if value is not None else None

@@ -25,6 +25,7 @@ from harness.results import (
     MemoryStats,
     Metrics,
     ModelInfo,
+    RankInfo,
     Status,
     Timings,
     TrainStats,
@@ -59,6 +60,7 @@ class Outcome(BaseModel):
     memory: MemoryStats | None = None
     timings: Timings = Timings()
     checks: dict[str, CheckVerdict] = {}
+    ranks: list[RankInfo] | None = None
     traceback: str | None = None
 
     def add_timings(self, **seconds: Any) -> None:

@@ -40,10 +40,9 @@ from harness.results import (
     write_record,
 )
 from harness.run.adapter import keep_adapter
-from harness.run.capped import run_capped
 from harness.run.child import execute_job
 from harness.run.inputs import DEFAULT_MIN_FREE, MIN_FREE_ENV, check_inputs
-from harness.run.lifeline import lifeline_env
+from harness.run.launch import start_trainer
 from harness.run.outcome import Job, Outcome, read_events, read_outcome, train_progress, write_outcome
 from harness.run.workdir import create_work_dir, sweep_stale_runs
 
@@ -89,6 +88,9 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     check_inputs(setup, options.results_dir, options.min_free_bytes)
     for recovered in sweep_stale_runs(options.results_dir):
         print(f"lorabench: a run whose parent died left no record; recorded it as killed: {recovered}", file=sys.stderr)
+    if setup.nodes > 1:
+        # Several hosts: the same ten steps, with the nodes agreeing through the rendezvous's store.
+        raise UserError(f"nodes: {setup.nodes} hosts run through harness.run.start (as `lorabench run` does), not here")
     created = datetime.now(UTC)
     started = time.perf_counter()
 
@@ -231,24 +233,10 @@ def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: P
 
 
 def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:
-    job_file = atomic.write_text(job.work_dir / "job.json", job.model_dump_json())
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
-    # The trainer watches this process and ends itself when it is gone (harness.run.lifeline).
-    env.update(lifeline_env())
-    # The child must import this very harness, also when it is run from a source tree.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
-    if "CUDA_VISIBLE_DEVICES" not in env:
-        # Exactly the GPUs the setup asks for: with more visible, Trainer would wrap one process in
-        # nn.DataParallel (which SFTTrainer refuses) instead of one process per GPU.
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(job.setup.gpus))
-    child_module = ["-m", "harness.run.child", str(job_file)]
-    if job.setup.gpus > 1:
-        # One process per GPU; the Trainer sees torchrun's variables and wraps the model in DDP.
-        child_module = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={job.setup.gpus}", *child_module]
-    child = run_capped(
-        [sys.executable, *child_module], env=env, cwd=None,
-        cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes,
-    )  # fmt: skip
+    # One process, or torchrun on this host (harness.run.launch); several hosts: harness.run.nodes.
+    child = start_trainer(
+        job, cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes, extra_env=extra_env
+    )
     outcome = read_outcome(job.work_dir) or Outcome(
         status="killed", reason=f"trainer {child.reason} before reporting an outcome"
     )

@@ -5,22 +5,38 @@ Staggered loading: the processes of one multi-process run load their model one a
 of all at once. N ranks reading and materialising a checkpoint together hold N copies in host RAM at
 the peak; on a 24–64 GiB box with a 12B model that is the difference between a run and a frozen machine
 (on a unified-memory APU the GPU shares that RAM). Training then runs in parallel.
-Not covered: ranks on several hosts (each host staggers its own ranks only).
+Several hosts (`nodes` > 1): each host staggers its own ranks only (the lock is a file on that host),
+and the record is written on the lead node (the one hosting the rendezvous store, harness.run.nodes), so
+"the main process" there is the lead node's first process, wherever the rendezvous put global rank 0.
 """
 
 from __future__ import annotations
 
 import os
+import resource
+import socket
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from harness.locks import exclusive_lock, lock_dir
+from harness.results import RankInfo
+
+# Set by the parent of a multi-node run on its trainer: which lorabench node this is ("0" = the lead).
+NODE_ENV = "LORABENCH_NODE"
+
+
+def node_index() -> int:
+    return int(os.environ.get(NODE_ENV, "0"))
 
 
 def is_main_process() -> bool:
-    """Rank 0 under torchrun (DDP), or the only process. Only it scores, stamps events and reports."""
+    """The process that scores, stamps events and reports: rank 0 under torchrun on one node, or the only
+    process; on several nodes the lead node's local rank 0 (the lead writes the record; the c10d
+    rendezvous orders nodes by address, so global rank 0 may be on another host)."""
+    if NODE_ENV in os.environ:
+        return node_index() == 0 and int(os.environ.get("LOCAL_RANK", "0")) == 0
     return int(os.environ.get("RANK", "0")) == 0
 
 
@@ -46,6 +62,20 @@ def gathered(value: Any) -> list[Any]:
     values: list[Any] = [None] * torch.distributed.get_world_size()
     torch.distributed.all_gather_object(values, value)
     return values
+
+
+def rank_facts(load_window: tuple[float, float], peak_vram_bytes: int | None, device: str) -> list[RankInfo]:
+    """Every rank's host, device, load window and peaks, in rank order (every rank must call this)."""
+    mine = {
+        "rank": int(os.environ.get("RANK", "0")), "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+        "node": node_index(), "hostname": socket.gethostname(), "device": device, "load_window": load_window,
+        "peak_vram_bytes": peak_vram_bytes,
+        # ru_maxrss is KiB on Linux; this process only.
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }  # fmt: skip
+    every = gathered(mine)
+    windows = load_windows([tuple(f["load_window"]) for f in every])
+    return [RankInfo(**{**f, "load_window": w}) for f, w in zip(every, windows, strict=True)]
 
 
 def load_windows(windows: Sequence[tuple[float, float]]) -> list[list[float]]:

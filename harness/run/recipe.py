@@ -32,7 +32,7 @@ from harness.run.inputs import check_token_lengths
 from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome
 from harness.run.progress import Progress
-from harness.run.ranks import gathered, is_main_process, load_windows, staggered_load
+from harness.run.ranks import gathered, is_main_process, load_windows, rank_facts, staggered_load
 from harness.runtime import Runtime, resolve_setup_runtime, runtime_of
 from harness.tasks.encoding import end_of_turn
 from harness.tasks.registry import Split, task_module
@@ -100,8 +100,9 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         }})  # fmt: skip
     else:
         scored_model = train(setup, runtime, model, tokenizer, split, backend, outcome, progress, events)
-        if setup.gpus > 1:  # the process group exists once training has set it up
+        if setup.world_size > 1:  # the process group exists once training has set it up
             outcome.add_timings(load_windows=load_windows(gathered(load_window)))
+            outcome.ranks = rank_facts(load_window, *device_facts(runtime))
         # The adapter, for `lorabench export` (the parent decides whether it is kept beside the record).
         if main_process:
             save_adapter(scored_model, work_dir / "adapter", setup, runtime.precision, resolved.path)
@@ -224,6 +225,19 @@ def check_gpus(setup: SetupConfig, runtime: Runtime) -> None:
             f"gpus: {setup.gpus} data-parallel processes need {setup.gpus} GPUs, this host has "
             f"{available}; lower gpus or run on a bigger host"
         )
+
+
+def device_facts(runtime: Runtime) -> tuple[int | None, str]:
+    """This process's peak VRAM and the device it drove ('cuda:0 NVIDIA H200'), for the per-rank facts."""
+    if runtime.device != "cuda":
+        return None, runtime.device
+    import torch
+
+    index = torch.cuda.current_device()
+    # The PCI bus tells the physical card apart where each node sees its one GPU as cuda:0.
+    bus = getattr(torch.cuda.get_device_properties(index), "pci_bus_id", None)
+    where = f" (PCI bus {bus:02x})" if isinstance(bus, int) else ""
+    return int(torch.cuda.max_memory_allocated()), f"cuda:{index} {torch.cuda.get_device_name(index)}{where}"
 
 
 def memory_stats(runtime: Runtime) -> MemoryStats:

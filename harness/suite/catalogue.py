@@ -53,6 +53,8 @@ B_MOVED = "setups/exp_b_4bit_adapter_on_bf16.toml"
 C_TWO = "setups/exp_c_two_cards.toml"
 C_ONE_SPEED = "setups/exp_c_speed_one_card.toml"
 C_TWO_SPEED = "setups/exp_c_speed_two_cards.toml"
+C_NODES = "setups/exp_c_two_nodes.toml"
+C_NODES_SPEED = "setups/exp_c_speed_two_nodes.toml"
 D_SMALL = "setups/exp_d_small.toml"
 D_BIG = "setups/exp_d_big.toml"
 E = "setups/exp_e.toml"
@@ -65,6 +67,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("exp_a", "it learns", (A,)),
     Experiment("exp_b", "QLoRA", (B4, B_MOVED)),
     Experiment("exp_c", "two cards", (C_TWO, C_ONE_SPEED, C_TWO_SPEED)),
+    Experiment("exp_c_nodes", "two nodes", (C_NODES, C_NODES_SPEED)),
     Experiment("exp_d", "bigger model", (D_SMALL, D_BIG)),
     Experiment("exp_e", "stacks", (E,)),
     Experiment("exp_f", "backends", (F,)),
@@ -114,6 +117,18 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("exp_c", "ranks load one after another", "test_exp_c_two_cards.py::test_staggered_model_loading",
           {"two": C_TWO}, C_TWO, "no load window starts before the previous one ended",
           lambda r, b: c.check_loads_staggered(r["two"][0]), per_seed=True),
+    Claim("exp_c_nodes", "speedup over one card", "test_exp_c_two_nodes.py::test_speedup_over_one_card",
+          {"one": C_ONE_SPEED, "two": C_NODES_SPEED}, C_NODES_SPEED,
+          "lower end of the 95% interval ≥ {min_speedup:g}× per {speedup_per}",
+          lambda r, b: c.check_speedup(r["one"], r["two"], b["min_speedup"], b["speedup_per"]),
+          ("min_speedup",), {"speedup_per": "run"}, timed=True),
+    Claim("exp_c_nodes", "accuracy equivalent to one card", "test_exp_c_two_nodes.py::test_accuracy_equivalent_to_one_card",
+          {"one": A, "two": C_NODES}, C_NODES, EQUIVALENT,
+          lambda r, b: c.check_equivalent(r["one"], r["two"], b["equivalence_margin"]), ("equivalence_margin",)),
+    Claim("exp_c_nodes", "memory per card", "test_exp_c_two_nodes.py::test_memory_per_card", {"one": A, "two": C_NODES},
+          C_NODES, "peak VRAM per card ≤ {max_vram_per_card_ratio:g}× one card's",
+          lambda r, b: c.check_vram_ratio(r["one"][0], r["two"][0], b["max_vram_per_card_ratio"]),
+          ("max_vram_per_card_ratio",), per_seed=True),
     Claim("exp_d", "fits the VRAM budget", "test_exp_d_bigger_model.py::test_fits_the_vram_budget", {"big": D_BIG}, D_BIG,
           "peak VRAM ≤ {vram_budget_gib:g} GiB", lambda r, b: c.check_memory(r["big"], b["vram_budget_gib"] * c.GiB),
           ("vram_budget_gib",), per_seed=True),

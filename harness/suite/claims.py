@@ -309,13 +309,22 @@ def check_loads_staggered(record: RunRecord) -> Outcome:
     """Under DDP each rank loaded the model only after the one before it had finished (the staggered-load
     lock, so the host never holds two copies in RAM at once): sorted by start, no load window begins
     before the previous one ended. The value is when the last rank started loading (the staggering's cost)."""
-    windows = sorted(record.timings.load_windows or [])
+    # Each host staggers its own ranks (the lock is a file there): on several nodes, windows per node.
+    by_node: dict[int, list[list[float]]] = {}
+    for rank in record.ranks or []:
+        if rank.load_window is not None:
+            by_node.setdefault(rank.node, []).append(rank.load_window)
+    per_node = [sorted(w) for w in by_node.values() if len(w) > 1] if len(by_node) > 1 else []
+    if len(by_node) > 1 and not per_node:
+        raise NotEvaluable(f"{label(record)}: one rank per node: each host loaded its one copy, nothing to stagger")
+    groups = per_node or [sorted(record.timings.load_windows or [])]
+    windows = sorted(w for g in groups for w in g)
     if len(windows) < 2:
         raise NotEvaluable(
             f"{label(record)}: no per-rank load windows in the record (one process, or a record made "
             f"before they were recorded)"
         )
-    overlapping = [(a, b) for a, b in itertools.pairwise(windows) if b[0] < a[1]]
+    overlapping = [(a, b) for g in groups for a, b in itertools.pairwise(g) if b[0] < a[1]]
     if overlapping:
         shown = "; ".join(f"[{a[0]:.2f}, {a[1]:.2f}] s and [{b[0]:.2f}, {b[1]:.2f}] s" for a, b in overlapping)
         return failed(f"{label(record)}: ranks loaded the model at the same time: {shown}")

@@ -1,8 +1,8 @@
 """Runs a benchmark setup for one seed, or hands back the record already on disk for it.
 
 One `SuiteRunner` per pytest process (each xdist worker has its own), kept in `config.stash`. Runs go
-through `harness.run.parent.run_setup`, in a child process unless inline was asked for. Three things keep
-parallel sessions honest: a lock per record path (two workers needing the same run train it once),
+through `harness.run.start.run_on_hosts` (one host: `harness.run.parent.run_setup`), in a child process
+unless inline was asked for. Three things keep parallel sessions honest: a lock per record path (two workers needing the same run train it once),
 the host-wide timed lock `run_setup` takes (two timings never overlap), and one GPU per xdist worker.
 """
 
@@ -159,7 +159,8 @@ class SuiteRunner:
             return True
 
     def _train(self, setup: SetupConfig, timed: bool, note: str | None = None) -> tuple[RunRecord, Path]:
-        from harness.run.parent import RunOptions, run_setup, summary_line
+        from harness.run.parent import RunOptions, summary_line
+        from harness.run.start import run_on_hosts
 
         options = RunOptions(
             results_dir=self.settings.results_dir, stack=self.settings.stack, timed=timed,
@@ -172,7 +173,7 @@ class SuiteRunner:
         )
         # A timed run takes the host-wide timed lock itself (harness.run.parent).
         with self._pinned(), self.follow(label, header) if self.follow else nullcontext() as view:
-            record, path = run_setup(setup, options)
+            record, path = run_on_hosts(setup, options)
             if view is not None:
                 view.finish(summary_line(record, path))
         if record.host != self.host:

@@ -1,0 +1,82 @@
+"""What the index shows across scorecards, from the records one `lorabench report` was given (e.g. every
+CI runner's artifact): each scorecard's platform, the same setup on several hosts or stacks side by side,
+and the claims that compare two stacks of one host (Exp E).
+
+Compared, never pooled: a record stands in only for its own fingerprint (setup + stack + host), so each
+row is one host × stack's own runs, and a comparison names both sides and every setting they differ in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.report import tables
+from harness.report.claim_table import claims_table, evaluate_across_stacks
+from harness.report.groups import ReportGroup, SetupRuns
+from harness.results import RunRecord
+
+RUNTIMES = {"hip": "ROCm", "cuda": "CUDA", "cpu": "CPU"}
+
+
+def platform_of(records: Sequence[RunRecord]) -> str:
+    """The GPU platform the records ran on, from their provenance: 'CUDA 13.0', 'ROCm (HIP 7.2.26015)', 'CPU'."""
+    seen: dict[str, None] = {}
+    for record in records:
+        host = record.provenance.get("host", {})
+        runtime = str(host.get("runtime") or "cpu")
+        version = host.get("runtime_version")
+        name = RUNTIMES.get(runtime, runtime)
+        if version and runtime == "hip":
+            name = f"{name} (HIP {version})"
+        elif version:
+            name = f"{name} {version}"
+        seen[name] = None
+    return " / ".join(seen) or "unknown"
+
+
+def origin_key(group: ReportGroup) -> tuple[str, str, str]:
+    """The index's order: platform, then stack, then host."""
+    return platform_of(group.records), group.stack, group.host
+
+
+@dataclass(frozen=True)
+class SetupAcross:
+    """One setup found on several host × stack groups: a table of each side's numbers and a comparison
+    of each against the first (by platform, stack, host)."""
+
+    setup: str  # experiment/setup
+    origins: tuple[str, ...]
+    table: str
+    comparison: str | None
+
+
+def _labelled(group: ReportGroup, setup: SetupRuns) -> SetupRuns:
+    platform, stack, host = origin_key(group)
+    return SetupRuns(setup.experiment, f"{host} · {stack} ({platform})", setup.runs)
+
+
+def setups_across(groups: Sequence[ReportGroup]) -> list[SetupAcross]:
+    """Every setup whose records come from two or more host × stack groups."""
+    ordered = sorted(groups, key=origin_key)
+    found: dict[str, list[SetupRuns]] = {}
+    for group in ordered:
+        for experiment in group.experiments:
+            for setup in group.setups(experiment):
+                found.setdefault(f"{experiment}/{setup.setup}", []).append(_labelled(group, setup))
+    out = []
+    for key, sides in sorted(found.items()):
+        if len(sides) < 2:
+            continue
+        pairs = [(sides[0], side) for side in sides[1:]]
+        out.append(SetupAcross(key, tuple(s.setup for s in sides), tables.experiment_table(sides), tables.comparison_table(pairs)))
+    return out
+
+
+def stacks_across(groups: Sequence[ReportGroup], benchmarks: Path) -> list[dict[str, str]] | None:
+    """The cross-stack claims judged per host and pair of stacks, for the index template."""
+    judged = evaluate_across_stacks(groups, benchmarks)
+    if judged is None:
+        return None
+    return [{"host": a.host, "other": a.other, "this": a.this, "table": claims_table(a.results)} for a in judged]

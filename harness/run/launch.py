@@ -1,0 +1,148 @@
+"""How the trainer child starts: one process; torchrun with one process per GPU on this host
+(`--standalone`); or torchrun as one node of several, meeting the others through a c10d rendezvous.
+
+Where the nodes meet comes from the environment, the way torchrun takes it (`PET_RDZV_ENDPOINT` and
+`PET_RDZV_ID` are torchrun's own variables for `--rdzv-endpoint` and `--rdzv-id`), never from the setup:
+the address of a host is not part of what a run is, so it stays out of the fingerprint.
+
+    LORABENCH_RDZV_ENDPOINT=HOST:PORT   the lead node's address, the same on every node (or PET_RDZV_ENDPOINT)
+    LORABENCH_RDZV_ID=NAME              optional: the run's rendezvous id (or PET_RDZV_ID); default from the
+                                        setup and stack, so the same command on every host agrees
+    LORABENCH_RDZV_TIMEOUT=SECONDS      optional: how long a node waits for the others (default 600, torchrun's)
+
+Not covered: torchrun's elastic features (a range of nodes, restarts): a benchmark run has a fixed shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import atomic
+from harness.config import SetupConfig
+from harness.errors import UserError
+from harness.results import data_identity
+from harness.run.capped import ChildOutcome, run_capped
+from harness.run.lifeline import lifeline_env
+from harness.run.outcome import Job
+
+ENDPOINT_ENVS = ("LORABENCH_RDZV_ENDPOINT", "PET_RDZV_ENDPOINT")
+ID_ENVS = ("LORABENCH_RDZV_ID", "PET_RDZV_ID")
+TIMEOUT_ENV = "LORABENCH_RDZV_TIMEOUT"
+DEFAULT_PORT = 29400  # torchrun's default for --rdzv-endpoint
+DEFAULT_TIMEOUT_S = 600.0  # torchrun's default join_timeout
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the nodes of one run meet: the c10d store's host and port, and the run's id there."""
+
+    host: str
+    port: int
+    run_id: str
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @property
+    def endpoint(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def _first_env(names: tuple[str, ...]) -> tuple[str, str] | None:
+    for name in names:
+        if value := os.environ.get(name, "").strip():
+            return name, value
+    return None
+
+
+def parse_endpoint(text: str, source: str) -> tuple[str, int]:
+    """`host:port`, `host` (port 29400) or `[v6addr]:port`."""
+    host, port = text, str(DEFAULT_PORT)
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.removeprefix(":") or port
+    elif ":" in text:
+        host, _, port = text.partition(":")
+    if not host or ":" in port or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(
+            f"${source}: {text!r} is not HOST:PORT; give the lead node's address, e.g. 10.0.0.5:29400 "
+            "([fe80::1]:29400 for IPv6)"
+        )
+    return host, int(port)
+
+
+def default_run_id(setup: SetupConfig, stack: str) -> str:
+    """The same on every node that runs the same setup (seed included) on the same stack, wherever each
+    node keeps its copy of the data (a local file enters by its content, as in the fingerprint)."""
+    payload = setup.fingerprint_payload(data_identity(setup.data.source))
+    digest = hashlib.sha256(f"{payload}\n{stack}".encode()).hexdigest()[:12]
+    return f"lorabench-{digest}"
+
+
+def rendezvous_from_env(setup: SetupConfig, stack: str) -> Rendezvous:
+    found = _first_env(ENDPOINT_ENVS)
+    if found is None:
+        raise UserError(
+            f"nodes: {setup.nodes} nodes meet at a rendezvous endpoint that comes from the environment, and "
+            f"${ENDPOINT_ENVS[0]} is not set; on every node set {ENDPOINT_ENVS[0]}=HOST:PORT, the lead node's "
+            "address (the same everywhere), or set nodes = 1"
+        )
+    host, port = parse_endpoint(found[1], found[0])
+    named = _first_env(ID_ENVS)
+    raw_timeout = os.environ.get(TIMEOUT_ENV, "").strip()
+    try:
+        timeout_s = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT_S
+    except ValueError:
+        timeout_s = -1.0
+    if timeout_s <= 0:
+        raise UserError(f"${TIMEOUT_ENV}: {raw_timeout!r} is not a positive number of seconds, e.g. 600")
+    return Rendezvous(host, port, named[1] if named else default_run_id(setup, stack), timeout_s)
+
+
+def trainer_command(setup: SetupConfig, job_file: Path, rendezvous: Rendezvous | None = None) -> list[str]:
+    child = ["-m", "harness.run.child", str(job_file)]
+    torchrun = [sys.executable, "-m", "torch.distributed.run"]
+    if setup.nodes > 1:
+        if rendezvous is None:
+            raise ValueError("a run on several nodes needs its rendezvous")
+        return [
+            *torchrun, f"--nnodes={setup.nodes}", f"--nproc-per-node={setup.gpus}", "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={rendezvous.endpoint}", f"--rdzv-id={rendezvous.run_id}",
+            # The lead's lorabench parent hosts the store (harness.run.nodes); the agents only join it, so an
+            # agent that ends first cannot take the store, and with it every other node, down.
+            f"--rdzv-conf=is_host=false,join_timeout={round(rendezvous.timeout_s)}",
+            # A benchmark run is not elastic: a restart would time something else.
+            "--max-restarts=0", *child,
+        ]  # fmt: skip
+    if setup.gpus > 1:
+        # One process per GPU; the Trainer sees torchrun's variables and wraps the model in DDP.
+        return [*torchrun, "--standalone", f"--nproc_per_node={setup.gpus}", *child]
+    return [sys.executable, *child]
+
+
+def trainer_env(setup: SetupConfig, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
+    # Every trainer process (torchrun's ranks too) watches the parent that started the run and ends itself
+    # when it is gone (harness.run.lifeline).
+    env.update(lifeline_env())
+    # The child must import this very harness, also when it is run from a source tree.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
+    if "CUDA_VISIBLE_DEVICES" not in env:
+        # Exactly the GPUs the setup asks for: with more visible, Trainer would wrap one process in
+        # nn.DataParallel (which SFTTrainer refuses) instead of one process per GPU.
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(setup.gpus))
+    return env
+
+
+def start_trainer(
+    job: Job, *, cap_bytes: int | None, floor_bytes: int | None, extra_env: dict[str, str] | None = None,
+    rendezvous: Rendezvous | None = None,
+) -> ChildOutcome:  # fmt: skip
+    """Run the trainer for `job` to its end under the memory cap and watchdog (harness.run.capped)."""
+    job_file = atomic.write_text(job.work_dir / "job.json", job.model_dump_json())
+    return run_capped(
+        trainer_command(job.setup, job_file, rendezvous), env=trainer_env(job.setup, extra_env), cwd=None,
+        cap_bytes=cap_bytes, floor_bytes=floor_bytes,
+    )  # fmt: skip

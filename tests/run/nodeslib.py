@@ -1,0 +1,102 @@
+"""Two lorabench nodes on one machine: two real `lorabench run` processes, each starting its own torchrun
+agent, meeting through a real c10d rendezvous on 127.0.0.1 (gloo on the CPU). Each node gets its own lock
+folder, as two hosts would have, so their timed locks and staggered loads are their own."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Node:
+    name: str
+    proc: subprocess.Popen[str]
+    results: Path
+    log: Path
+
+    def wait(self, timeout: float = 300) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def tree(self) -> list[psutil.Process]:
+        """This node's processes: the parent, its torchrun agent and the agent's workers (each in a session
+        of its own, so a process group would miss them)."""
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(self.proc.pid)
+            return [root, *root.children(recursive=True)]
+        return []
+
+    def kill(self) -> None:
+        """The whole node at once, as a host that lost power: SIGKILL to every process of it."""
+        for proc in self.tree():
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        self.proc.wait(timeout=30)
+
+
+def start_node(
+    tmp: Path, name: str, port: int, *args: str, env: dict[str, str] | None = None
+) -> Node:
+    results, locks, log = tmp / f"results-{name}", tmp / f"locks-{name}", tmp / f"{name}.log"
+    locks.mkdir(parents=True, exist_ok=True)
+    node_env = {
+        **os.environ, "PYTHONPATH": str(ROOT), "LORABENCH_RDZV_ENDPOINT": f"127.0.0.1:{port}",
+        "LORABENCH_LOCK_DIR": str(locks), "GLOO_SOCKET_IFNAME": "lo", "LORABENCH_RDZV_TIMEOUT": "180",
+        **(env or {}),
+    }  # fmt: skip
+    handle = log.open("w", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", *args, "--results", str(results)],
+        cwd=tmp, env=node_env, stdout=handle, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    handle.close()
+    return Node(name, proc, results, log)
+
+
+def start_pair(
+    tmp: Path, args: tuple[str, ...], *, args_b: tuple[str, ...] | None = None,
+    env_a: dict[str, str] | None = None, env_b: dict[str, str] | None = None,
+) -> tuple[Node, Node]:  # fmt: skip
+    """Node a first: it binds the endpoint and leads; node b joins it (with `args_b` when given)."""
+    port = free_port()
+    a = start_node(tmp, "a", port, *args, env=env_a)
+    time.sleep(1.0)
+    return a, start_node(tmp, "b", port, *(args if args_b is None else args_b), env=env_b)
+
+
+def stop_all(*nodes: Node) -> None:
+    for node in nodes:
+        if node.proc.poll() is None:
+            node.kill()
+
+
+def records(results: Path) -> list[Path]:
+    return sorted(p for p in results.glob("*/*/*/*/seed-*.json") if ".prev-" not in p.name)
+
+
+def wait_for(predicate: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
