@@ -113,6 +113,13 @@ class RecipeConfig(Frozen):
         "less padding (harness/backends/microbatch.py). auto = 2 on a CPU, 1 elsewhere (a GPU step of a small "
         "model is bound by kernel launches, and graphed layers want few shapes)",
     )
+    packing: Literal["none", "wrapped"] = Field(
+        "none",
+        description="wrapped = TRL's 'wrapped' packing: every row's tokens concatenated and cut into rows of "
+        "exactly max_length, so a step has no padding at all (batch_size × max_length tokens). Rows then "
+        "attend across the examples they hold and an example may be cut in two: a speed shape (random weights, "
+        "no eval), never an accuracy setup",
+    )
     max_length: int = Field(512, gt=8)
     # numpy, torch and transformers' set_seed take 0 … 2**32 − 1; anything else failed only after the
     # model had loaded (and the baseline had been scored).
@@ -251,6 +258,22 @@ class SetupConfig(Frozen):
                 f"{self.backend!r} with gpus = {self.gpus}{nodes}; set backend = 'hf' and gpus = 1"
                 + (" and nodes = 1" if nodes else "")
             )
+        return self
+
+    @model_validator(mode="after")
+    def _packing_is_a_speed_shape(self) -> SetupConfig:
+        if self.recipe.packing == "none":
+            return self
+        for name, value, wrong in (
+            ("eval.enabled", self.eval.enabled, True), ("checks.preflight", self.checks.preflight, True),
+            ("backend", self.backend, "unsloth"),
+        ):  # fmt: skip
+            if value == wrong:
+                raise ValueError(
+                    f"recipe.packing: {self.recipe.packing!r} lets rows attend across the examples they hold (a "
+                    f"speed shape), which {name} = {value!r} cannot judge; set {name} = "
+                    f"{'false' if isinstance(value, bool) else repr('hf')} or recipe.packing = 'none'"
+                )
         return self
 
     @model_validator(mode="after")

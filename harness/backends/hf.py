@@ -160,6 +160,9 @@ def build_trainer(
         optim=resolve_optimizer(recipe.optimizer, runtime),
         gradient_checkpointing=recipe.gradient_checkpointing,
         max_length=recipe.max_length,
+        # Rows of exactly max_length tokens, no padding (a speed shape; see RecipeConfig.packing).
+        packing=recipe.packing != "none",
+        packing_strategy="wrapped",
         # Graphed layers replay one capture per batch shape: fewer lengths, fewer captures.
         pad_to_multiple_of=PAD_MULTIPLE if compile_mode(setup, runtime) == "graphs" else None,
         completion_only_loss=True,

@@ -104,3 +104,40 @@ def test_the_sync_free_trainer_trains_as_sft_trainer_does(tiny_model_dir: Path, 
     theirs, their_tokens = losses_and_tokens(reference=True)
     assert len(ours) == 4 and ours == pytest.approx(theirs, rel=1e-5)
     assert our_tokens == their_tokens > 0
+
+
+def test_wrapped_packing_fills_every_row_to_max_length(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """recipe.packing = 'wrapped': every batch is batch_size × max_length real tokens (no padding), and
+    the sync-free trainer counts exactly those; packed rows still train (the loss moves)."""
+    from harness.tasks.sql.data import SqlExample
+
+    monkeypatch.chdir(tmp_path)
+    setup = load_setup(None, [
+        f"model.source={tiny_model_dir}", "device=cpu", "precision=fp32", "recipe.steps=3", "recipe.batch_size=2",
+        "recipe.max_length=64", "recipe.packing=wrapped", "recipe.warmup_steps=0", "recipe.lr=1e-2",
+        "checks.preflight=false", "eval.enabled=false",
+    ])  # fmt: skip
+    runtime = Runtime("cpu", "fp32")
+    examples = [
+        SqlExample(question=f"Name in {1990 + i}?", context=f"CREATE TABLE t{i} (name VARCHAR, year VARCHAR)",
+                   answer=f'SELECT name FROM t{i} WHERE year = "{1990 + i}"' + " AND name IS NOT NULL" * (i % 3))
+        for i in range(24)
+    ]  # fmt: skip
+    model, tokenizer = hf.load(setup, tiny_model_dir, runtime)
+    trainer = hf.build_trainer(hf.wrap_lora(model, setup), tokenizer, examples, setup, runtime, [])
+    batch = next(iter(trainer.get_train_dataloader()))
+    assert tuple(batch["input_ids"].shape) == (2, 64)
+    assert "attention_mask" not in batch or bool(batch["attention_mask"].all())
+    trainer.train()
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    assert trainer.tokens_seen() == 3 * 2 * 64 and len(losses) == 3 and losses[0] != pytest.approx(losses[-1])
+
+
+@pytest.mark.parametrize(("field", "value"), [("eval.enabled", "true"), ("checks.preflight", "true")])
+def test_packing_is_refused_where_a_score_or_check_would_read_it(field: str, value: str) -> None:
+    from harness.errors import UserError
+
+    others = {"eval.enabled": "false", "checks.preflight": "false"}
+    others[field] = value
+    with pytest.raises(UserError, match=rf"recipe\.packing: 'wrapped' .* {field} = True .* recipe\.packing = 'none'"):
+        load_setup(None, ["recipe.packing=wrapped", *(f"{k}={v}" for k, v in others.items())])
