@@ -16,7 +16,8 @@ from harness.run.parent import RunOptions, run_setup
 
 def _setup(model: Path, data: Path, *extra: str):
     return load_setup(None, [
-        f"model.source={model}", f"data.source={data}", "data.test_size=6", "recipe.steps=6", "recipe.batch_size=4",
+        f"model.source={model}", f"data.source={data}", "precision=fp32", "data.test_size=6", "recipe.steps=6",
+        "recipe.batch_size=4",
         "recipe.lr=1e-2", "eval.max_new_tokens=6", "checks.smoke.enabled=false", "checks.preflight=false", *extra,
     ])  # fmt: skip
 

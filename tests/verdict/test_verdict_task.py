@@ -102,6 +102,7 @@ def test_a_verdict_run_on_a_tiny_model(tiny_model_dir: Path, tmp_path: Path) -> 
     from harness.results import Metrics
     from harness.run.child import execute_job
     from harness.run.outcome import Job
+    from harness.runtime import resolve_setup_runtime
 
     setup = load_setup(None, [
         "task=verdict", f"model.source={tiny_model_dir}", "recipe.steps=10", "recipe.batch_size=4",
@@ -129,5 +130,6 @@ def test_a_verdict_run_on_a_tiny_model(tiny_model_dir: Path, tmp_path: Path) -> 
     )
     # The trainer child leaves the adapter in its work folder, with what an export needs.
     info = json.loads((tmp_path / "adapter" / "lorabench.json").read_text())
-    assert (tmp_path / "adapter" / "adapter_config.json").is_file() and info["precision"] == "fp32"
+    # The precision the run resolved (auto: bf16 on a CPU with bf16 in hardware, else fp32).
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file() and info["precision"] == resolve_setup_runtime(setup).precision
     assert info["setup"]["task"] == "verdict" and Path(info["base_model"]) == tiny_model_dir
