@@ -110,8 +110,9 @@ class RecipeConfig(Frozen):
         "auto",
         description="run each batch as up to this many micro-batches of rows of similar length, each padded "
         "only to its own longest row: the same rows per step and the same loss and gradients (up to rounding), "
-        "less padding (harness/backends/microbatch.py). auto = 2 on a CPU, 1 elsewhere (a GPU step of a small "
-        "model is bound by kernel launches, and graphed layers want few shapes)",
+        "less padding (harness/backends/microbatch.py). auto = 1 everywhere: on the 2-core CPU machine two "
+        "micro-batches stepped no faster (reports/benchmarks/cpu/bench_step_defaults.txt); on a GPU a small "
+        "model's step is bound by kernel launches, and graphed layers want few shapes",
     )
     packing: Literal["none", "wrapped"] = Field(
         "none",

@@ -64,9 +64,9 @@ def test_cpuinfo_parsing() -> None:
     assert model_name("") is None
 
 
-def test_micro_batches_auto_split_on_a_cpu_only() -> None:
+def test_micro_batches_auto_is_one_batch_and_a_number_is_kept() -> None:
     amx = cpuinfo("intel-xeon-amx.txt")
-    assert resolve_runtime("cpu", "fp32", "sdpa", "auto", cpuinfo=amx).micro_batches == 2
+    assert resolve_runtime("cpu", "fp32", "sdpa", "auto", cpuinfo=amx).micro_batches == 1
     assert resolve_runtime("cuda", "auto", "auto", "auto", cpuinfo=amx).micro_batches == 1
     assert resolve_runtime("cpu", "fp32", "sdpa", 4, cpuinfo=amx).micro_batches == 4
     # Graphed layers cannot replay micro-batches: asking for both is refused, and auto stays eager.
