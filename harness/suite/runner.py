@@ -140,7 +140,8 @@ class SuiteRunner:
             else:
                 not_used = [] if cached else why_not_standing_in(results, setup, stack, self.host_key, timed=timed)
                 note = "not standing in: " + "; ".join(not_used) if not_used else None
-                record, written = self._train(setup, timed, note)
+                why = f"its record is {cached.status}, running it again" if cached else "no record of this setup on this host"
+                record, written = self._train(setup, timed, note, why)
                 result = RunResult(record, written, "re-ran" if cached or other else "trained", note)
         self._memo[key] = result
         return result
@@ -158,7 +159,9 @@ class SuiteRunner:
         except ValueError:
             return True
 
-    def _train(self, setup: SetupConfig, timed: bool, note: str | None = None) -> tuple[RunRecord, Path]:
+    def _train(
+        self, setup: SetupConfig, timed: bool, note: str | None = None, why: str = "no record of this setup on this host"
+    ) -> tuple[RunRecord, Path]:
         from harness.run.parent import RunOptions, summary_line
         from harness.run.start import run_on_hosts
 
@@ -168,7 +171,7 @@ class SuiteRunner:
         )  # fmt: skip
         _ = self.host_key  # resolved before pinning a GPU (see `host_key`)
         label = f"{setup.experiment}/{setup.name} seed {setup.recipe.seed}"
-        header = "no record of this setup on this host: " + ("timed run" if timed else "training") + (
+        header = f"{why}: " + ("timed run" if timed else "training") + (
             f" ({note})" if note else ""
         )
         # A timed run takes the host-wide timed lock itself (harness.run.parent).

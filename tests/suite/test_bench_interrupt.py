@@ -53,6 +53,7 @@ def test_ctrl_c_records_the_run_as_killed_and_the_next_bench_resumes_it(
     again = subprocess.run(command, cwd=pytester.path, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
     assert "re-ran  exp_t/tiny seed 3407: ok" in again.stdout
+    assert "its record is killed, running it again: training" in again.stdout + again.stderr  # said while it runs
     resumed = load_record(record_file)
     assert resumed.status == "ok" and resumed.train is not None and resumed.train.steps_done == 60
     assert [load_record(p).run_id for p in record_file.parent.glob("seed-3407.prev-*.json")] == [killed.run_id]
