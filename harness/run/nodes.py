@@ -31,7 +31,6 @@ import signal
 import socket
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +38,8 @@ import psutil
 
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.gpu.visibility import hide_integrated_gpus
 from harness.guard import Sampler, offline_env
 from harness.guard.agreement import NodeGuard, guard_this_node, refusal
-from harness.provenance import collect_provenance
 from harness.results import (
     MemoryStats,
     NodeInfo,
@@ -50,18 +47,23 @@ from harness.results import (
     data_identity,
     predictions_path,
     record_path,
-    run_fingerprint,
     write_record,
 )
 from harness.run.adapter import keep_adapter
 from harness.run.capped import ChildOutcome
-from harness.run.inputs import check_inputs
 from harness.run.launch import rendezvous_from_env, start_trainer
 from harness.run.nodegroup import LeadLost, Liveness, NodeGroup
 from harness.run.outcome import Job, Outcome, read_outcome
-from harness.run.parent import RunOptions, Stopped, new_run_id, stop_signals_raise, summary_line
+from harness.run.parent import (
+    RunOptions,
+    Stopped,
+    check_and_sweep,
+    record_base,
+    stop_signals_raise,
+    summary_line,
+)
 from harness.run.ranks import NODE_ENV
-from harness.run.workdir import create_work_dir, sweep_stale_runs
+from harness.run.workdir import create_work_dir
 
 END_WAIT_ENV = "LORABENCH_NODE_END_WAIT"  # after the lead's trainer ended, how long it waits for the others'
 DEFAULT_END_WAIT_S = 120.0
@@ -72,26 +74,12 @@ def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Pa
     """This node's part of the run. Every node returns the record; its path is on the lead's host unless
     this node wrote it (the lead, or a node that lost the lead)."""
     # Nothing has started yet: a bad input is a UserError on this node, before it joins the others.
-    check_inputs(setup, options.results_dir, options.min_free_bytes)
-    for recovered in sweep_stale_runs(options.results_dir):
-        print(f"lorabench: a run whose parent died left no record; recorded it as killed: {recovered}", file=sys.stderr)
+    check_and_sweep(setup, options)
     rendezvous = rendezvous_from_env(setup, options.stack)
-    created = datetime.now(UTC)
     started = time.perf_counter()
-
-    # 1. Provenance of this host. An iGPU is hidden from HIP first, before torch looks.
-    hidden = hide_integrated_gpus()
-    provenance = collect_provenance(options.stack)
-    if hidden:
-        provenance["host"]["hidden_gpus"] = hidden
-    host = provenance["host"]["id"]
-    fp = run_fingerprint(setup, options.stack, provenance["host"]["kind"])
-    run_id = new_run_id(created, fp, setup.recipe.seed)
-    base = {
-        "run_id": run_id, "created": created.isoformat(timespec="seconds"), "experiment": setup.experiment,
-        "setup_name": setup.name, "seed": setup.recipe.seed, "stack": options.stack, "host": host,
-        "fingerprint": fp, "setup": setup.model_dump(mode="json"), "provenance": provenance,
-    }  # fmt: skip
+    # 1. Provenance of this host.
+    base = record_base(setup, options)
+    host, run_id, provenance = base["host"], base["run_id"], base["provenance"]
     group = NodeGroup(rendezvous, setup.nodes)
     with contextlib.ExitStack() as held, stop_signals_raise():  # `held`: this host's timed lock, through training
         # 2. This node's guard, then every node's: the lead decides for all.

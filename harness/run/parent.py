@@ -82,34 +82,43 @@ def new_run_id(created: datetime, fp: str, seed: int) -> str:
     return f"{created.strftime('%Y%m%dT%H%M%S.%f')}Z-{fp[:8]}-s{seed}-{secrets.token_hex(3)}"
 
 
-def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
-    # Nothing has started yet: what fails here is an input (UserError, no record), found in a second
-    # instead of after the model has loaded.
+def check_and_sweep(setup: SetupConfig, options: RunOptions) -> None:
+    """Before anything starts: every input checked (a UserError, no record, in a second instead of after
+    the model has loaded), and the work folders of runs whose parent died recorded as killed."""
     check_inputs(setup, options.results_dir, options.min_free_bytes)
     for recovered in sweep_stale_runs(options.results_dir):
         print(f"lorabench: a run whose parent died left no record; recorded it as killed: {recovered}", file=sys.stderr)
-    if setup.nodes > 1:
-        # Several hosts: the same ten steps, with the nodes agreeing through the rendezvous's store.
-        raise UserError(f"nodes: {setup.nodes} hosts run through harness.run.start (as `lorabench run` does), not here")
-    created = datetime.now(UTC)
-    started = time.perf_counter()
 
-    # 1. Provenance snapshot: host, stack, git. An iGPU is hidden from HIP first, before torch looks.
+
+def record_base(setup: SetupConfig, options: RunOptions) -> dict[str, Any]:
+    """Step 1, the provenance snapshot (host, stack, git; an iGPU is hidden from HIP first, before torch
+    looks), and the record's fields known at the start: run id, fingerprint, setup."""
+    created = datetime.now(UTC)
     hidden = hide_integrated_gpus()
     provenance = collect_provenance(options.stack)
     if hidden:
         provenance["host"]["hidden_gpus"] = hidden
-    host = provenance["host"]["id"]
     fp = run_fingerprint(setup, options.stack, provenance["host"]["kind"])
-    run_id = new_run_id(created, fp, setup.recipe.seed)
-    base = {
-        "run_id": run_id, "created": created.isoformat(timespec="seconds"), "experiment": setup.experiment,
-        "setup_name": setup.name, "seed": setup.recipe.seed, "stack": options.stack, "host": host,
-        "fingerprint": fp, "setup": setup.model_dump(mode="json"), "provenance": provenance,
+    return {
+        "run_id": new_run_id(created, fp, setup.recipe.seed), "created": created.isoformat(timespec="seconds"),
+        "experiment": setup.experiment, "setup_name": setup.name, "seed": setup.recipe.seed, "stack": options.stack,
+        "host": provenance["host"]["id"], "fingerprint": fp, "setup": setup.model_dump(mode="json"),
+        "provenance": provenance,
     }  # fmt: skip
 
+
+def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
+    # Nothing has started yet: what fails here is an input (UserError, no record), found in a second
+    # instead of after the model has loaded.
+    check_and_sweep(setup, options)
+    if setup.nodes > 1:
+        # Several hosts: the same ten steps, with the nodes agreeing through the rendezvous's store.
+        raise UserError(f"nodes: {setup.nodes} hosts run through harness.run.start (as `lorabench run` does), not here")
+    started = time.perf_counter()
+    base = record_base(setup, options)
+
     # From here on the run has started: whatever happens, it ends with a record.
-    work_dir = create_work_dir(options.results_dir, run_id, base)
+    work_dir = create_work_dir(options.results_dir, base["run_id"], base)
     job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet)
     guard: dict[str, Any] = {"timed": options.timed}
     interrupted: BaseException | None = None

@@ -79,7 +79,7 @@ def test_host_cpu_hog_refuses_a_timed_run_in_the_container(
     config = write_guard_config(host_dirs, checks=["cpu", "view"], window_s=2.0)
     done = compose_run(
         env, "smoke-cpu", "lorabench", "run", "--timed", "--guard-config", config, "--results", "results",
-        "--model", "smollm2-135m", "--data", "/data/rows.jsonl", "--seed", "3407", "--quiet",
+        "--model", "smollm2-135m", "--data", "/data/rows.jsonl", "--set", "data.test_size=8", "--seed", "3407", "--quiet",
     )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
     [path] = list(host_dirs.results.rglob("seed-3407.json"))
