@@ -12,13 +12,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness import atomic
 from harness.config import SetupConfig
 from harness.errors import UserError
 
@@ -317,23 +317,9 @@ def previous_path(record_file: Path, old_created: str) -> Path:
     return candidate
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_predictions(record_file: Path, rows: Iterable[dict[str, Any]]) -> Path:
     path = predictions_path(record_file)
-    _atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic.write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     return path
 
 
@@ -354,7 +340,7 @@ def write_record(results_dir: Path, record: RunRecord) -> Path:
             for suffix in BESIDE_SUFFIXES:
                 if beside(path, suffix).exists():
                     os.replace(beside(path, suffix), beside(keep, suffix))
-    _atomic_write_text(path, text)
+    atomic.write_text(path, text)
     return path
 
 
