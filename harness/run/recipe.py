@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import itertools
-import math
 import time
 from pathlib import Path
 from types import ModuleType
@@ -30,7 +28,7 @@ from harness.run.adapter import eval_adapter_source, save_adapter
 from harness.run.evaluate import baseline_answers, decoded_in, merges_adapter, timed_answers
 from harness.run.inputs import check_token_lengths
 from harness.run.mfu import model_flops_utilisation
-from harness.run.outcome import Events, Outcome
+from harness.run.outcome import Events, Outcome, recordable_losses
 from harness.run.progress import Progress
 from harness.run.ranks import gathered, is_main_process, load_windows, rank_facts, staggered_load
 from harness.runtime import Runtime, resolve_setup_runtime, runtime_of
@@ -195,10 +193,7 @@ def end_of_turn_check(tokenizer: Any) -> CheckVerdict:
 
 
 def train_stats(trained: TrainOutcome, runtime: Runtime, setup: SetupConfig) -> TrainStats:
-    # The finite steps before a divergence: JSON has no NaN (pydantic writes null, which the record then
-    # cannot read back); the divergence check names the step and its value.
-    finite = list(itertools.takewhile(math.isfinite, trained.losses))
-    losses = [round(x, 5) for x in finite]
+    losses = recordable_losses(trained.losses)
     tail = losses[-max(1, len(losses) // 10) :] if losses else []
     seconds = trained.train_s or None
     return TrainStats(

@@ -33,19 +33,24 @@ def test_steady_step_time_leaves_the_warm_up_out():
     assert steady_step_seconds([]) is None
 
 
-def _train_tiny(tiny_model_dir: Path, compile_: str) -> tuple[object, list[float]]:
+def tiny_sql_examples(n: int) -> list:
+    """`n` distinct one-table questions of three answer lengths (so batches pad)."""
     from harness.tasks.sql.data import SqlExample
 
+    return [
+        SqlExample(question=f"Name in {1990 + i}?", context=f"CREATE TABLE t{i} (name VARCHAR, year VARCHAR)",
+                   answer=f'SELECT name FROM t{i} WHERE year = "{1990 + i}"' + " AND name IS NOT NULL" * (i % 3))
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def _train_tiny(tiny_model_dir: Path, compile_: str) -> tuple[object, list[float]]:
     setup = load_setup(None, [
         f"model.source={tiny_model_dir}", "device=cpu", "precision=fp32", "recipe.steps=4", "recipe.batch_size=2",
         "recipe.warmup_steps=0", "recipe.lr=1e-2", f"recipe.compile={compile_}", "checks.preflight=false",
     ])  # fmt: skip
     runtime = Runtime("cpu", "fp32")
-    examples = [
-        SqlExample(question=f"Name in {1990 + i}?", context=f"CREATE TABLE t{i} (name VARCHAR, year VARCHAR)",
-                   answer=f'SELECT name FROM t{i} WHERE year = "{1990 + i}"' + " AND name IS NOT NULL" * (i % 3))
-        for i in range(8)
-    ]  # fmt: skip
+    examples = tiny_sql_examples(8)
     model, tokenizer = hf.load(setup, tiny_model_dir, runtime)
     outcome = hf.train(model, tokenizer, examples, setup, runtime)
     return outcome.model, outcome.losses
@@ -73,19 +78,13 @@ def test_the_sync_free_trainer_trains_as_sft_trainer_does(tiny_model_dir: Path, 
     and the same non-padding token count as Trainer's `include_num_input_tokens_seen`."""
     from trl import SFTTrainer
 
-    from harness.tasks.sql.data import SqlExample
-
     monkeypatch.chdir(tmp_path)
     setup = load_setup(None, [
         f"model.source={tiny_model_dir}", "device=cpu", "precision=fp32", "recipe.steps=4", "recipe.batch_size=2",
         "recipe.grad_accum=2", "recipe.warmup_steps=0", "recipe.lr=1e-2", "checks.preflight=false",
     ])  # fmt: skip
     runtime = Runtime("cpu", "fp32")
-    examples = [
-        SqlExample(question=f"Name in {1990 + i}?", context=f"CREATE TABLE t{i} (name VARCHAR, year VARCHAR)",
-                   answer=f'SELECT name FROM t{i} WHERE year = "{1990 + i}"' + " AND name IS NOT NULL" * (i % 3))
-        for i in range(16)
-    ]  # fmt: skip
+    examples = tiny_sql_examples(16)
 
     def losses_and_tokens(reference: bool) -> tuple[list[float], int]:
         model, tokenizer = hf.load(setup, tiny_model_dir, runtime)
@@ -109,8 +108,6 @@ def test_the_sync_free_trainer_trains_as_sft_trainer_does(tiny_model_dir: Path, 
 def test_wrapped_packing_fills_every_row_to_max_length(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
     """recipe.packing = 'wrapped': every batch is batch_size × max_length real tokens (no padding), and
     the sync-free trainer counts exactly those; packed rows still train (the loss moves)."""
-    from harness.tasks.sql.data import SqlExample
-
     monkeypatch.chdir(tmp_path)
     setup = load_setup(None, [
         f"model.source={tiny_model_dir}", "device=cpu", "precision=fp32", "recipe.steps=3", "recipe.batch_size=2",
@@ -118,11 +115,7 @@ def test_wrapped_packing_fills_every_row_to_max_length(tiny_model_dir: Path, tmp
         "checks.preflight=false", "eval.enabled=false",
     ])  # fmt: skip
     runtime = Runtime("cpu", "fp32")
-    examples = [
-        SqlExample(question=f"Name in {1990 + i}?", context=f"CREATE TABLE t{i} (name VARCHAR, year VARCHAR)",
-                   answer=f'SELECT name FROM t{i} WHERE year = "{1990 + i}"' + " AND name IS NOT NULL" * (i % 3))
-        for i in range(24)
-    ]  # fmt: skip
+    examples = tiny_sql_examples(24)
     model, tokenizer = hf.load(setup, tiny_model_dir, runtime)
     trainer = hf.build_trainer(hf.wrap_lora(model, setup), tokenizer, examples, setup, runtime, [])
     batch = next(iter(trainer.get_train_dataloader()))

@@ -40,15 +40,11 @@ def canonical_rows(result: QueryResult) -> Rows:
     return tuple(tuple(_canonical(v) for v in row) for row in result.rows)
 
 
-def _column_permutations(gold: Rows, pred: Rows, n: int) -> Iterator[tuple[int, ...]]:
-    """Permutations of the prediction's columns whose value bags fit the gold's, identity first."""
-    gold_sigs = [Counter(r[j] for r in gold) for j in range(n)]
-    pred_sigs = [Counter(r[j] for r in pred) for j in range(n)]
-    candidates = [[k for k in range(n) if pred_sigs[k] == gold_sigs[j]] for j in range(n)]
-    for j in range(n):  # identity first: the common case
-        if j in candidates[j]:
-            candidates[j].remove(j)
-            candidates[j].insert(0, j)
+def _permutations(candidates: list[list[int]]) -> Iterator[tuple[int, ...]]:
+    """Orders of the prediction's columns where gold column j takes one of `candidates[j]`, identity
+    first (the common case), at most _MAX_PERMUTATIONS of them."""
+    n = len(candidates)
+    candidates = [sorted(c, key=lambda k, j=j: k != j) for j, c in enumerate(candidates)]
 
     def extend(prefix: list[int]) -> Iterator[tuple[int, ...]]:
         if len(prefix) == n:
@@ -59,6 +55,13 @@ def _column_permutations(gold: Rows, pred: Rows, n: int) -> Iterator[tuple[int, 
                 yield from extend([*prefix, k])
 
     return islice(extend([]), _MAX_PERMUTATIONS)
+
+
+def _column_permutations(gold: Rows, pred: Rows, n: int) -> Iterator[tuple[int, ...]]:
+    """Permutations of the prediction's columns whose value bags fit the gold's, identity first."""
+    gold_sigs = [Counter(r[j] for r in gold) for j in range(n)]
+    pred_sigs = [Counter(r[j] for r in pred) for j in range(n)]
+    return _permutations([[k for k in range(n) if pred_sigs[k] == gold_sigs[j]] for j in range(n)])
 
 
 def rows_equal(gold: Rows, pred: Rows, *, order_matters: bool) -> bool:
@@ -101,20 +104,7 @@ def _fits_blocks(gold: Blocks, pred: Rows) -> bool:
     gold_values = [{r[j] for r in gold_rows} for j in range(n)]
     pred_values = [{r[k] for r in pred} for k in range(n)]
     candidates = [[k for k in range(n) if pred_values[k] <= gold_values[j]] for j in range(n)]
-    for j in range(n):
-        if j in candidates[j]:
-            candidates[j].remove(j)
-            candidates[j].insert(0, j)
-
-    def extend(prefix: list[int]) -> Iterator[tuple[int, ...]]:
-        if len(prefix) == n:
-            yield tuple(prefix)
-            return
-        for k in candidates[len(prefix)]:
-            if k not in prefix:
-                yield from extend([*prefix, k])
-
-    return any(gold.fits([tuple(row[k] for k in perm) for row in pred]) for perm in islice(extend([]), _MAX_PERMUTATIONS))
+    return any(gold.fits([tuple(row[k] for k in perm) for row in pred]) for perm in _permutations(candidates))
 
 
 Answer = Rows | Blocks
