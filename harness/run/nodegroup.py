@@ -39,6 +39,12 @@ def lost_after_s() -> float:
 class LeadLost(Exception):
     """The store stopped answering: the lead node, which hosts it, is gone."""
 
+    @classmethod
+    def from_store_error(cls, exc: BaseException) -> "LeadLost":
+        # One wording whichever call noticed first (the liveness thread, a wait, a post): the record's reason
+        # must not depend on that race.
+        return cls(f"the rendezvous store it hosts stopped answering ({str(exc).splitlines()[0]})")
+
 
 class NodeGroup:
     """This node's view of the group: its number, whether it leads, and the shared store."""
@@ -80,10 +86,16 @@ class NodeGroup:
         return f"lorabench/{self.rendezvous.run_id}/{name}"
 
     def post(self, name: str, value: Any) -> None:
-        self.store.set(self.key(name), json.dumps(value))
+        try:
+            self.store.set(self.key(name), json.dumps(value))
+        except RuntimeError as exc:  # DistNetworkError: the store, and the lead hosting it, are gone
+            raise LeadLost.from_store_error(exc) from None
 
     def read(self, name: str) -> Any:
-        return json.loads(self.store.get(self.key(name)))
+        try:
+            return json.loads(self.store.get(self.key(name)))
+        except RuntimeError as exc:
+            raise LeadLost.from_store_error(exc) from None
 
     def has(self, name: str) -> bool:
         return bool(self.store.check([self.key(name)]))
@@ -95,7 +107,7 @@ class NodeGroup:
             try:
                 missing = [n for n in names if not self.has(n)]
             except RuntimeError as exc:
-                raise LeadLost(str(exc).splitlines()[0]) from None
+                raise LeadLost.from_store_error(exc) from None
             if not missing:
                 return
             if time.monotonic() > deadline:
@@ -178,7 +190,7 @@ class Liveness(threading.Thread):
                         self.on_lost(node, why)
             except RuntimeError as exc:  # DistNetworkError: the store, and the lead hosting it, are gone
                 if not self.group.is_lead:
-                    why = f"the rendezvous store it hosts stopped answering ({str(exc).splitlines()[0]})"
+                    why = str(LeadLost.from_store_error(exc))
                     self.lost[0] = why
                     self.on_lost(0, why)
                 return

@@ -100,13 +100,13 @@ def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Pa
                 group.wait_for(["decision"], rendezvous.timeout_s, f"node {group.index}: the lead's decision")
                 status, reason = group.read("decision")["status"], group.read("decision")["reason"]
         except LeadLost as exc:
-            raise UserError(f"node {group.index}: the lead node stopped answering before the run began ({exc})") from None
+            raise UserError(f"node {group.index}: the lead node was lost before the run began: {exc}") from None
         if status is not None:
             if not group.is_lead:
                 try:
                     return received_record(group)
                 except LeadLost as exc:
-                    raise UserError(f"node {group.index}: the lead node stopped answering ({exc})") from None
+                    raise UserError(f"node {group.index}: the lead node was lost: {exc}") from None
             nodes = [node_info(h, status="busy" if not h["guard"]["ok"] else "ok") for h in hellos]
             guard_record = {"timed": options.timed, "precheck": guard.precheck, "nodes": [h["guard"] for h in hellos]}
             record = RunRecord(**base, status=status, reason=reason, guard=guard_record, nodes=nodes)
