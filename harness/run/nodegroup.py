@@ -40,7 +40,7 @@ class LeadLost(Exception):
     """The store stopped answering: the lead node, which hosts it, is gone."""
 
     @classmethod
-    def from_store_error(cls, exc: BaseException) -> "LeadLost":
+    def from_store_error(cls, exc: BaseException) -> LeadLost:
         # One wording whichever call noticed first (the liveness thread, a wait, a post): the record's reason
         # must not depend on that race.
         return cls(f"the rendezvous store it hosts stopped answering ({str(exc).splitlines()[0]})")
