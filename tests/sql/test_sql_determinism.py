@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import harness
+from harness.tasks.sql.budget import ANSWER_INSTRUCTIONS
 
 PETS = "CREATE TABLE pets (name VARCHAR, age INTEGER)"
 GOLD = "SELECT name FROM pets WHERE age > 3"
@@ -27,16 +28,21 @@ def _slow(rows: int) -> str:
     return f"{GOLD} AND ({RECURSIVE.format(limit=f' LIMIT {rows}')}SELECT COUNT(*) FROM c) > 0"
 
 
+def _answer_rows(rows_at_50m: int) -> int:
+    """The rows that take the same share of today's answer budget as `rows_at_50m` did of 50 M."""
+    return rows_at_50m * ANSWER_INSTRUCTIONS // 50_000_000
+
+
 CASES: list[tuple[str, str, str]] = [
     (GOLD, GOLD, PETS),
     ("SELECT name FROM pets WHERE age >= 3", GOLD, PETS),
     ("SELECT name FROM pets WHERE age > 3 ORDER BY name", GOLD, PETS),
     # Slow but legal: from a tenth to about two thirds of the answer's budget.
-    (_slow(20_000), GOLD, PETS),
-    (_slow(50_000), GOLD, PETS),
-    (_slow(100_000), GOLD, PETS),
+    (_slow(_answer_rows(20_000)), GOLD, PETS),
+    (_slow(_answer_rows(50_000)), GOLD, PETS),
+    (_slow(_answer_rows(100_000)), GOLD, PETS),
     # Legal, but past the budget on one of the databases drawn for it.
-    (_slow(150_000), GOLD, PETS),
+    (_slow(_answer_rows(150_000)), GOLD, PETS),
     # A slow gold: its suite is cut short by the distillation budget.
     (GOLD, _slow(5_000), PETS),
     ("SELECT name FROM pets WHERE age > 4", _slow(2_000), PETS),

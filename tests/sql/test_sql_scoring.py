@@ -117,7 +117,7 @@ def test_a_slow_gold_does_not_eat_the_answers_budget() -> None:
     # The first answer to a gold used to pay for distilling the gold's suite out of its own second,
     # so the same answer could score otherwise when it came first. The suite has its own budget now:
     # an answer needing 4/5 of its budget is right whether or not the suite was distilled for it.
-    gold, pred = _slow(5_000), _slow(100_000)
+    gold, pred = _slow(5_000), _slow(100_000 * ANSWER_INSTRUCTIONS // 50_000_000)  # 100,000 rows fit 50 M
     first = score_prediction(pred, gold, CONTEXT, seed=11)
     again = score_prediction(pred, gold, CONTEXT, seed=11)  # the suite cached now
     assert first == again
