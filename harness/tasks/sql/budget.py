@@ -9,9 +9,10 @@ with the same SQLite build, whatever else the machine does.
 Calibration: `benchmarks/calibrate_sql_budget.py` ([`reports/benchmarks/cpu/sql_budget.txt`]) runs
 long statements of the kinds that reach a budget (recursive CTEs, cross joins, sorts, GROUP BY,
 LIKE, instr) and divides the instructions they run by the thread CPU time they take. On the 2-core
-CPU machines the shapes ran 27 to 132 M instructions per CPU second (median 34 M busy, 35 M quiet on
-the AMD EPYC). INSTRUCTIONS_PER_S is below the slowest shape, so an answer's whole budget
-stays under one CPU second whatever its statements do (issue #18's bound: every answer ≤ 1 s). The
+CPU VMs the shapes ran 18 to 132 M instructions per CPU second over three calibrations (medians 34, 35
+and 23 M: the VM's speed moves by half within an hour). INSTRUCTIONS_PER_S is at the slow end, so an
+answer's whole budget is about a CPU second at most whatever its statements do (issue #18's bound:
+every answer ≤ 1 s; 0.7–1.1 s at the slowest readings). The
 figure is per SQLite version: another build may count the same query differently (the version is in
 every benchmark header).
 
@@ -33,8 +34,8 @@ import time
 # Instructions between two progress-handler calls: small enough that a statement overshoots its
 # budget by a negligible amount, large enough that the Python callback costs about 1% of the work.
 TICK = 1_000
-# Measured (see the module docstring): under the slowest long-statement shape (27 M per CPU second), so
-# a budget of this many instructions is at most about 0.75 CPU s. It was 50 M (the median then read as
+# Measured (see the module docstring): near the slowest long-statement shapes (18–29 M per CPU second),
+# so a budget of this many instructions is 0.7–1.1 CPU s at worst. It was 50 M (the median then read as
 # the rate): the endless recursive CTE took 1.95 s per answer on the EPYC. The costliest real answer
 # on the shared data counts 116,000 instructions (reports/benchmarks/cpu/sql_budget.txt): no real
 # answer comes near either figure.
