@@ -12,9 +12,8 @@ LIKE, instr) and divides the instructions they run by the thread CPU time they t
 CPU VMs the shapes ran 18 to 132 M instructions per CPU second over three calibrations (medians 34, 35
 and 23 M: the VM's speed moves by half within an hour). INSTRUCTIONS_PER_S is at the slow end, so an
 answer's whole budget is about a CPU second at most whatever its statements do (issue #18's bound:
-every answer ≤ 1 s; 0.7–1.1 s at the slowest readings). The
-figure is per SQLite version: another build may count the same query differently (the version is in
-every benchmark header).
+every answer ≤ 1 s; 0.7–1.1 s at the slowest readings). The figure is per SQLite version: another
+build may count the same query differently (the version is in every benchmark header).
 
 The safety net: an instruction count cannot see one instruction that runs long (a built-in on a big
 value). The sandbox's size caps keep every single instruction in milliseconds, so the count is the
@@ -34,19 +33,18 @@ import time
 # Instructions between two progress-handler calls: small enough that a statement overshoots its
 # budget by a negligible amount, large enough that the Python callback costs about 1% of the work.
 TICK = 1_000
-# Measured (see the module docstring): near the slowest long-statement shapes (18–29 M per CPU second),
-# so a budget of this many instructions is 0.7–1.1 CPU s at worst. It was 50 M (the median then read as
-# the rate): the endless recursive CTE took 1.95 s per answer on the EPYC. The costliest real answer
-# on the shared data counts 116,000 instructions (reports/benchmarks/cpu/sql_budget.txt): no real
-# answer comes near either figure.
+# Near the slowest long-statement shapes measured (18–29 M per CPU second, see the module docstring),
+# so a budget of this many instructions is 0.7–1.1 CPU s at worst; the median rate would let the
+# slow shapes run two seconds. The costliest real answer on the shared data counts 116,000
+# (reports/benchmarks/cpu/sql_budget.txt).
 INSTRUCTIONS_PER_S = 20_000_000
 # One answer's whole scoring (its run on the empty database for `well_formed`, its runs and the gold's
-# on the databases drawn for it): at most one CPU second.
+# on the databases drawn for it): about a CPU second at most.
 ANSWER_INSTRUCTIONS = INSTRUCTIONS_PER_S
 # A statement run alone (`run_sql` without a budget): the same.
 STATEMENT_INSTRUCTIONS = INSTRUCTIONS_PER_S
-# Distilling one gold's suite: the 15 M instructions it always had (the costliest suite on the shared
-# data counts 12.7 M; a smaller budget would change suites, and so scores, of real golds).
+# Distilling one gold's suite: the costliest suite on the shared data counts 12.7 M; less would cut
+# real golds' suites short and change their scores.
 DISTIL_INSTRUCTIONS = 15_000_000
 NET_FACTOR = 10
 # The net reads the thread's CPU clock (about a microsecond, a system call) at a statement's first
