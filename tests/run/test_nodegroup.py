@@ -36,7 +36,7 @@ def lost_lead() -> NodeGroup:
     finally:
         lead.kill()
         lead.wait(timeout=30)
-    time.sleep(0.5)
+    time.sleep(0.5)  # the kernel closes the dead lead's sockets; the next call meets a closed peer
     return group
 
 

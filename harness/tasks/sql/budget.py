@@ -34,8 +34,8 @@ import time
 # budget by a negligible amount, large enough that the Python callback costs about 1% of the work.
 TICK = 1_000
 # Near the slowest long-statement shapes measured (18–29 M per CPU second, see the module docstring),
-# so a budget of this many instructions is 0.7–1.1 CPU s at worst; the median rate would let the
-# slow shapes run two seconds. The costliest real answer on the shared data counts 116,000
+# so a budget of this many instructions is 0.7–1.1 CPU s at worst; 50 M would let the
+# slow shapes run 1.7–2.8 s. The costliest real answer on the shared data counts 116,000
 # (reports/benchmarks/cpu/sql_budget.txt).
 INSTRUCTIONS_PER_S = 20_000_000
 # One answer's whole scoring (its run on the empty database for `well_formed`, its runs and the gold's
