@@ -104,16 +104,19 @@ def test_endless_recursive_query_stops_at_its_instruction_budget() -> None:
     assert run_sql("SELECT 1", CONTEXT, budget=budget).failure is Failure.BUDGET
 
 
-def test_default_budget_is_about_one_cpu_second() -> None:
+def test_a_statement_without_a_budget_gets_the_default_count() -> None:
+    # What the default buys in CPU seconds depends on the machine: benchmarks/calibrate_sql_budget.py
+    # prints that figure (reports/benchmarks/cpu/sql_budget.txt). Here only the count, which is the same
+    # on every machine: a CPU-time window in this test failed a clean-clone CI on a 2-core EPYC.
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT MAX(x) FROM c"
-    start = cpu_seconds()
     result = run_sql(sql, CONTEXT)
     assert result.failure is Failure.BUDGET
-    assert f"{STATEMENT_INSTRUCTIONS:,}" in result.message
+    assert result.message == f"ran past the budget of {STATEMENT_INSTRUCTIONS:,} VM instructions"
     assert STATEMENT_INSTRUCTIONS == INSTRUCTIONS_PER_S
-    # Calibrated on the CPU machine (benchmarks/calibrate_sql_budget.py): about a second of CPU there;
-    # the bounds leave room for a core twice as fast or three times as slow.
-    assert 0.3 < cpu_seconds() - start < 3.0
+    # The same statement on an explicit budget of the default size spends exactly that many.
+    budget = Budget(STATEMENT_INSTRUCTIONS)
+    assert run_sql(sql, CONTEXT, budget=budget).failure is Failure.BUDGET
+    assert budget.spent == STATEMENT_INSTRUCTIONS and not budget.net_fired
 
 
 def test_the_count_and_so_the_outcome_is_the_same_every_time() -> None:
