@@ -7,9 +7,10 @@ from pathlib import Path
 
 from harness.errors import UserError
 from harness.report.across import setups_across, stacks_across
-from harness.report.claim_table import DEFAULT_BENCHMARKS
+from harness.report.claim_table import DEFAULT_BENCHMARKS, setup_references
 from harness.report.groups import group_records, load_records
 from harness.report.index import render_index
+from harness.report.settings import public
 from harness.report.scorecard import ReportSummary, render_scorecard
 
 
@@ -24,10 +25,10 @@ def write_reports(
         raise UserError(
             f"no run records (seed-*.json) under {', '.join(map(str, results))}; run `lorabench run` first"
         )
-    groups = group_records(loaded)
+    groups = group_records(loaded, setup_references(benchmarks))
     summaries = [render_scorecard(group, out_dir, benchmarks) for group in groups]
     across = {
         "setups": setups_across(groups), "stacks": stacks_across(groups, benchmarks),
-        "sources": [str(r) for r in results],
+        "sources": [public(str(r)) for r in results],
     }  # fmt: skip
     return summaries, render_index(out_dir, across)
