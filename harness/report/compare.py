@@ -4,6 +4,11 @@ significant, and whether it is a regression (significant and in the worse direct
 Exact match uses an exact McNemar test on per-question outcomes paired by seed and question (seeds
 present on both sides, predictions needed); other metrics use Welch's t-test over seeds, which needs
 two or more seeds a side: with one, a change is shown but never called significant.
+
+Like for like first, as pyperf and asv do for machines: the two sides must come from the same host kind
+and stack, and each setup compared must have the same settings on both sides (`sides_unlike`); the
+compared axis is the lorabench commit. A metric one side has and the other lacks (a run that ended
+without scores) is named (`missing_metrics`), never dropped without a word.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass
 
 from harness import stats
 from harness.errors import UserError
+from harness.report import likeness
 from harness.report.groups import LoadedRecord, SetupRuns, paired_outcomes
 from harness.report.tables import (
     Getter,
@@ -102,6 +108,56 @@ def _change(
     beyond = metric.getter is trained_em or relative > tolerance
     return MetricChange(key, metric.name, old_mean, new_mean, len(a), len(b), method, p, significant,
                         significant and worse and beyond)  # fmt: skip
+
+
+def _kinds(loaded: Sequence[LoadedRecord]) -> str:
+    kinds = {str(i.record.provenance.get("host", {}).get("kind") or i.record.host) for i in loaded}
+    return " / ".join(sorted(kinds))
+
+
+def _stacks(loaded: Sequence[LoadedRecord]) -> str:
+    return " / ".join(sorted({i.record.stack for i in loaded}))
+
+
+def sides_unlike(old: Sequence[LoadedRecord], new: Sequence[LoadedRecord]) -> list[str]:
+    """What makes the two sides unlike, one phrase each, OLD's value first: the host kind
+    (`harness.provenance.host_kind`; the host id for records made before kinds were recorded), the stack,
+    and every setting a setup on both sides differs in (its records' settings, data by content)."""
+    out = []
+    if _kinds(old) != _kinds(new):
+        out.append(f"host kind: {_kinds(old)} vs {_kinds(new)}")
+    if _stacks(old) != _stacks(new):
+        out.append(f"stack: {_stacks(old)} vs {_stacks(new)}")
+    before, after = _by_setup(old, "OLD"), _by_setup(new, "NEW")
+    for key in sorted(set(before) & set(after)):
+        judged = likeness.judge(before[key], after[key], axis=())
+        out.extend(f"{key}: {d}" for d in judged.settings)
+    return out
+
+
+@dataclass(frozen=True)
+class MissingMetric:
+    setup: str
+    metric: str
+    side: str  # the side that lacks it: OLD or NEW
+    why: str  # the runs' statuses on that side
+
+
+def missing_metrics(
+    old: Sequence[LoadedRecord], new: Sequence[LoadedRecord], metrics: Sequence[Metric] = METRICS
+) -> list[MissingMetric]:
+    """Metrics of a setup on both sides that one side has and the other lacks."""
+    before, after = _by_setup(old, "OLD"), _by_setup(new, "NEW")
+    out = []
+    for key in sorted(set(before) & set(after)):
+        for metric in metrics:
+            a, b = values(before[key].ok, metric.getter), values(after[key].ok, metric.getter)
+            if bool(a) == bool(b):
+                continue
+            side, runs = ("NEW", after[key]) if a else ("OLD", before[key])
+            statuses = ", ".join(f"seed {r.seed}: {r.status}" for r in runs.records)
+            out.append(MissingMetric(key, metric.name, side, statuses))
+    return out
 
 
 def compare_records(
