@@ -51,10 +51,7 @@ def judge(first: SetupRuns, second: SetupRuns, axis: Collection[str] | None = No
     """How two sides differ, each difference as `key: first's vs second's`. `axis`: the settings the
     comparison is about (None: whichever one setting differs, when exactly one does)."""
     diffs = [d for d in settings.differences(first.records, second.records) if _key(d) != COMMIT]
-    if axis is None:
-        on_axis = diffs if len(diffs) == 1 else []
-    else:
-        on_axis = [d for d in diffs if _key(d) in axis]
+    on_axis = (diffs if len(diffs) == 1 else []) if axis is None else [d for d in diffs if _key(d) in axis]
     rest = [d for d in diffs if d not in on_axis]
     return Likeness(tuple(on_axis), tuple(rest), tuple(first.conditions.differences(second.conditions)))
 

@@ -11,8 +11,8 @@ from harness.report.claim_table import DEFAULT_BENCHMARKS, evaluate_claims, setu
 from harness.report.groups import group_records, load_records
 from harness.report.index import missing_platforms, read_summaries, render_index
 from harness.report.outputs import ReportOut, scorecard_out
-from harness.report.settings import public
 from harness.report.scorecard import ReportSummary, render_scorecard
+from harness.report.settings import public
 
 
 def write_reports(

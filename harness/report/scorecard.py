@@ -15,8 +15,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from harness.findings import Assessment, assess_findings
 from harness.report import charts, likeness, tables
 from harness.report.across import platform_of
-from harness.report.conditions import LEGEND
 from harness.report.claim_table import ClaimResult, claim_counts, claims_table, evaluate_claims
+from harness.report.conditions import LEGEND
 from harness.report.groups import ReportGroup, SetupRuns
 from harness.report.miss_section import miss_section
 from harness.report.settings import public

@@ -117,15 +117,21 @@ MFU_CONVENTION = (
 
 def mfu_percent(r: RunRecord) -> float | None:
     """MFU over the steady steps (MFU_CONVENTION), from the record's tokens, parameters and steady step
-    time against `harness.run.mfu`'s peaks; the record's own whole-run MFU where it has no step time."""
+    time against `harness.run.mfu`'s peaks; over the whole run (tokens / train time) where the record
+    has no steady step time (its conditions then say "whole run")."""
     if r.train is None:
         return None
     gpus = r.provenance.get("host", {}).get("gpus") or []
     rate = steady(r)
-    if rate is None or not (gpus and r.train.total_params and r.train.trainable_params is not None):
-        return None if r.train.mfu is None else 100 * r.train.mfu
+    seconds = train_seconds(r)
+    if rate is not None:
+        tokens_per_s: float | None = rate.tokens_per_s
+    else:
+        tokens_per_s = r.train.tokens / seconds if r.train.tokens and seconds else None
+    if not (gpus and tokens_per_s and r.train.total_params and r.train.trainable_params is not None):
+        return None if r.train.mfu is None or rate is not None else 100 * r.train.mfu
     checkpointing = bool(r.setup.get("recipe", {}).get("gradient_checkpointing"))
-    flops = mfu_table.training_flops(r.train.total_params, r.train.trainable_params, rate.tokens_per_s, checkpointing)
+    flops = mfu_table.training_flops(r.train.total_params, r.train.trainable_params, tokens_per_s, checkpointing)
     value = mfu_table.mfu(flops, str(gpus[0].get("name", "")), n_gpus(r))
     return None if value is None else 100 * value
 

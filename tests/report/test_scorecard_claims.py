@@ -96,7 +96,8 @@ def test_one_seed_is_not_evaluable_and_a_speedup_shows_n_1(tmp_path: Path) -> No
 
 def test_a_run_that_did_not_finish_fails_its_claims(tmp_path: Path) -> None:
     write_ab(tmp_path / "results", wrong=None)
-    killed = amd("exp_b", EXP_B_SETUP, 42, None, status="killed", reason="stopped by SIGTERM", train_s=None)
+    killed = amd("exp_b", EXP_B_SETUP, 42, None, status="killed", reason="stopped by SIGTERM", train_s=None,
+                 precision="4bit")  # the same setup's run (other settings would make it a setup of its own)
     write(tmp_path / "results", killed, None)
     text, _ = render(tmp_path / "results")
     row = claim_row(text, "accuracy equivalent to bf16")
@@ -151,12 +152,15 @@ def test_comparisons_name_what_differs_and_like_for_like_comes_first(tmp_path: P
     text, _ = render(tmp_path / "results")
     section = text[text.index("## Experiment `exp_f`"):]
     rows = [cells(line) for line in section.splitlines() if line.startswith("| smollm2-135m-unsloth vs ")]
-    assert [row[:2] for row in rows] == [
-        ["smollm2-135m-unsloth vs smollm2-135m-lora-eager", "backend: hf vs unsloth"],
-        ["smollm2-135m-unsloth vs smollm2-135m-lora", "backend: hf vs unsloth; recipe.compile: graphs (auto) vs none"],
-    ]
-    # The claim is judged against the suite's reference (exp_a.toml), and says it differs in more than the backend.
-    assert claim_row(text, "speedup over hf")[6] == "backend: hf vs unsloth; recipe.compile: graphs (auto) vs none"
+    # Against the exp_a setup that differs least (the eager one), like for like: only the backend differs,
+    # named in the row's order (unsloth first, as the row names it).
+    assert [row[:2] for row in rows] == [["smollm2-135m-unsloth vs smollm2-135m-lora-eager", "backend: unsloth vs hf"]]
+    assert "**Unlike**" not in section.split("## ", 2)[1]
+    # The claim is judged against the suite's reference (exp_a.toml): a time claim across compile modes
+    # is not evaluable, and the claim names every setting the two differ in.
+    speedup = claim_row(text, "speedup over hf")
+    assert speedup[5] == "*not evaluable*" and "different compile modes" in speedup[4]
+    assert speedup[6] == "backend: hf vs unsloth; recipe.compile: graphs (auto) vs none"
 
 
 def test_without_the_suites_setup_files_the_claims_are_not_judged(tmp_path: Path) -> None:
