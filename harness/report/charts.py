@@ -109,7 +109,7 @@ def _bars(
         ax.errorbar([m for _, m, _, _ in spread], [i for i, _, _, _ in spread],
                     xerr=[[lo for _, _, lo, _ in spread], [hi for _, _, _, hi in spread]],
                     fmt="none", ecolor="black", capsize=3)  # fmt: skip
-    ax.set(title=f"{experiment}: {what} (mean; bars min–max over ok seeds where n > 1)", xlabel=unit)
+    ax.set(title=f"{experiment}: {what}", xlabel=f"{unit} (mean of ok seeds; whiskers min–max where n > 1)")
     ax.grid(axis="x", alpha=0.3)
     _save(fig, path)
     described = "; ".join(f"{name}: {stats.mean(v):.2f} {unit}" for name, v in data)
