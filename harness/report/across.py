@@ -79,4 +79,5 @@ def stacks_across(groups: Sequence[ReportGroup], benchmarks: Path) -> list[dict[
     judged = evaluate_across_stacks(groups, benchmarks)
     if judged is None:
         return None
-    return [{"host": a.host, "other": a.other, "this": a.this, "table": claims_table(a.results)} for a in judged]
+    sharing = {i.record.run_id: i.sharing for g in groups for i in g.runs}
+    return [{"host": a.host, "other": a.other, "this": a.this, "table": claims_table(a.results, sharing)} for a in judged]

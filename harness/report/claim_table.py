@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError, UserError
+from harness.report.conditions import Sharing, conditions
 from harness.report.groups import ReportGroup
 from harness.report.likeness import cost_mismatch, is_cost_claim
 from harness.report.settings import differences, file_settings
@@ -207,13 +208,27 @@ def evaluate_across_stacks(groups: Sequence[ReportGroup], benchmarks: Path) -> l
     return found
 
 
-def claims_table(results: Sequence[ClaimResult]) -> str:
+def _marks(result: ClaimResult, sharing: Mapping[str, Sharing | None]) -> str:
+    """A cost claim's marks per role (conditions.LEGEND), so its figure carries its runs' conditions."""
+    if not is_cost_claim(result.claim) or not result.runs:
+        return "–"
+    parts = []
+    for role, records in result.runs.items():
+        marks = conditions([(r, sharing.get(r.run_id)) for r in records]).marks if records else ""
+        parts.append(f"{role}: {marks or 'none'}")
+    return "; ".join(parts)
+
+
+def claims_table(results: Sequence[ClaimResult], sharing: Mapping[str, Sharing | None] | None = None) -> str:
+    """The claims; `sharing`: each record's company by run id (`conditions.survey`), for the marks on the
+    figures of cost claims (time, memory)."""
     rows = [
         [r.claim.experiment, r.claim.name, r.setups, r.bound, r.measured, RESULT_WORDS[r.status],
-         "–" if r.differs is None else "; ".join(r.differs) or "nothing"]
+         "–" if r.differs is None else "; ".join(r.differs) or "nothing", _marks(r, sharing or {})]
         for r in results
     ]  # fmt: skip
-    return table(rows, ["experiment", "claim", "setups", "bound", "measured", "result", "settings the setups differ in"])
+    return table(rows, ["experiment", "claim", "setups", "bound", "measured", "result", "settings the setups differ in",
+                        "marks (cost claims)"])  # fmt: skip
 
 
 def claim_counts(results: Sequence[ClaimResult]) -> dict[ClaimStatus, int]:

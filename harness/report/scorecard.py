@@ -166,7 +166,7 @@ def render_scorecard(group: ReportGroup, out_dir: Path, benchmarks: Path) -> Rep
     claims = evaluate_claims(group, benchmarks)
     verdict = verdict_line(group, assessments, claims)
     context = {
-        "claims": None if claims is None else claims_table(claims) if claims else "",
+        "claims": None if claims is None else claims_table(claims, {i.record.run_id: i.sharing for i in group.runs}) if claims else "",
         "benchmarks": public(str(benchmarks)),
         "host": group.host, "stack": group.stack, "verdict": verdict, "date": group.date,
         "n_records": len(group.records), "results_hint": f"<results>/{slug(group.stack)}/{slug(group.host)}/",

@@ -128,3 +128,16 @@ def test_the_index_shows_coverage_and_the_platforms_without_a_record() -> None:
     rows = [line for line in index.splitlines() if line.startswith(("| PASS", "| FAIL", "| INCOMPLETE"))]
     assert len(rows) == 4 and all(re.search(r"\| \d+ / 24 ", row) for row in rows)
     assert "- No AMD GPU record yet (ROCm)" in index
+
+
+def test_a_chart_no_report_shows_is_removed(tmp_path: Path) -> None:
+    from builders import write_story_results
+
+    write_story_results(tmp_path / "results")
+    argv = ["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports"), "--benchmarks", str(BENCHMARKS)]
+    assert main(argv) == 0
+    img = tmp_path / "reports/amd-radeon-rx-7900-xtx/rocm7.2-hf5.5/img"
+    kept = sorted(p.name for p in img.glob("*.png"))
+    (img / "exp-old-time.png").write_bytes((img / kept[0]).read_bytes())  # a chart of a setup gone since
+    assert main(argv) == 0
+    assert sorted(p.name for p in img.glob("*.png")) == kept
