@@ -122,7 +122,8 @@ def _stacks(loaded: Sequence[LoadedRecord]) -> str:
 def sides_unlike(old: Sequence[LoadedRecord], new: Sequence[LoadedRecord]) -> list[str]:
     """What makes the two sides unlike, one phrase each, OLD's value first: the host kind
     (`harness.provenance.host_kind`; the host id for records made before kinds were recorded), the stack,
-    and every setting a setup on both sides differs in (its records' settings, data by content)."""
+    and every setting a setup on both sides differs in (its records' settings, data by content), and the
+    conditions that bias its time figures (timed under the guard or not, alone or beside other runs)."""
     out = []
     if _kinds(old) != _kinds(new):
         out.append(f"host kind: {_kinds(old)} vs {_kinds(new)}")
@@ -131,7 +132,9 @@ def sides_unlike(old: Sequence[LoadedRecord], new: Sequence[LoadedRecord]) -> li
     before, after = _by_setup(old, "OLD"), _by_setup(new, "NEW")
     for key in sorted(set(before) & set(after)):
         judged = likeness.judge(before[key], after[key], axis=())
-        out.extend(f"{key}: {d}" for d in judged.settings)
+        # The commit is what compare compares; timing and sharing bias the time figures, so they count.
+        conditions = [d for d in judged.conditions if not d.startswith(f"{likeness.COMMIT}:")]
+        out.extend(f"{key}: {d}" for d in (*judged.settings, *conditions))
     return out
 
 

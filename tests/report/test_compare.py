@@ -105,3 +105,14 @@ def test_output_folder_gets_markdown_and_json(tmp_path: Path, capsys: pytest.Cap
     assert json.loads((tmp_path / "out/compare.json").read_text(encoding="utf-8"))["format"] == "lorabench-compare/1"
     (tmp_path / "file").write_text("x")
     assert main(["compare", str(old), str(new), "-o", str(tmp_path / "file")]) == 2
+
+
+def test_untimed_against_timed_is_unlike(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_side(tmp_path / "old", (140.0, 143.0, 146.0), skill=0)
+    new = tmp_path / "new"
+    for n, seed in enumerate(SEEDS):  # the same setup and host, but not timed under the guard
+        rows = predictions(seed, 0)
+        write(new, make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp-a", setup_name="smollm2-bf16", seed=seed,
+                               created=f"2026-11-28T10:0{n}:00+00:00", train_s=140.0 + n, rows=rows, timed=False), rows)  # fmt: skip
+    assert main(["compare", str(old), str(new)]) == 2
+    assert "timing: timed (guard) vs not timed" in capsys.readouterr().err
