@@ -19,7 +19,7 @@ from typing import Any
 from harness.errors import ConfigError, UserError
 from harness.report.conditions import Sharing, conditions
 from harness.report.groups import ReportGroup
-from harness.report.likeness import cost_mismatch, is_cost_claim
+from harness.report.likeness import COST_SETTINGS, cost_mismatch, is_cost_claim
 from harness.report.settings import differences, file_settings
 from harness.report.tables import table
 from harness.results import RunRecord
@@ -111,14 +111,47 @@ def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]], bounds: Mapping[st
     return outcome
 
 
+def _same_mode_variant(
+    claim: Claim, group: ReportGroup, files: _SetupFiles, found: Mapping[str, list[RunRecord]]
+) -> tuple[dict[str, list[RunRecord]], str] | None:
+    """For a time or memory claim whose two setups ran in different compile modes: the records with one
+    role's runs replaced by a run of its own setup that changed recipe.compile only, to the other role's
+    mode (e.g. `--set recipe.compile=none`), and a note naming it; None when there is no such run."""
+    if not is_cost_claim(claim) or len(found) != 2 or not all(found.values()):
+        return None
+    (a, runs_a), (b, runs_b) = found.items()
+    if not cost_mismatch(runs_a, runs_b):
+        return None
+    for role, other in ((a, b), (b, a)):
+        key = files.key(claim.setups[role])
+        suite = group.suite_setup(key)
+        if key is None or suite is None:
+            continue
+        experiment, name = key.split("/", 1)
+        for variant in group.setups(experiment):
+            if not variant.is_variant or not variant.setup.startswith(f"{name} ("):
+                continue
+            changed = {d.split(":", 1)[0] for d in differences(suite.records, variant.records)} - {"lorabench commit"}
+            if changed <= set(COST_SETTINGS) and not cost_mismatch(variant.records, found[other]):
+                note = f" ({role}: `{variant.setup}`, its setup run in the other's compile mode)"
+                return {**found, role: sorted(variant.records, key=lambda r: r.seed)}, note
+    return None
+
+
 def _evaluate(claim: Claim, group: ReportGroup, files: _SetupFiles) -> ClaimResult:
     if claim.cross_stack:
         return _evaluate_runs(claim, None, files)
-    return _evaluate_runs(claim, {role: _records(group, files.key(name)) for role, name in claim.setups.items()}, files)
+    found = {role: _records(group, files.key(name)) for role, name in claim.setups.items()}
+    if (swapped := _same_mode_variant(claim, group, files, found)) is not None:
+        return _evaluate_runs(claim, swapped[0], files, swapped[1])
+    return _evaluate_runs(claim, found, files)
 
 
-def _evaluate_runs(claim: Claim, found: Mapping[str, list[RunRecord]] | None, files: _SetupFiles) -> ClaimResult:
-    """The claim on the records found for each role (None: a cross-stack claim asked of one scorecard)."""
+def _evaluate_runs(
+    claim: Claim, found: Mapping[str, list[RunRecord]] | None, files: _SetupFiles, which: str = ""
+) -> ClaimResult:
+    """The claim on the records found for each role (None: a cross-stack claim asked of one scorecard);
+    `which`: a note on which runs a role read when they are not its setup's plain runs."""
     keys = {role: files.key(name) for role, name in claim.setups.items()}
     names = list(dict.fromkeys(k or claim.setups[role] for role, k in keys.items()))
     bound_setup = files.get(claim.bound_file)
@@ -160,7 +193,7 @@ def _evaluate_runs(claim: Claim, found: Mapping[str, list[RunRecord]] | None, fi
                 "CUDA graphs keep memory pools and change the step time, so the figure would measure the compile "
                 "mode; run both setups with the same recipe.compile"), differs, runs=runs)  # fmt: skip
     outcome = _judge(claim, runs, bounds)
-    return result(outcome.status, outcome.measured + note, differs, outcome.value, runs)
+    return result(outcome.status, outcome.measured + note + which, differs, outcome.value, runs)
 
 
 def evaluate_claims(group: ReportGroup, benchmarks: Path) -> tuple[ClaimResult, ...] | None:

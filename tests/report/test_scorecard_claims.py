@@ -192,3 +192,34 @@ def test_the_report_and_the_suite_judge_alike(tmp_path: Path) -> None:
         assert_claim("exp_b", "accuracy equivalent to bf16", {"bf16": by_setup[EXP_A_SETUP], "4bit": by_setup[EXP_B_SETUP]},
                      lambda name: load_bench_setup(BENCHMARKS / name))  # fmt: skip
     assert results["accuracy equivalent to bf16"].measured == str(raised.value)
+
+
+def test_the_memory_claim_takes_the_bf16_run_of_the_4bit_runs_compile_mode(tmp_path: Path) -> None:
+    """Exp B's memory claim compares 4-bit with bf16 in the same compile mode: a graphed bf16 run keeps
+    CUDA graph pools. Against the graphed runs alone it is not evaluable; with bf16 runs of the same setup
+    made with `--set recipe.compile=none`, it is judged on those, and says so."""
+    quantizable = {"quantizable_fraction": {"verdict": "pass", "detail": "", "evidence": {"max_saving_bytes": int(1.2 * 1024**3)}}}
+    for seed in SEEDS:
+        rows = predictions(seed, skill=0)
+        graphed = amd("exp_a", EXP_A_SETUP, seed, rows, vram_gib=2.91, checks=quantizable)
+        graphed = graphed.model_copy(update={
+            "setup": {**graphed.setup, "recipe": {**graphed.setup["recipe"], "compile": "auto"}},
+            "train": graphed.train.model_copy(update={"graphs": {"shapes": 4}}),  # type: ignore[union-attr]
+        })  # fmt: skip
+        write(tmp_path / "results", graphed, rows)
+        write(tmp_path / "results", amd("exp_b", EXP_B_SETUP, seed, rows, precision="4bit", vram_gib=2.21), rows)
+    text, _ = render(tmp_path / "results")
+    row = claim_row(text, "memory saved as predicted")
+    assert row[5] == "*not evaluable*" and "recipe.compile: graphs (auto) vs none" in row[4]
+    for seed in SEEDS:  # the same bf16 setup, eager: another setup by its settings, named by them
+        rows = predictions(seed, skill=0)
+        eager = amd("exp_a", EXP_A_SETUP, seed, rows, vram_gib=1.44, checks=quantizable)
+        eager = eager.model_copy(update={"run_id": eager.run_id + "-eager", "created": "2026-11-29T10:00:00+00:00",
+                                         "setup": {**eager.setup, "recipe": {**eager.setup["recipe"], "compile": "none"}}})  # fmt: skip
+        write(tmp_path / "more", eager, rows)
+    out = tmp_path / "reports2"
+    write_reports([tmp_path / "results", tmp_path / "more"], out, BENCHMARKS)
+    text = next(out.glob("*/*/scorecard.md")).read_text(encoding="utf-8")
+    row = claim_row(text, "memory saved as predicted")
+    # 4-bit (2.21 GiB) used more than eager bf16 (1.44 GiB): the claim fails, as it should.
+    assert row[5] == "**FAIL**" and "bf16: `smollm2-135m-lora (recipe.compile=none)`" in row[4], row
