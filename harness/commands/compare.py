@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.report.compare import MetricChange, compare_records, missing_metrics, sides_unlike
-from harness.report.groups import LoadedRecord, SetupRuns, load_records
+from harness.report.compare import MetricChange, by_setup, compare_records, missing_metrics, sides_unlike
+from harness.report.groups import LoadedRecord, load_records
 from harness.report.outputs import ChangeOut, CompareOut, MissingOut, SideOut, conditions_out
 from harness.report.settings import public
 from harness.report.tables import table
@@ -58,12 +58,6 @@ def render(changes: list[MetricChange], unlike: bool = False) -> str:
     )
 
 
-def _setup_runs(loaded: tuple[LoadedRecord, ...], key: str) -> SetupRuns:
-    experiment, name = key.split("/", 1)
-    runs = tuple(i for i in loaded if i.record.experiment == experiment and i.record.setup_name == name)
-    return SetupRuns(experiment, name, runs)
-
-
 def _side(paths: Path, loaded: tuple[LoadedRecord, ...]) -> SideOut:
     kinds = sorted({str(i.record.provenance.get("host", {}).get("kind") or i.record.host) for i in loaded})
     return SideOut(paths=[public(str(paths))], records=len(loaded), host_kinds=" / ".join(kinds),
@@ -89,6 +83,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     missing = missing_metrics(old, new)
     if not changes and not missing:
         raise UserError("no setup has numbers on both sides; compare results of the same setups")
+    before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
     regressions = [c for c in changes if c.is_regression]
     failing = bool(regressions or missing) and args.fail_on_regression
     out = CompareOut(
@@ -97,8 +92,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         changes=[ChangeOut(setup=c.setup, metric=c.metric, old=c.old, new=c.new, ratio=c.ratio, n_old=c.n_old,
                            n_new=c.n_new, test=c.method, p_value=c.p_value, significant=c.is_significant,
                            regression=c.is_regression,
-                           conditions_old=conditions_out(_setup_runs(old, c.setup).conditions),
-                           conditions_new=conditions_out(_setup_runs(new, c.setup).conditions)) for c in changes],
+                           conditions_old=conditions_out(before[c.setup].conditions),
+                           conditions_new=conditions_out(after[c.setup].conditions)) for c in changes],
         missing=[MissingOut(setup=m.setup, metric=m.metric, side=m.side, why=m.why) for m in missing],  # type: ignore[arg-type]
     )  # fmt: skip
     lines = [render(changes, bool(unlike))] if changes else []

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from harness import stats
 from harness.errors import UserError
 from harness.report import likeness
-from harness.report.groups import LoadedRecord, SetupRuns, paired_outcomes
+from harness.report.groups import LoadedRecord, SetupRuns, paired_outcomes, variants
 from harness.report.tables import (
     Getter,
     mfu_percent,
@@ -67,7 +67,9 @@ class MetricChange:
         return self.new / self.old if self.old else None
 
 
-def _by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]:
+def by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]:
+    """"experiment/setup" → its runs on one side; runs of one name with other settings are split into
+    variants named by what they changed (never pooled: `groups.variants`)."""
     groups: dict[str, list[LoadedRecord]] = {}
     for item in loaded:
         groups.setdefault(f"{item.record.experiment}/{item.record.setup_name}", []).append(item)
@@ -79,7 +81,8 @@ def _by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]
                 f"{side}: {key} has records from {', '.join(origins)}; pass one host × stack folder per side"
             )
         experiment, setup = key.split("/", 1)
-        out[key] = SetupRuns(experiment, setup, tuple(sorted(items, key=lambda i: i.record.seed)))
+        for variant in variants(experiment, setup, sorted(items, key=lambda i: i.record.seed)):
+            out[f"{experiment}/{variant.setup}"] = variant
     return out
 
 
@@ -129,7 +132,7 @@ def sides_unlike(old: Sequence[LoadedRecord], new: Sequence[LoadedRecord]) -> li
         out.append(f"host kind: {_kinds(old)} vs {_kinds(new)}")
     if _stacks(old) != _stacks(new):
         out.append(f"stack: {_stacks(old)} vs {_stacks(new)}")
-    before, after = _by_setup(old, "OLD"), _by_setup(new, "NEW")
+    before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
     for key in sorted(set(before) & set(after)):
         judged = likeness.judge(before[key], after[key], axis=())
         # The commit is what compare compares; timing and sharing bias the time figures, so they count.
@@ -150,7 +153,7 @@ def missing_metrics(
     old: Sequence[LoadedRecord], new: Sequence[LoadedRecord], metrics: Sequence[Metric] = METRICS
 ) -> list[MissingMetric]:
     """Metrics of a setup on both sides that one side has and the other lacks."""
-    before, after = _by_setup(old, "OLD"), _by_setup(new, "NEW")
+    before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
     out = []
     for key in sorted(set(before) & set(after)):
         for metric in metrics:
@@ -168,7 +171,7 @@ def compare_records(
     metrics: Sequence[Metric] = METRICS,
 ) -> tuple[list[MetricChange], list[str]]:  # fmt: skip
     """Changes for every setup on both sides, and the setups found on one side only."""
-    before, after = _by_setup(old, "OLD"), _by_setup(new, "NEW")
+    before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
     changes = [
         change
         for key in sorted(set(before) & set(after))

@@ -56,3 +56,16 @@ def test_a_run_with_overrides_is_its_own_setup_named_by_them(scorecard: str) -> 
     assert "smollm2-135m-lora (recipe.steps=20)" in names
     plain = next(row for row in rows if row.split("|")[1].strip() == "smollm2-135m-lora")
     assert "| 2/2 " in plain  # the two 300-step seeds, not 3
+
+
+def test_compare_does_not_pool_them_either(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    for side in (old, new):
+        shutil.copytree(COMMITTED, side / "cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora")
+    write_record(new, twenty_step_seed(COMMITTED / "seed-3407.json"))
+    assert main(["compare", str(old), str(new), "--fail-on-regression"]) == 0
+    out = capsys.readouterr().out
+    assert "not compared: exp_a/smollm2-135m-lora (recipe.steps=20) (only in NEW)" in out
+    (em,) = [line for line in out.splitlines() if "| exact match %" in line]
+    assert "| 3 / 2 " in em  # n old / new: the 300-step seeds only, 3 old and 2 new
+    assert "11.7" not in out
