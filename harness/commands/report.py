@@ -3,8 +3,10 @@ Each scorecard judges the suite's claims on its records, with the bounds of `ben
 
 `-o DIR` is the reports folder it writes (scorecards, charts, the index); `--json` prints every
 scorecard's claims (status, numbers, n, conditions) and setups as JSON on stdout instead of the summary
-lines (schema: harness/report/schemas/report.schema.json). To publish, render into a fresh folder and
-copy it over `reports/`: `lorabench report reports/results -o /tmp/r && cp -r /tmp/r/. reports/`.
+lines (schema: harness/report/schemas/report.schema.json). Charts no scorecard shows any more are
+removed from its img/ folder. To publish, render into a fresh folder, review it, copy it over `reports/`,
+then render once into `reports/` itself to drop charts left there:
+  lorabench report reports/results -o /tmp/r && cp -r /tmp/r/. reports/ && lorabench report reports/results -o reports
 """
 
 from __future__ import annotations
