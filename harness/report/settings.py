@@ -43,9 +43,23 @@ def _defaults() -> dict[str, Any]:
 ABSOLUTE_PATH = re.compile(r"(?<![\w:/.>~-])(?:/|[A-Za-z]:\\|~[\w.-]*/)(?:[\w.+@-]+[/\\])+[\w.+@-]*")
 
 
+# The kernel's own trees name the same thing on every Linux machine (/dev/kfd, /sys/fs/cgroup): not private.
+SYSTEM_ROOTS = ("/dev/", "/proc/", "/sys/")
+
+
+def machine_paths(text: str) -> list[str]:
+    """The absolute paths in `text` that name something of one machine (its folders, its user's home)."""
+    return [m for m in ABSOLUTE_PATH.findall(text) if not m.startswith(SYSTEM_ROOTS)]
+
+
 def public(text: str) -> str:
-    """`text` with every absolute path cut to `…/<last part>`: machine paths never reach a report."""
-    return ABSOLUTE_PATH.sub(lambda m: "…/" + re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1], text)
+    """`text` with every machine path cut to `…/<last part>`: machine paths never reach a report."""
+
+    def cut(found: re.Match[str]) -> str:
+        path = found.group(0)
+        return path if path.startswith(SYSTEM_ROOTS) else "…/" + re.split(r"[/\\]", path.rstrip("/\\"))[-1]
+
+    return ABSOLUTE_PATH.sub(cut, text)
 
 
 def _text(value: Any) -> str:

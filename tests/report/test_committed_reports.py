@@ -16,7 +16,7 @@ import pytest
 from builders import HOST_AMD, STACK_ROCM, make_record, write
 
 from harness.cli import main
-from harness.report.settings import ABSOLUTE_PATH
+from harness.report.settings import machine_paths, public
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTS = REPO / "reports"
@@ -53,7 +53,7 @@ def test_every_committed_chart_is_shown_and_every_shown_chart_exists() -> None:
 
 def test_no_absolute_path_in_what_the_report_writes() -> None:
     for path in rendered_files(REPORTS):
-        found = ABSOLUTE_PATH.findall(path.read_text(encoding="utf-8"))
+        found = machine_paths(path.read_text(encoding="utf-8"))
         assert not found, (path, found[:3])
 
 
@@ -67,7 +67,14 @@ def test_an_absolute_path_in_a_record_never_reaches_the_report(tmp_path: Path) -
     text = "".join(p.read_text(encoding="utf-8") for p in rendered_files(tmp_path / "reports"))
     assert "/home/someone" not in text and "/srv/data" not in text and str(tmp_path) not in text
     assert "…/smollm2-135m" in text
-    assert not ABSOLUTE_PATH.findall(text)
+    assert not machine_paths(text)
+
+
+def test_public_cuts_machine_paths_and_keeps_the_rest() -> None:
+    assert public("data /root/lbdata/random-sample.jsonl vs C:\\data\\x.jsonl") == "data …/random-sample.jsonl vs …/x.jsonl"
+    assert public("~/models/m and ~bob/m/x") == "…/m and …/x"
+    kept = "https://www.nvidia.com/en-us/data-center/h200/ img/exp-a.png <results>/cpu/x/ 51.0 / 51.3 no /dev/kfd"
+    assert public(kept) == kept
 
 
 def _section(text: str, start: str) -> str:
