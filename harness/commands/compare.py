@@ -1,5 +1,13 @@
 """`lorabench compare OLD NEW`: per setup and metric the ratio new/old, whether the change is
-significant, and regressions flagged; `--fail-on-regression` exits 1 when there is one."""
+significant, and regressions flagged; `--fail-on-regression` exits 1 when there is one, or when a
+metric one side has is missing on the other (a run that ended without it).
+
+The sides must be like (as pyperf and asv check machines): the same host kind and stack, and the same
+settings for each setup on both; otherwise compare names each difference and exits 2, unless
+`--allow-unlike` asks for the comparison anyway (then every row is marked unlike). `--json` prints the
+comparison as JSON on stdout (schema: harness/report/schemas/compare.schema.json); `-o DIR` also writes
+it as compare.md and compare.json into DIR.
+"""
 
 from __future__ import annotations
 
@@ -8,51 +16,97 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.report.compare import MetricChange, compare_records
-from harness.report.groups import load_records
+from harness.report.compare import MetricChange, by_setup, compare_records, missing_metrics, sides_unlike
+from harness.report.groups import LoadedRecord, load_records
+from harness.report.outputs import ChangeOut, CompareOut, MissingOut, SideOut, conditions_out
+from harness.report.settings import public
 from harness.report.tables import table
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "compare", help="compare two result sets metric by metric", description=__doc__
-    )
+        "compare", help="compare two result sets metric by metric", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     parser.add_argument("old", type=Path, metavar="OLD", help="results folder or record file (the reference)")
     parser.add_argument("new", type=Path, metavar="NEW", help="results folder or record file (the candidate)")
     parser.add_argument(
-        "--fail-on-regression", action="store_true", help="exit with status 1 when a metric regressed"
-    )
+        "--fail-on-regression", action="store_true",
+        help="exit with status 1 when a metric regressed or is missing on one side",
+    )  # fmt: skip
     parser.add_argument("--tolerance", type=float, default=0.02, metavar="FRACTION",
                         help="relative change a cost metric (time, memory, throughput) may make before a significant "
                              "worsening counts as a regression (default: 0.02)")  # fmt: skip
+    parser.add_argument("--allow-unlike", action="store_true",
+                        help="compare sides of different host kinds, stacks or settings anyway (rows marked unlike)")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout instead of tables")
+    parser.add_argument("-o", "--output", type=Path, metavar="DIR",
+                        help="also write compare.md and compare.json into this folder")  # fmt: skip
     parser.set_defaults(func=cmd_compare)
 
 
-def render(changes: list[MetricChange]) -> str:
+def render(changes: list[MetricChange], unlike: bool = False) -> str:
     rows = [
         [c.setup, c.metric, f"{c.old:.2f}", f"{c.new:.2f}", "–" if c.ratio is None else f"{c.ratio:.3f}",
          f"{c.n_old} / {c.n_new}", c.method, "–" if c.p_value is None else f"{c.p_value:.3g}",
          "yes" if c.is_significant else "no", "REGRESSION" if c.is_regression else ""]
         for c in changes
     ]  # fmt: skip
+    first = "setup (unlike sides)" if unlike else "setup"
     return table(
-        rows, ["setup", "metric", "old", "new", "new/old", "n old / new", "test", "p", "significant", ""]
+        rows, [first, "metric", "old", "new", "new/old", "n old / new", "test", "p", "significant", ""]
     )
+
+
+def _side(paths: Path, loaded: tuple[LoadedRecord, ...]) -> SideOut:
+    kinds = sorted({str(i.record.provenance.get("host", {}).get("kind") or i.record.host) for i in loaded})
+    return SideOut(paths=[public(str(paths))], records=len(loaded), host_kinds=" / ".join(kinds),
+                   stacks=" / ".join(sorted({i.record.stack for i in loaded})))  # fmt: skip
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.tolerance < 0:
         raise UserError(f"--tolerance must be ≥ 0, got {args.tolerance}")
+    if args.output is not None and args.output.exists() and not args.output.is_dir():
+        raise UserError(f"-o {args.output}: a file; -o names a folder (compare.md and compare.json go into it)")
     old, new = load_records([args.old]), load_records([args.new])
     for side, loaded, path in (("OLD", old, args.old), ("NEW", new, args.new)):
         if not loaded:
             raise UserError(f"{side} {path}: no run records (seed-*.json) found")
+    unlike = sides_unlike(old, new)
+    if unlike and not args.allow_unlike:
+        raise UserError(
+            f"OLD and NEW are unlike ({'; '.join(public(u) for u in unlike)}): their figures would measure these "
+            "differences, not the change; compare runs of one host kind, stack and settings, or pass --allow-unlike"
+        )
     changes, unmatched = compare_records(old, new, tolerance=args.tolerance)
-    if not changes:
+    missing = missing_metrics(old, new)
+    if not changes and not missing:
         raise UserError("no setup has numbers on both sides; compare results of the same setups")
-    print(render(changes))
-    for line in unmatched:
-        print(f"not compared: {line}")
+    before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
     regressions = [c for c in changes if c.is_regression]
-    print(f"{len(regressions)} regression(s) in {len(changes)} metric(s)")
-    return 1 if regressions and args.fail_on_regression else 0
+    failing = bool(regressions or missing) and args.fail_on_regression
+    out = CompareOut(
+        old=_side(args.old, old), new=_side(args.new, new), unlike=[public(u) for u in unlike],
+        allowed_unlike=bool(unlike), unmatched=unmatched, regressions=len(regressions), exit_status=1 if failing else 0,
+        changes=[ChangeOut(setup=c.setup, metric=c.metric, old=c.old, new=c.new, ratio=c.ratio, n_old=c.n_old,
+                           n_new=c.n_new, test=c.method, p_value=c.p_value, significant=c.is_significant,
+                           regression=c.is_regression,
+                           conditions_old=conditions_out(before[c.setup].conditions),
+                           conditions_new=conditions_out(after[c.setup].conditions)) for c in changes],
+        missing=[MissingOut(setup=m.setup, metric=m.metric, side=m.side, why=m.why) for m in missing],  # type: ignore[arg-type]
+    )  # fmt: skip
+    lines = [render(changes, bool(unlike))] if changes else []
+    if unlike:
+        lines.append(f"unlike sides, compared as asked (--allow-unlike): {'; '.join(out.unlike)}")
+    lines += [f"missing: {m.setup}: {m.metric} on {m.side} ({m.why})" for m in missing]
+    lines += [f"not compared: {line}" for line in unmatched]
+    lines.append(f"{len(regressions)} regression(s) in {len(changes)} metric(s)"
+                 + (f", {len(missing)} metric(s) missing on one side" if missing else ""))  # fmt: skip
+    text = "\n".join(lines)
+    if args.output is not None:
+        args.output.mkdir(parents=True, exist_ok=True)
+        (args.output / "compare.md").write_text(text + "\n", encoding="utf-8")
+        (args.output / "compare.json").write_text(out.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    print(out.model_dump_json(indent=2) if args.json else text)
+    return out.exit_status

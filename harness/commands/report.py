@@ -1,5 +1,13 @@
 """`lorabench report`: one Markdown scorecard per host × stack from run records, and reports/README.md.
-Each scorecard judges the suite's claims on its records, with the bounds of `benchmarks/setups/*.toml`."""
+Each scorecard judges the suite's claims on its records, with the bounds of `benchmarks/setups/*.toml`.
+
+`-o DIR` is the reports folder it writes (scorecards, charts, the index); `--json` prints every
+scorecard's claims (status, numbers, n, conditions) and setups as JSON on stdout instead of the summary
+lines (schema: harness/report/schemas/report.schema.json). Charts no scorecard shows any more are
+removed from its img/ folder. To publish, render into a fresh folder, review it, copy it over `reports/`,
+then render once into `reports/` itself to drop charts left there:
+  lorabench report reports/results -o /tmp/r && cp -r /tmp/r/. reports/ && lorabench report reports/results -o reports
+"""
 
 from __future__ import annotations
 
@@ -8,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.claim_table import DEFAULT_BENCHMARKS
-from harness.report.pipeline import write_reports
+from harness.report.pipeline import build_reports
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "report", help="render scorecards (one per host × stack) and the reports index", description=__doc__
-    )
+        "report", help="render scorecards (one per host × stack) and the reports index", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     parser.add_argument(
         "results", nargs="+", type=Path, metavar="RESULTS", help="results folders or record files"
     )
@@ -23,11 +32,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--benchmarks", type=Path, default=DEFAULT_BENCHMARKS, metavar="DIR",
                         help="the suite's folder, whose setups/*.toml [claims] tables hold the bounds the claims "
                              f"are judged against (default: {DEFAULT_BENCHMARKS})")  # fmt: skip
+    parser.add_argument("--json", action="store_true",
+                        help="print the scorecards' claims and setups as JSON on stdout (the files are written as usual)")  # fmt: skip
     parser.set_defaults(func=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    summaries, index = write_reports(args.results, args.output, args.benchmarks)
+    summaries, index, out = build_reports(args.results, args.output, args.benchmarks)
+    if args.json:
+        print(out.model_dump_json(indent=2))
+        return 0
     for s in summaries:
         print(f"{args.output / s.path}: {s.verdict}")
     print(f"index: {index}")

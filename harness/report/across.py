@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.report import tables
+from harness.report import likeness, tables
 from harness.report.claim_table import claims_table, evaluate_across_stacks
 from harness.report.groups import ReportGroup, SetupRuns
 from harness.results import RunRecord
@@ -49,12 +49,12 @@ class SetupAcross:
     setup: str  # experiment/setup
     origins: tuple[str, ...]
     table: str
-    comparison: str | None
+    comparison: tables.Comparisons
 
 
 def _labelled(group: ReportGroup, setup: SetupRuns) -> SetupRuns:
     platform, stack, host = origin_key(group)
-    return SetupRuns(setup.experiment, f"{host} · {stack} ({platform})", setup.runs)
+    return SetupRuns(setup.experiment, f"{host} · {stack} ({platform})", setup.runs, setup.is_variant)
 
 
 def setups_across(groups: Sequence[ReportGroup]) -> list[SetupAcross]:
@@ -69,8 +69,8 @@ def setups_across(groups: Sequence[ReportGroup]) -> list[SetupAcross]:
     for key, sides in sorted(found.items()):
         if len(sides) < 2:
             continue
-        pairs = [(sides[0], side) for side in sides[1:]]
-        out.append(SetupAcross(key, tuple(s.setup for s in sides), tables.experiment_table(sides), tables.comparison_table(pairs)))
+        out.append(SetupAcross(key, tuple(s.setup for s in sides), tables.experiment_table(sides),
+                               tables.comparison_tables(likeness.nearest_pairs(sides), likeness.HOST_AXIS, "host × stack")))  # fmt: skip
     return out
 
 
@@ -79,4 +79,5 @@ def stacks_across(groups: Sequence[ReportGroup], benchmarks: Path) -> list[dict[
     judged = evaluate_across_stacks(groups, benchmarks)
     if judged is None:
         return None
-    return [{"host": a.host, "other": a.other, "this": a.this, "table": claims_table(a.results)} for a in judged]
+    sharing = {i.record.run_id: i.sharing for g in groups for i in g.runs}
+    return [{"host": a.host, "other": a.other, "this": a.this, "table": claims_table(a.results, sharing)} for a in judged]

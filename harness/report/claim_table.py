@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError, UserError
+from harness.report.conditions import Sharing, conditions
 from harness.report.groups import ReportGroup
-from harness.report.settings import differences
+from harness.report.likeness import COST_SETTINGS, cost_mismatch, is_cost_claim
+from harness.report.settings import differences, file_settings
 from harness.report.tables import table
 from harness.results import RunRecord
 from harness.suite.catalogue import CLAIMS, EXPERIMENTS, Claim, judge
@@ -38,6 +40,8 @@ class ClaimResult:
     bound: str
     setups: str
     differs: tuple[str, ...] | None  # settings that differ between the claim's two setups (None: one setup)
+    value: Any = None  # the figure judged (per seed: seed → figure), for `report --json`
+    runs: Mapping[str, Sequence[RunRecord]] = field(default_factory=dict)  # role → the records it read
 
 
 class _SetupFiles:
@@ -62,21 +66,35 @@ class _SetupFiles:
 
 
 def _records(group: ReportGroup, key: str | None) -> list[RunRecord]:
-    return sorted((r for r in group.records if f"{r.experiment}/{r.setup_name}" == key), key=lambda r: r.seed)
+    """The suite's setup's records: runs of the same name with other settings (overrides) are not it."""
+    setup = group.suite_setup(key)
+    return sorted(setup.records, key=lambda r: r.seed) if setup else []
 
 
-def _aggregate(outcomes: Sequence[tuple[int, Outcome]]) -> tuple[ClaimStatus, str]:
+def setup_references(benchmarks: Path) -> dict[str, dict[str, str]]:
+    """"experiment/setup" → the setup file's own settings, for every setup file of the suite (none
+    without the suite's folder): which runs of a setup name are the suite's setup."""
+    files = _SetupFiles(benchmarks)
+    out: dict[str, dict[str, str]] = {}
+    for path in sorted((benchmarks / "setups").glob("*.toml")) if (benchmarks / "setups").is_dir() else []:
+        setup = files.get(f"setups/{path.name}")
+        if isinstance(setup, BenchSetup):
+            out[f"{setup.fields.get('experiment')}/{setup.fields.get('name')}"] = file_settings(setup.fields)
+    return out
+
+
+def _aggregate(outcomes: Sequence[tuple[int, Outcome]]) -> Outcome:
     statuses = {o.status for _, o in outcomes}
     status: ClaimStatus = "fail" if "fail" in statuses else "not evaluable" if "not evaluable" in statuses else "pass"
     # A check that names its run already says the seed; the others get it in front.
     texts = [o.measured if re.search(rf"\bseed {seed}\b", o.measured) else f"seed {seed}: {o.measured}" for seed, o in outcomes]
-    return status, "; ".join(texts)
+    return Outcome(status, "; ".join(texts), {str(seed): o.value for seed, o in outcomes})
 
 
-def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]], bounds: Mapping[str, Any]) -> tuple[ClaimStatus, str]:
+def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]], bounds: Mapping[str, Any]) -> Outcome:
     used = [r for records in runs.values() for r in records]
     if (bad := runs_not_ok(used)) is not None:
-        return bad.status, bad.measured
+        return bad
     if claim.per_seed:
         seeds = sorted({r.seed for r in used})
         return _aggregate([
@@ -86,21 +104,54 @@ def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]], bounds: Mapping[st
     outcome = judge(claim, runs, bounds)
     if claim.timed and not all(timing_guarded(r) for r in used):
         unguarded = ", ".join(sorted({f"{r.experiment}/{r.setup_name}" for r in used if not timing_guarded(r)}))
-        return "not evaluable", (
+        return Outcome("not evaluable", (
             f"runs of {unguarded} were not timed under the quiet-machine guard (`lorabench run --timed`), which "
             f"the suite requires for a time claim; from them: {outcome.measured}"
-        )
-    return outcome.status, outcome.measured
+        ), outcome.value)  # fmt: skip
+    return outcome
+
+
+def _same_mode_variant(
+    claim: Claim, group: ReportGroup, files: _SetupFiles, found: Mapping[str, list[RunRecord]]
+) -> tuple[dict[str, list[RunRecord]], str] | None:
+    """For a time or memory claim whose two setups ran in different compile modes: the records with one
+    role's runs replaced by a run of its own setup that changed recipe.compile only, to the other role's
+    mode (e.g. `--set recipe.compile=none`), and a note naming it; None when there is no such run."""
+    if not is_cost_claim(claim) or len(found) != 2 or not all(found.values()):
+        return None
+    (a, runs_a), (b, runs_b) = found.items()
+    if not cost_mismatch(runs_a, runs_b):
+        return None
+    for role, other in ((a, b), (b, a)):
+        key = files.key(claim.setups[role])
+        suite = group.suite_setup(key)
+        if key is None or suite is None:
+            continue
+        experiment, name = key.split("/", 1)
+        for variant in group.setups(experiment):
+            if not variant.is_variant or not variant.setup.startswith(f"{name} ("):
+                continue
+            changed = {d.split(":", 1)[0] for d in differences(suite.records, variant.records)} - {"lorabench commit"}
+            if changed <= set(COST_SETTINGS) and not cost_mismatch(variant.records, found[other]):
+                note = f" ({role}: `{variant.setup}`, its setup run in the other's compile mode)"
+                return {**found, role: sorted(variant.records, key=lambda r: r.seed)}, note
+    return None
 
 
 def _evaluate(claim: Claim, group: ReportGroup, files: _SetupFiles) -> ClaimResult:
     if claim.cross_stack:
         return _evaluate_runs(claim, None, files)
-    return _evaluate_runs(claim, {role: _records(group, files.key(name)) for role, name in claim.setups.items()}, files)
+    found = {role: _records(group, files.key(name)) for role, name in claim.setups.items()}
+    if (swapped := _same_mode_variant(claim, group, files, found)) is not None:
+        return _evaluate_runs(claim, swapped[0], files, swapped[1])
+    return _evaluate_runs(claim, found, files)
 
 
-def _evaluate_runs(claim: Claim, found: Mapping[str, list[RunRecord]] | None, files: _SetupFiles) -> ClaimResult:
-    """The claim on the records found for each role (None: a cross-stack claim asked of one scorecard)."""
+def _evaluate_runs(
+    claim: Claim, found: Mapping[str, list[RunRecord]] | None, files: _SetupFiles, which: str = ""
+) -> ClaimResult:
+    """The claim on the records found for each role (None: a cross-stack claim asked of one scorecard);
+    `which`: a note on which runs a role read when they are not its setup's plain runs."""
     keys = {role: files.key(name) for role, name in claim.setups.items()}
     names = list(dict.fromkeys(k or claim.setups[role] for role, k in keys.items()))
     bound_setup = files.get(claim.bound_file)
@@ -110,8 +161,10 @@ def _evaluate_runs(claim: Claim, found: Mapping[str, list[RunRecord]] | None, fi
     except (KeyError, ValueError):
         bound = f"`{Path(claim.bound_file).name}` [claims] lacks {', '.join(claim.required)}"
 
-    def result(status: ClaimStatus, measured: str, differs: Sequence[str] | None = None) -> ClaimResult:
-        return ClaimResult(claim, status, measured, bound, " vs ".join(names), None if differs is None else tuple(differs))
+    def result(status: ClaimStatus, measured: str, differs: Sequence[str] | None = None, value: Any = None,
+               runs: Mapping[str, Sequence[RunRecord]] | None = None) -> ClaimResult:  # fmt: skip
+        return ClaimResult(claim, status, measured, bound, " vs ".join(names),
+                           None if differs is None else tuple(differs), value, dict(runs or found or {}))  # fmt: skip
 
     unreadable = [files.get(name) for name in dict.fromkeys([*claim.setups.values(), claim.bound_file])]
     if problems := [p for p in unreadable if isinstance(p, str)]:
@@ -134,8 +187,13 @@ def _evaluate_runs(claim: Claim, found: Mapping[str, list[RunRecord]] | None, fi
     if len(roles) == 2:
         first, second = (next(rs for role, rs in runs.items() if claim.setups[role] == name) for name in roles)
         differs = differences(first, second)
-    status, measured = _judge(claim, runs, bounds)
-    return result(status, measured + note, differs)
+        if is_cost_claim(claim) and (mismatch := cost_mismatch(first, second)):
+            return result("not evaluable", (
+                f"compares {names[0]} and {names[-1]} runs made in different compile modes ({'; '.join(mismatch)}): "
+                "CUDA graphs keep memory pools and change the step time, so the figure would measure the compile "
+                "mode; run both setups with the same recipe.compile"), differs, runs=runs)  # fmt: skip
+    outcome = _judge(claim, runs, bounds)
+    return result(outcome.status, outcome.measured + note + which, differs, outcome.value, runs)
 
 
 def evaluate_claims(group: ReportGroup, benchmarks: Path) -> tuple[ClaimResult, ...] | None:
@@ -183,13 +241,27 @@ def evaluate_across_stacks(groups: Sequence[ReportGroup], benchmarks: Path) -> l
     return found
 
 
-def claims_table(results: Sequence[ClaimResult]) -> str:
+def _marks(result: ClaimResult, sharing: Mapping[str, Sharing | None]) -> str:
+    """A cost claim's marks per role (conditions.LEGEND), so its figure carries its runs' conditions."""
+    if not is_cost_claim(result.claim) or not result.runs:
+        return "–"
+    parts = []
+    for role, records in result.runs.items():
+        marks = conditions([(r, sharing.get(r.run_id)) for r in records]).marks if records else ""
+        parts.append(f"{role}: {marks or 'none'}")
+    return "; ".join(parts)
+
+
+def claims_table(results: Sequence[ClaimResult], sharing: Mapping[str, Sharing | None] | None = None) -> str:
+    """The claims; `sharing`: each record's company by run id (`conditions.survey`), for the marks on the
+    figures of cost claims (time, memory)."""
     rows = [
         [r.claim.experiment, r.claim.name, r.setups, r.bound, r.measured, RESULT_WORDS[r.status],
-         "–" if r.differs is None else "; ".join(r.differs) or "nothing"]
+         "–" if r.differs is None else "; ".join(r.differs) or "nothing", _marks(r, sharing or {})]
         for r in results
     ]  # fmt: skip
-    return table(rows, ["experiment", "claim", "setups", "bound", "measured", "result", "settings the setups differ in"])
+    return table(rows, ["experiment", "claim", "setups", "bound", "measured", "result", "settings the setups differ in",
+                        "marks (cost claims)"])  # fmt: skip
 
 
 def claim_counts(results: Sequence[ClaimResult]) -> dict[ClaimStatus, int]:

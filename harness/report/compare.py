@@ -4,6 +4,11 @@ significant, and whether it is a regression (significant and in the worse direct
 Exact match uses an exact McNemar test on per-question outcomes paired by seed and question (seeds
 present on both sides, predictions needed); other metrics use Welch's t-test over seeds, which needs
 two or more seeds a side: with one, a change is shown but never called significant.
+
+Like for like first, as pyperf and asv do for machines: the two sides must come from the same host kind
+and stack, and each setup compared must have the same settings on both sides (`sides_unlike`); the
+compared axis is the lorabench commit. A metric one side has and the other lacks (a run that ended
+without scores) is named (`missing_metrics`), never dropped without a word.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from dataclasses import dataclass
 
 from harness import stats
 from harness.errors import UserError
-from harness.report.groups import LoadedRecord, SetupRuns, paired_outcomes
+from harness.report import likeness
+from harness.report.groups import LoadedRecord, SetupRuns, paired_outcomes, variants
 from harness.report.tables import (
     Getter,
     mfu_percent,
@@ -61,7 +67,9 @@ class MetricChange:
         return self.new / self.old if self.old else None
 
 
-def _by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]:
+def by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]:
+    """"experiment/setup" → its runs on one side; runs of one name with other settings are split into
+    variants named by what they changed (never pooled: `groups.variants`)."""
     groups: dict[str, list[LoadedRecord]] = {}
     for item in loaded:
         groups.setdefault(f"{item.record.experiment}/{item.record.setup_name}", []).append(item)
@@ -73,7 +81,8 @@ def _by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]
                 f"{side}: {key} has records from {', '.join(origins)}; pass one host × stack folder per side"
             )
         experiment, setup = key.split("/", 1)
-        out[key] = SetupRuns(experiment, setup, tuple(sorted(items, key=lambda i: i.record.seed)))
+        for variant in variants(experiment, setup, sorted(items, key=lambda i: i.record.seed)):
+            out[f"{experiment}/{variant.setup}"] = variant
     return out
 
 
@@ -104,12 +113,65 @@ def _change(
                         significant and worse and beyond)  # fmt: skip
 
 
+def _kinds(loaded: Sequence[LoadedRecord]) -> str:
+    kinds = {str(i.record.provenance.get("host", {}).get("kind") or i.record.host) for i in loaded}
+    return " / ".join(sorted(kinds))
+
+
+def _stacks(loaded: Sequence[LoadedRecord]) -> str:
+    return " / ".join(sorted({i.record.stack for i in loaded}))
+
+
+def sides_unlike(old: Sequence[LoadedRecord], new: Sequence[LoadedRecord]) -> list[str]:
+    """What makes the two sides unlike, one phrase each, OLD's value first: the host kind
+    (`harness.provenance.host_kind`; the host id for records made before kinds were recorded), the stack,
+    and every setting a setup on both sides differs in (its records' settings, data by content), and the
+    conditions that bias its time figures (timed under the guard or not, alone or beside other runs)."""
+    out = []
+    if _kinds(old) != _kinds(new):
+        out.append(f"host kind: {_kinds(old)} vs {_kinds(new)}")
+    if _stacks(old) != _stacks(new):
+        out.append(f"stack: {_stacks(old)} vs {_stacks(new)}")
+    before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
+    for key in sorted(set(before) & set(after)):
+        judged = likeness.judge(before[key], after[key], axis=())
+        # The commit is what compare compares; timing and sharing bias the time figures, so they count.
+        conditions = [d for d in judged.conditions if not d.startswith(f"{likeness.COMMIT}:")]
+        out.extend(f"{key}: {d}" for d in (*judged.settings, *conditions))
+    return out
+
+
+@dataclass(frozen=True)
+class MissingMetric:
+    setup: str
+    metric: str
+    side: str  # the side that lacks it: OLD or NEW
+    why: str  # the runs' statuses on that side
+
+
+def missing_metrics(
+    old: Sequence[LoadedRecord], new: Sequence[LoadedRecord], metrics: Sequence[Metric] = METRICS
+) -> list[MissingMetric]:
+    """Metrics of a setup on both sides that one side has and the other lacks."""
+    before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
+    out = []
+    for key in sorted(set(before) & set(after)):
+        for metric in metrics:
+            a, b = values(before[key].ok, metric.getter), values(after[key].ok, metric.getter)
+            if bool(a) == bool(b):
+                continue
+            side, runs = ("NEW", after[key]) if a else ("OLD", before[key])
+            statuses = ", ".join(f"seed {r.seed}: {r.status}" for r in runs.records)
+            out.append(MissingMetric(key, metric.name, side, statuses))
+    return out
+
+
 def compare_records(
     old: Sequence[LoadedRecord], new: Sequence[LoadedRecord], tolerance: float = 0.02,
     metrics: Sequence[Metric] = METRICS,
 ) -> tuple[list[MetricChange], list[str]]:  # fmt: skip
     """Changes for every setup on both sides, and the setups found on one side only."""
-    before, after = _by_setup(old, "OLD"), _by_setup(new, "NEW")
+    before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
     changes = [
         change
         for key in sorted(set(before) & set(after))

@@ -1,16 +1,24 @@
 """Records grouped the way reports are: one group per host × stack, setups inside per experiment.
 
 Orders are stable (host, stack, experiment, setup, seed) so the same records always render the same
-report, byte for byte."""
+report, byte for byte.
+
+A setup is one set of settings: records of one setup name whose settings differ (a run with
+`--set`/`--lorabench-set` overrides lands under its setup's name) are never pooled. They are split into
+variants (`variants`); the one the suite's setup file describes keeps the plain name and is the one the
+claims read, each other is its own setup named by what it changed, e.g. `smollm2-135m-lora
+(recipe.steps=20)`."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.report.conditions import Conditions, Sharing, conditions, survey
+from harness.report.settings import raw_settings
 from harness.results import RunRecord, find_records, load_record, predictions_path
 
 
@@ -18,6 +26,7 @@ from harness.results import RunRecord, find_records, load_record, predictions_pa
 class LoadedRecord:
     record: RunRecord
     path: Path
+    sharing: Sharing | None = None  # its company among the records loaded with it (`conditions.survey`)
 
     @property
     def predictions(self) -> Path | None:
@@ -64,8 +73,9 @@ def paired_outcomes(a: SetupRuns, b: SetupRuns) -> tuple[list[bool], list[bool],
 @dataclass(frozen=True)
 class SetupRuns:
     experiment: str
-    setup: str
+    setup: str  # the setup's name, or a variant's: `name (setting=value, …)`
     runs: tuple[LoadedRecord, ...]  # every seed, sorted by seed
+    is_variant: bool = False  # the records changed the setup file's settings (overrides): not the suite's setup
 
     @property
     def ok(self) -> tuple[RunRecord, ...]:
@@ -75,12 +85,65 @@ class SetupRuns:
     def records(self) -> tuple[RunRecord, ...]:
         return tuple(r.record for r in self.runs)
 
+    @property
+    def conditions(self) -> Conditions:
+        """The conditions of its ok runs' figures (all runs when none is ok)."""
+        ok = [r for r in self.runs if r.record.status == "ok"] or list(self.runs)
+        return conditions([(r.record, r.sharing) for r in ok])
+
+
+# Settings a variant is compared on: what the setup asked for, not how the run was named or when.
+def _identity(record: RunRecord) -> dict[str, str]:
+    return raw_settings(record)
+
+
+def _compatible(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    # A run that stopped before loading its data names no split, only its path: it belongs with the runs
+    # it matches otherwise.
+    keys = set(a) | set(b)
+    if ("data split" in a) != ("data split" in b):
+        keys -= {"data split", "data.source"}
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def _mismatches(settings: Mapping[str, str], reference: Mapping[str, str]) -> int:
+    return sum(1 for key, value in reference.items() if key in settings and settings[key] != value)
+
+
+def variants(
+    experiment: str, name: str, runs: Sequence[LoadedRecord], reference: Mapping[str, str] | None = None
+) -> tuple[SetupRuns, ...]:
+    """The runs of one setup name split by settings. The plain name goes to the variant that matches
+    `reference` (the setup file's own settings, flattened) best, then the one with the most runs, then the
+    newest; every other variant is named by the settings in which it differs from that one."""
+    found: list[tuple[dict[str, str], list[LoadedRecord]]] = []
+    for item in runs:
+        identity = _identity(item.record)
+        for settings, members in found:
+            if _compatible(settings, identity):
+                members.append(item)
+                break
+        else:
+            found.append((identity, [item]))
+    if len(found) == 1:
+        return (SetupRuns(experiment, name, tuple(runs)),)
+    ranked = sorted(found, key=lambda f: (_mismatches(f[0], reference or {}), -len(f[1]),
+                                          [-ord(c) for c in max(i.record.created for i in f[1])]))  # fmt: skip
+    plain = ranked[0][0]
+    out = [SetupRuns(experiment, name, tuple(ranked[0][1]))]
+    for settings, members in ranked[1:]:
+        changed = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()) if plain.get(k, v) != v or k not in plain)
+        out.append(SetupRuns(experiment, f"{name} ({changed or 'other settings'})", tuple(members), is_variant=True))
+    return tuple(sorted(out, key=lambda s: s.setup))
+
 
 @dataclass(frozen=True)
 class ReportGroup:
     host: str
     stack: str
     runs: tuple[LoadedRecord, ...]
+    # "experiment/setup" → the suite's setup file's own settings, flattened (which variant keeps the name).
+    references: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def records(self) -> tuple[RunRecord, ...]:
@@ -91,11 +154,24 @@ class ReportGroup:
         return tuple(sorted({r.record.experiment for r in self.runs}))
 
     def setups(self, experiment: str) -> tuple[SetupRuns, ...]:
+        """Its setups of `experiment` by name, each setup name split into its variants (never pooled)."""
         names = sorted({r.record.setup_name for r in self.runs if r.record.experiment == experiment})
         return tuple(
-            SetupRuns(experiment, name, tuple(r for r in self.runs if r.record.experiment == experiment and r.record.setup_name == name))
+            variant
             for name in names
+            for variant in variants(
+                experiment, name,
+                [r for r in self.runs if r.record.experiment == experiment and r.record.setup_name == name],
+                self.references.get(f"{experiment}/{name}"),
+            )
         )  # fmt: skip
+
+    def suite_setup(self, key: str | None) -> SetupRuns | None:
+        """The runs of "experiment/setup" that are the suite's setup (its variant with overrides left out)."""
+        if key is None or "/" not in key:
+            return None
+        experiment, name = key.split("/", 1)
+        return next((s for s in self.setups(experiment) if s.setup == name and not s.is_variant), None)
 
     @property
     def date(self) -> str:
@@ -108,12 +184,14 @@ def _sort_key(item: LoadedRecord) -> tuple[str, str, int, str]:
     return (r.experiment, r.setup_name, r.seed, r.created)
 
 
-def group_records(loaded: Iterable[LoadedRecord]) -> tuple[ReportGroup, ...]:
+def group_records(
+    loaded: Iterable[LoadedRecord], references: Mapping[str, Mapping[str, str]] | None = None
+) -> tuple[ReportGroup, ...]:
     by_key: dict[tuple[str, str], list[LoadedRecord]] = {}
     for item in loaded:
         by_key.setdefault((item.record.host, item.record.stack), []).append(item)
     return tuple(
-        ReportGroup(host, stack, tuple(sorted(items, key=_sort_key)))
+        ReportGroup(host, stack, tuple(sorted(items, key=_sort_key)), references or {})
         for (host, stack), items in sorted(by_key.items())
     )
 
@@ -130,4 +208,5 @@ def load_records(paths: Iterable[Path]) -> tuple[LoadedRecord, ...]:
             continue
         seen.setdefault(key, record)
         loaded.append(LoadedRecord(record, path))
-    return tuple(loaded)
+    company = survey(item.record for item in loaded)
+    return tuple(replace(item, sharing=company[item.record.run_id]) for item in loaded)

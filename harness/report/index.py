@@ -11,6 +11,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.errors import UserError
+from harness.report.conditions import LEGEND
 from harness.report.scorecard import SUMMARY_FILE, ReportSummary
 from harness.report.tables import NONE, table
 
@@ -27,18 +28,40 @@ def read_summaries(out_dir: Path) -> list[ReportSummary]:
     return found
 
 
+# The platforms the project is for, AMD first: each gets a line in the index until a record comes from it.
+PLATFORMS = (("AMD GPU", "ROCm"), ("NVIDIA GPU", "CUDA"), ("CPU", "CPU"))
+
+
+def coverage(summary: ReportSummary) -> str:
+    """Claims judged here (passed or failed) out of the suite's: what the verdict word stands on."""
+    if summary.claims_judged is None or summary.claims_total is None:
+        return NONE
+    return f"{summary.claims_judged} / {summary.claims_total}"
+
+
+def missing_platforms(summaries: list[ReportSummary]) -> list[str]:
+    """A line for each platform no scorecard comes from yet."""
+    return [
+        f"No {name} record yet ({runtime}): no claim of the suite has been judged on one."
+        for name, runtime in PLATFORMS
+        if not any((s.platform or "").startswith(runtime) for s in summaries)
+    ]
+
+
 def render_index(out_dir: Path, across: dict[str, Any] | None = None) -> Path:
     """The index; `across`: the sections across scorecards (setups on several hosts, stacks compared),
     from the records of this report only."""
     summaries = sorted(read_summaries(out_dir), key=lambda s: (s.platform or NONE, s.stack, s.host))
     rows = [
-        [s.platform or NONE, s.stack, s.host, s.date, s.verdict, f"[scorecard]({s.path})"]
+        [s.verdict, coverage(s), s.platform or NONE, s.stack, s.host, s.date, f"[scorecard]({s.path})"]
         for s in summaries
     ]  # fmt: skip
-    body = table(rows, ["platform", "stack", "host", "date", "verdict", "report"]) if rows else "No reports yet."
+    headers = ["verdict", "claims judged / in the suite", "platform", "stack", "host", "date", "report"]
+    body = table(rows, headers) if rows else "No reports yet."
     env = Environment(loader=PackageLoader("harness.report", "templates"), undefined=StrictUndefined,
                       keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)  # fmt: skip
     path = out_dir / "README.md"
-    context = {"table": body, "setups": [], "stacks": None, "sources": [], **(across or {})}
+    context = {"table": body, "setups": [], "stacks": None, "sources": [], "legend": LEGEND,
+               "missing": missing_platforms(summaries), **(across or {})}  # fmt: skip
     path.write_text(env.get_template("index.md.j2").render(**context), encoding="utf-8")
     return path

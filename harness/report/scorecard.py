@@ -13,12 +13,15 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.findings import Assessment, assess_findings
-from harness.report import charts, tables
+from harness.report import charts, likeness, tables
 from harness.report.across import platform_of
 from harness.report.claim_table import ClaimResult, claim_counts, claims_table, evaluate_claims
+from harness.report.conditions import LEGEND
 from harness.report.groups import ReportGroup, SetupRuns
 from harness.report.miss_section import miss_section
+from harness.report.settings import public
 from harness.results import slug
+from harness.suite.catalogue import CLAIMS
 
 SUMMARY_FILE = "summary.json"
 STATUS_WORDS = ("failed", "diverged", "killed", "refused")
@@ -34,6 +37,8 @@ class ReportSummary:
     verdict: str
     path: str  # the scorecard, relative to the reports folder
     platform: str = ""  # 'CUDA 13.0', 'ROCm (HIP 7.2.26015)', 'CPU' (summaries written before it: empty)
+    claims_judged: int | None = None  # claims that passed or failed here (summaries written before it: None)
+    claims_total: int | None = None  # claims in the suite (harness.suite.catalogue.CLAIMS)
 
 
 def report_dir(out_dir: Path, host: str, stack: str) -> Path:
@@ -101,26 +106,27 @@ def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
     return (first.get("model") or {}).get("source"), first.get("task", "sql")
 
 
-def _against_reference(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> str | None:
-    """This experiment's setups against every Exp A setup of the same model and task, on this host and stack."""
+def _against_reference(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> tables.Comparisons:
+    """This experiment's setups, each against the Exp A setup of the same model and task on this host and
+    stack that differs from it least (likeness.nearest_pairs' rule)."""
     if experiment == REFERENCE_EXPERIMENT:
-        return None
-    pairs = [
-        (reference, s)
-        for s in setups
-        for reference in group.setups(REFERENCE_EXPERIMENT)
-        if _model_and_task(s) == _model_and_task(reference)
-    ]
-    return tables.comparison_table(pairs)
+        return tables.Comparisons(None, None)
+    pairs = []
+    for s in setups:
+        candidates = [r for r in group.setups(REFERENCE_EXPERIMENT) if _model_and_task(s) == _model_and_task(r)]
+        if candidates:
+            pairs.append((min(candidates, key=lambda r: likeness.distance(r, s)), s))
+    return tables.comparison_tables(pairs)
 
 
-def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path) -> dict[str, Any]:
+def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path, made_images: list[Path]) -> dict[str, Any]:
     setups = group.setups(experiment)
     made = [
         charts.loss_chart(experiment, setups, img_dir / f"{slug(experiment)}-loss.png"),
         charts.memory_chart(experiment, setups, img_dir / f"{slug(experiment)}-memory.png"),
         charts.time_chart(experiment, setups, img_dir / f"{slug(experiment)}-time.png"),
     ]
+    made_images.extend(c.path for c in made if c)
     misses = []
     for setup in setups:
         section = miss_section(setup)
@@ -131,9 +137,8 @@ def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path) -> d
         "name": experiment,
         "table": tables.experiment_table(setups),
         "clock_stopped_note": tables.CLOCK_STOPPED_NOTE if any(tables.clock_stopped(r) for s in setups for r in s.ok) else "",
-        "comparison": tables.comparison_table([(setups[0], s) for s in setups[1:]]),
+        "comparison": tables.comparison_tables(likeness.nearest_pairs(setups)),
         "against_reference": _against_reference(group, experiment, setups),
-        "reference": setups[0].setup,
         "charts": [
             {"alt": tables.md_cell(c.alt).replace("]", ")").replace("[", "("), "src": f"img/{c.path.name}"}
             for c in made
@@ -143,21 +148,32 @@ def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path) -> d
     }
 
 
+def remove_stale_images(img_dir: Path, made: Sequence[Path]) -> None:
+    """Charts left from an earlier report that this one does not reference (a setup gone, a chart no
+    longer drawn) are removed: an image in the folder is one the scorecard shows."""
+    keep = {p.name for p in made}
+    for path in sorted(img_dir.glob("*.png")) if img_dir.is_dir() else []:
+        if path.name not in keep:
+            path.unlink()
+
+
 def render_scorecard(group: ReportGroup, out_dir: Path, benchmarks: Path) -> ReportSummary:
     """Write the scorecard, its images and summary.json under `out_dir/<host>/<stack>/`; the claims are
     judged with the bounds of the suite's setup files under `benchmarks`."""
     target = report_dir(out_dir, group.host, group.stack)
     assessments = assess_findings(group.records)
+    made_images: list[Path] = []
     claims = evaluate_claims(group, benchmarks)
     verdict = verdict_line(group, assessments, claims)
     context = {
-        "claims": None if claims is None else claims_table(claims) if claims else "",
-        "benchmarks": str(benchmarks),
+        "claims": None if claims is None else claims_table(claims, {i.record.run_id: i.sharing for i in group.runs}) if claims else "",
+        "benchmarks": public(str(benchmarks)),
         "host": group.host, "stack": group.stack, "verdict": verdict, "date": group.date,
         "n_records": len(group.records), "results_hint": f"<results>/{slug(group.stack)}/{slug(group.host)}/",
         "findings_table": tables.findings_table(assessments),
         "registry_table": tables.registry_table(assessments),
-        "experiments": [_experiment_context(group, e, target / "img") for e in group.experiments],
+        "experiments": [_experiment_context(group, e, target / "img", made_images) for e in group.experiments],
+        "legend": LEGEND, "mfu_convention": tables.MFU_CONVENTION,
         "failures": tables.failures_table(group), "provenance": tables.provenance_table(group),
         "ranks": tables.ranks_table(group),
         "peaks": tables.peaks_used_table(group), "packages": tables.packages_table(group),
@@ -165,9 +181,11 @@ def render_scorecard(group: ReportGroup, out_dir: Path, benchmarks: Path) -> Rep
     text = _environment().get_template("scorecard.md.j2").render(**context)
     target.mkdir(parents=True, exist_ok=True)
     (target / "scorecard.md").write_text(text, encoding="utf-8")
+    remove_stale_images(target / "img", made_images)
     summary = ReportSummary(
         group.host, group.stack, group.date, verdict, f"{slug(group.host)}/{slug(group.stack)}/scorecard.md",
         platform_of(group.records),
+        None if claims is None else sum(1 for c in claims if c.status != "not evaluable"), len(CLAIMS),
     )
     (target / SUMMARY_FILE).write_text(
         json.dumps(asdict(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"

@@ -4,10 +4,15 @@ Read from the records: each record's setup with the schema's defaults filled in 
 (a field added later defaults to the old behaviour, as `SetupConfig.fingerprint_payload` promises), and
 "auto" settings shown as what the run resolved them to where the record says so (precision and device
 from `model`, recipe.compile = auto from `train.graphs`). Also the data split and the lorabench commit.
+
+Data is compared by content, never by path: a record that names its split (`data.split_hash`, a hash of
+the rows) is compared on that, and its `data.source` path is left out (two machines' copies of one file
+live in two folders). No setting is shown with an absolute path (`public`): reports are published.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -34,25 +39,65 @@ def _defaults() -> dict[str, Any]:
     return _flatten(SetupConfig().model_dump(mode="json"))
 
 
+# An absolute path (POSIX or Windows, or ~user) not inside a URL or a relative path: what `public` hides.
+ABSOLUTE_PATH = re.compile(r"(?<![\w:/.>~-])(?:/|[A-Za-z]:\\|~[\w.-]*/)(?:[\w.+@-]+[/\\])+[\w.+@-]*")
+
+
+# The kernel's own trees name the same thing on every Linux machine (/dev/kfd, /sys/fs/cgroup): not private.
+SYSTEM_ROOTS = ("/dev/", "/proc/", "/sys/")
+
+
+def machine_paths(text: str) -> list[str]:
+    """The absolute paths in `text` that name something of one machine (its folders, its user's home)."""
+    return [m for m in ABSOLUTE_PATH.findall(text) if not m.startswith(SYSTEM_ROOTS)]
+
+
+def public(text: str) -> str:
+    """`text` with every machine path cut to `…/<last part>`: machine paths never reach a report."""
+
+    def cut(found: re.Match[str]) -> str:
+        path = found.group(0)
+        return path if path.startswith(SYSTEM_ROOTS) else "…/" + re.split(r"[/\\]", path.rstrip("/\\"))[-1]
+
+    return ABSOLUTE_PATH.sub(cut, text)
+
+
 def _text(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list):
         return ",".join(map(str, value))
-    return "–" if value is None else str(value)
+    return "–" if value is None else public(str(value))
+
+
+def raw_settings(record: RunRecord) -> dict[str, str]:
+    """Setting → value as the setup asked for it ("auto" left as is), data by content where the record
+    names its split, without the run's name, experiment and seed."""
+    flat = {**_defaults(), **_flatten(record.setup)}
+    out = {key: _text(value) for key, value in flat.items() if key not in IDENTITY}
+    if record.data is not None:
+        out.pop("data.source", None)
+        out["data split"] = record.data.split_hash
+    return out
+
+
+def file_settings(fields: Mapping[str, Any]) -> dict[str, str]:
+    """A setup file's own settings (its table, not validated), flattened and shown as `raw_settings`
+    shows a record's; its data is left out (a path, which each machine names its own way)."""
+    return {key: _text(value) for key, value in _flatten(fields).items()
+            if key not in IDENTITY and not key.startswith("data.")}  # fmt: skip
 
 
 def settings(record: RunRecord) -> dict[str, str]:
     """Setting → value as this run had it (resolved where it said "auto" and the record tells)."""
-    flat = {**_defaults(), **_flatten(record.setup)}
-    out = {key: _text(value) for key, value in flat.items() if key not in IDENTITY}
+    out = raw_settings(record)
+    out.setdefault("data split", "–")
     if record.model is not None:
         for key, resolved in (("precision", record.model.precision), ("device", record.model.device)):
             if out.get(key) == "auto":
                 out[key] = f"{resolved} (auto)"
     if out.get("recipe.compile") == "auto" and record.status == "ok":
         out["recipe.compile"] = f"{'graphs' if record.train and record.train.graphs else 'none'} (auto)"
-    out["data split"] = record.data.split_hash if record.data else "–"
     git = record.provenance.get("git", {})
     out["lorabench commit"] = f"{str(git.get('sha') or '–')[:7]}{' (dirty)' if git.get('dirty') else ''}"
     return out

@@ -6,19 +6,19 @@ spread. A cell is `–` when no ok record holds the number.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tabulate import tabulate
 
 from harness import stats
 from harness.findings import Assessment
-from harness.report import settings
+from harness.report import likeness, settings
 from harness.report.groups import ReportGroup, SetupRuns, paired_outcomes
 from harness.results import RunRecord
 from harness.run import mfu as mfu_table
 from harness.suite import claims
-from harness.suite.claims import timing_guarded
 
 GIB = 1024**3
 NONE = "–"
@@ -26,8 +26,8 @@ Getter = Callable[[RunRecord], float | None]
 
 
 def md_cell(text: object) -> str:
-    """Table cells must not break the table: escape pipes, no newlines."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Table cells must not break the table (pipes escaped, no newlines) nor leak a machine's paths."""
+    return settings.public(str(text)).replace("|", "\\|").replace("\n", " ")
 
 
 def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
@@ -83,7 +83,20 @@ def peak_vram_gib(r: RunRecord) -> float | None:
     return r.memory.peak_vram_bytes / GIB if r.memory and r.memory.peak_vram_bytes else None
 
 
+def steady(r: RunRecord) -> mfu_table.SteadyRate | None:
+    """The steady steps' rate (`harness.run.mfu.steady_rate`), from the record's median steady step time
+    and its mean tokens per step; None when the record has no steady step time."""
+    t = r.train
+    if t is None or not t.step_s or not t.tokens or t.steps_done < 2:
+        return None
+    return mfu_table.steady_rate([t.step_s], [t.tokens / t.steps_done], mfu_table.steady_window(t.steps_done))
+
+
 def tokens_per_s(r: RunRecord) -> float | None:
+    """Tokens/s over the steady steps the step time reads; the whole run's where the record has no step time."""
+    rate = steady(r)
+    if rate is not None:
+        return rate.tokens_per_s
     return r.train.tokens_per_s if r.train else None
 
 
@@ -92,28 +105,37 @@ def n_gpus(r: RunRecord) -> int:
     return int(r.setup.get("gpus") or 1) * int(r.setup.get("nodes") or 1)
 
 
+# The FLOP convention, written beside every MFU figure (harness/run/mfu.py).
+MFU_CONVENTION = (
+    "MFU = model FLOPs per second over the steady steps (the steps the step time reads) against the GPUs' "
+    "bf16 dense peak (`harness/run/mfu.py`): 4·N + 2·N_trainable FLOPs per token for N parameters, "
+    "recomputation not counted; the attention term (12·layers·width·sequence per token) is left out, "
+    "as the records do not carry the model's layers and width (it would add a few percent at these lengths). "
+    "A record without a steady step time shows its whole-run figure (its window: whole run)."
+)
+
+
 def mfu_percent(r: RunRecord) -> float | None:
-    """The record's MFU, else computed from its tokens, parameters and train time against `harness.run.mfu`."""
+    """MFU over the steady steps (MFU_CONVENTION), from the record's tokens, parameters and steady step
+    time against `harness.run.mfu`'s peaks; over the whole run (tokens / train time) where the record
+    has no steady step time (its conditions then say "whole run")."""
     if r.train is None:
         return None
-    if r.train.mfu is not None:
-        return 100 * r.train.mfu
     gpus = r.provenance.get("host", {}).get("gpus") or []
+    rate = steady(r)
     seconds = train_seconds(r)
-    if not (
-        gpus and seconds and r.train.tokens and r.train.total_params and r.train.trainable_params is not None
-    ):
-        return None
+    if rate is not None:
+        tokens_per_s: float | None = rate.tokens_per_s
+    else:
+        tokens_per_s = r.train.tokens / seconds if r.train.tokens and seconds else None
+    if not (gpus and tokens_per_s and r.train.total_params and r.train.trainable_params is not None):
+        return None if r.train.mfu is None or rate is not None else 100 * r.train.mfu
     checkpointing = bool(r.setup.get("recipe", {}).get("gradient_checkpointing"))
-    flops = mfu_table.training_flops(
-        r.train.total_params, r.train.trainable_params, r.train.tokens, checkpointing
-    )
-    value = mfu_table.mfu(flops / seconds, str(gpus[0].get("name", "")), n_gpus(r))
+    flops = mfu_table.training_flops(r.train.total_params, r.train.trainable_params, tokens_per_s, checkpointing)
+    value = mfu_table.mfu(flops, str(gpus[0].get("name", "")), n_gpus(r))
     return None if value is None else 100 * value
 
 
-# Marks a time that includes runs the quiet-machine guard did not watch (not `--timed`, or noise seen).
-UNGUARDED = " †"
 # Marks a semantic score that includes answers the SQL scorer's CPU-time safety net cut short: the
 # only scores that can differ on another machine.
 CLOCK_STOPPED = " ‡"
@@ -127,25 +149,32 @@ def clock_stopped(r: RunRecord) -> bool:
     return bool(r.trained and r.trained.n_clock_stopped) or bool(r.baseline and r.baseline.n_clock_stopped)
 
 
+def marked(cell: str, marks: str) -> str:
+    """A figure with its conditions' marks (conditions.LEGEND); a missing figure carries none."""
+    return f"{cell} {marks}" if marks and cell != NONE else cell
+
+
 def experiment_table(setups: Sequence[SetupRuns]) -> str:
-    """One row per setup; a train time marked † includes runs whose timing no guard vouches for, a
-    semantic score marked ‡ answers the SQL scorer's safety net cut short (scores that may differ
-    on another machine)."""
+    """One row per setup. Every time, speed, memory and MFU figure carries its runs' marks (timed under
+    the guard or not, alone or beside other runs: conditions.LEGEND) and the last column states the
+    conditions in words; a semantic score marked ‡ answers the SQL scorer's safety net cut short (scores
+    that may differ on another machine)."""
     rows = []
     for s in setups:
         ok = s.ok
-        times = summary(values(ok, train_seconds), 0)
-        if ok and not all(timing_guarded(r) for r in ok) and times != NONE:
-            times += UNGUARDED
+        found = s.conditions
+        marks = found.marks
         semantic = summary(values(ok, trained_semantic)) + (CLOCK_STOPPED if any(map(clock_stopped, ok)) else "")
         rows.append([
             s.setup, f"{len(ok)}/{len(s.runs)}", summary(values(ok, baseline_em)), summary(values(ok, trained_em)),
-            summary(values(ok, gain)), semantic, times,
-            summary(values(ok, step_seconds), 3), summary(values(ok, peak_vram_gib), 2), summary(values(ok, tokens_per_s), 0),
-            summary(values(ok, mfu_percent), 2),
+            summary(values(ok, gain)), semantic, marked(summary(values(ok, train_seconds), 0), marks),
+            marked(summary(values(ok, step_seconds), 3), marks), marked(summary(values(ok, peak_vram_gib), 2), marks),
+            marked(summary(values(ok, tokens_per_s), 0), marks), marked(summary(values(ok, mfu_percent), 2), marks),
+            found.text,
         ])  # fmt: skip
     headers = ["setup", "ok / runs", "baseline EM %", "trained EM %", "gain (points)", "semantic %",
-               "train time (s)", "step (s, steady)", "peak VRAM (GiB)", "tokens/s", "MFU %"]  # fmt: skip
+               "train time (s)", "step (s, steady)", "peak VRAM (GiB)", "tokens/s (steady)", "MFU % (steady)",
+               "conditions (timing; sharing; commit; steady window)"]  # fmt: skip
     return table(rows, headers)
 
 
@@ -166,15 +195,16 @@ def _equivalence(ref: SetupRuns, other: SetupRuns, margin: float) -> str:
 
 
 def _speedup(ref_seconds: list[float], seconds: list[float]) -> str:
-    """Ratio of mean times with a seeded 95% bootstrap interval; a side with one run has no spread to
-    resample, so there the ratio stands alone with its n."""
+    """Ratio of mean times (reference / setup: above 1, the setup is faster) with a seeded 95% bootstrap
+    interval; a side with one run has no spread to resample, so there the ratio stands alone with its n,
+    the setup's first, as the row names the two sides ("setup vs reference")."""
     if not (ref_seconds and seconds):
         return NONE
     ratio = f"{stats.mean(ref_seconds) / stats.mean(seconds):.2f}×"
     if len(ref_seconds) == 1 and len(seconds) == 1:
         return f"{ratio} (n = 1)"
     if min(len(ref_seconds), len(seconds)) == 1:
-        return f"{ratio} (n = {len(ref_seconds)} vs n = {len(seconds)})"
+        return f"{ratio} (n = {len(seconds)} vs n = {len(ref_seconds)})"
     ci = stats.bootstrap_ratio_ci(ref_seconds, seconds, seed=0)
     return f"{ratio} [{ci.low:.2f}–{ci.high:.2f}]"
 
@@ -188,31 +218,54 @@ def order_pairs(pairs: Sequence[Pair]) -> list[tuple[Pair, list[str]]]:
     return sorted(found, key=lambda item: (settings.count_settings(item[1]), item[0][1].setup, item[0][0].setup))
 
 
-def comparison_table(pairs: Sequence[Pair]) -> str | None:
-    """Each setup against its reference, like-for-like pairs first, naming every setting the two differ
-    in: speedup in train time and steady step (seeded 95% bootstrap interval; none from one run), the
-    exact-match difference with an exact McNemar test on paired per-question outcomes, and equivalence
-    within ±EQUIVALENCE_MARGIN points (TOST over seeds)."""
-    if not pairs:
-        return None
-    rows = []
-    for (ref, s), diffs in order_pairs(pairs):
-        speed = _speedup(values(ref.ok, train_seconds), values(s.ok, train_seconds))
-        step_speed = _speedup(values(ref.ok, step_seconds), values(s.ok, step_seconds))
-        xs, ys, seeds = paired_outcomes(ref, s)
-        if xs:
-            test = stats.mcnemar_exact(xs, ys)
-            diff = f"{test.diff:+.1f}"
-            detail = f"{test.only_a} / {test.only_b} of {test.n} (seeds {', '.join(map(str, seeds))})"
-            p = f"{test.p_value:.3g}"
+@dataclass(frozen=True)
+class Comparisons:
+    """A set of pairs drawn as two tables: like for like, and the labelled unlike table."""
+
+    like: str | None
+    unlike: str | None
+
+
+def _pair_cells(ref: SetupRuns, s: SetupRuns) -> list[str]:
+    marks = " ".join(dict.fromkeys(m for m in f"{s.conditions.marks} {ref.conditions.marks}".split() if m))
+    speed = marked(_speedup(values(ref.ok, train_seconds), values(s.ok, train_seconds)), marks)
+    step_speed = marked(_speedup(values(ref.ok, step_seconds), values(s.ok, step_seconds)), marks)
+    xs, ys, seeds = paired_outcomes(ref, s)
+    if xs:
+        test = stats.mcnemar_exact(xs, ys)
+        diff = f"{test.diff:+.1f}"
+        detail = f"{test.only_a} / {test.only_b} of {test.n} (seeds {', '.join(map(str, seeds))})"
+        p = f"{test.p_value:.3g}"
+    else:
+        diff, detail, p = NONE, "no paired predictions", NONE
+    return [speed, step_speed, diff, detail, p, _equivalence(ref, s, EQUIVALENCE_MARGIN)]
+
+
+def comparison_tables(
+    pairs: Sequence[Pair], axis: Collection[str] | None = None, axis_label: str | None = None
+) -> Comparisons:
+    """Each setup against its reference, fewest differences first: speedup in train time and steady step
+    (seeded 95% bootstrap interval; none from one run), the exact-match difference with an exact McNemar
+    test on paired per-question outcomes, and equivalence within ±EQUIVALENCE_MARGIN points (TOST over
+    seeds). Pairs that differ only on the compared axis (`axis`; None: the one setting that differs) and
+    in no condition go in the first table; every other pair in the unlike table, which names each
+    difference (harness.report.likeness). Every cell names the sides in the row's order: setup, then
+    reference. `axis_label`: what is compared when no setting is (e.g. the host)."""
+    like_rows, unlike_rows = [], []
+    for (ref, s), _ in order_pairs(pairs):
+        judged = likeness.judge(s, ref, axis)
+        name = f"{s.setup} vs {ref.setup}"
+        compared = "; ".join(([axis_label] if axis_label else []) + list(judged.axis)) or NONE
+        if judged.is_like:
+            like_rows.append([name, compared, *_pair_cells(ref, s)])
         else:
-            diff, detail, p = NONE, "no paired predictions", NONE
-        rows.append([f"{s.setup} vs {ref.setup}", "; ".join(diffs) or "nothing", speed, step_speed, diff, detail, p,
-                     _equivalence(ref, s, EQUIVALENCE_MARGIN)])  # fmt: skip
-    headers = ["setups", "settings that differ", "speedup (train time, 95% bootstrap)", "speedup (steady step)",
-               "EM difference (points)", "only ref right / only setup right", "McNemar p",
-               f"same EM within ±{EQUIVALENCE_MARGIN:g} (TOST)"]  # fmt: skip
-    return table(rows, headers)
+            unlike_rows.append([name, compared, "; ".join(judged.differences), *_pair_cells(ref, s)])
+    tail = ["speedup (train time, 95% bootstrap)", "speedup (steady step)", "EM difference (points)",
+            "only ref right / only setup right", "McNemar p", f"same EM within ±{EQUIVALENCE_MARGIN:g} (TOST)"]  # fmt: skip
+    return Comparisons(
+        table(like_rows, ["setups", "compared", *tail]) if like_rows else None,
+        table(unlike_rows, ["setups (unlike)", "compared", "also differs (settings; conditions)", *tail]) if unlike_rows else None,
+    )
 
 
 def findings_table(assessments: Sequence[Assessment]) -> str:

@@ -1,11 +1,13 @@
-"""`lorabench compare`: a slower stack and a less accurate one are flagged; an unchanged one is not."""
+"""`lorabench compare`: a slower stack and a less accurate one are flagged; an unchanged one is not;
+unlike sides are refused unless asked; a metric missing on one side is named and fails the check."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from builders import HOST_AMD, SEEDS, STACK_ROCM, make_record, predictions, write
+from builders import HOST_AMD, HOST_CPU, SEEDS, STACK_CPU, STACK_ROCM, make_record, predictions, write
 
 from harness.cli import main
 from harness.report.compare import MetricChange, compare_records
@@ -62,3 +64,55 @@ def test_nothing_in_common_is_a_user_error(tmp_path: Path, capsys: pytest.Captur
     (tmp_path / "empty").mkdir()
     assert main(["compare", str(old), str(tmp_path / "empty")]) == 2
     assert "no run records" in capsys.readouterr().err
+
+
+def test_unlike_sides_are_refused_naming_each_difference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_side(tmp_path / "old", (140.0, 143.0, 146.0), skill=0)
+    new = tmp_path / "new"
+    for n, seed in enumerate(SEEDS):  # the same setup on a CPU host and stack, in fp32
+        rows = predictions(seed, 0)
+        write(new, make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp-a", setup_name="smollm2-bf16", seed=seed,
+                               created=f"2026-11-28T10:0{n}:00+00:00", precision="fp32", train_s=900.0 + n, rows=rows), rows)  # fmt: skip
+    assert main(["compare", str(old), str(new)]) == 2
+    err = capsys.readouterr().err
+    assert "OLD and NEW are unlike" in err and "--allow-unlike" in err
+    assert f"host kind: {HOST_AMD['id']} vs {HOST_CPU['id']}" in err and "stack: rocm7.2-hf5.5 vs cpu" in err
+    assert "precision: bf16 vs fp32" in err
+    # Asked for, it compares and says so on every row.
+    assert main(["compare", str(old), str(new), "--allow-unlike"]) == 0
+    out = capsys.readouterr().out
+    assert "setup (unlike sides)" in out and "unlike sides, compared as asked (--allow-unlike)" in out
+
+
+def test_a_metric_missing_on_one_side_is_named_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_side(tmp_path / "old", (140.0, 143.0, 146.0), skill=0)
+    new = tmp_path / "new"
+    for n, seed in enumerate(SEEDS):  # trained and timed, but never scored (no metrics in the records)
+        write(new, make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp-a", setup_name="smollm2-bf16",
+                               seed=seed, created=f"2026-11-28T10:0{n}:00+00:00", train_s=140.0 + 3 * n, rows=None), None)  # fmt: skip
+    assert main(["compare", str(old), str(new), "--fail-on-regression"]) == 1
+    out = capsys.readouterr().out
+    assert "missing: exp-a/smollm2-bf16: exact match % on NEW" in out
+    assert "0 regression(s)" in out and "1 metric(s) missing on one side" in out
+    assert main(["compare", str(old), str(new)]) == 0  # without the flag it reports, as for a regression
+
+
+def test_output_folder_gets_markdown_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_side(tmp_path / "old", (140.0, 143.0, 146.0), skill=0)
+    new = write_side(tmp_path / "new", (141.0, 142.0, 147.0), skill=0)
+    assert main(["compare", str(old), str(new), "-o", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out/compare.md").read_text(encoding="utf-8").strip() == capsys.readouterr().out.strip()
+    assert json.loads((tmp_path / "out/compare.json").read_text(encoding="utf-8"))["format"] == "lorabench-compare/1"
+    (tmp_path / "file").write_text("x")
+    assert main(["compare", str(old), str(new), "-o", str(tmp_path / "file")]) == 2
+
+
+def test_untimed_against_timed_is_unlike(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_side(tmp_path / "old", (140.0, 143.0, 146.0), skill=0)
+    new = tmp_path / "new"
+    for n, seed in enumerate(SEEDS):  # the same setup and host, but not timed under the guard
+        rows = predictions(seed, 0)
+        write(new, make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp-a", setup_name="smollm2-bf16", seed=seed,
+                               created=f"2026-11-28T10:0{n}:00+00:00", train_s=140.0 + n, rows=rows, timed=False), rows)  # fmt: skip
+    assert main(["compare", str(old), str(new)]) == 2
+    assert "timing: timed (guard) vs not timed" in capsys.readouterr().err

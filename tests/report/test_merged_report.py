@@ -44,9 +44,12 @@ def merged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_two_artifact_folders_make_one_index(merged: Path) -> None:
     index = (merged / "README.md").read_text(encoding="utf-8")
     assert index == GOLDEN.read_text(encoding="utf-8")
-    rows = [line for line in index.splitlines() if line.startswith("| CPU") or line.startswith("| CUDA")]
-    # Sorted platform / stack / host, whatever order the folders came in.
-    assert [row.split("|")[1].strip() for row in rows] == ["CPU", "CUDA 13.0"]
+    rows = [line for line in index.splitlines() if line.startswith(("| PASS", "| FAIL", "| INCOMPLETE", "| NO CLAIMS"))]
+    # The verdict word first, then claims judged out of the suite's; sorted platform / stack / host,
+    # whatever order the folders came in.
+    assert [row.split("|")[3].strip() for row in rows] == ["CPU", "CUDA 13.0"]
+    assert [row.split("|")[2].strip() for row in rows] == ["2 / 24", "2 / 24"]
+    assert "- No AMD GPU record yet (ROCm)" in index
     for scorecard in ("cpu-amd-epyc-2c/cpu/scorecard.md", "nvidia-h200x2/h200-image/scorecard.md"):
         # Each scorecard holds its own host's three runs, never the other's.
         assert "3 of 3 runs ok" in (merged / scorecard).read_text(encoding="utf-8")
@@ -56,8 +59,12 @@ def test_the_same_setup_on_two_hosts_is_compared_never_pooled(merged: Path) -> N
     index = (merged / "README.md").read_text(encoding="utf-8")
     section = index.split("### `exp_a/smollm2-135m-lora` on 2 hosts × stacks", 1)[1]
     assert "| cpu-amd-epyc-2c · cpu (CPU)" in section and "| nvidia-h200x2 · h200-image (CUDA 13.0)" in section
-    assert "nvidia-h200x2 · h200-image (CUDA 13.0) vs cpu-amd-epyc-2c · cpu (CPU)" in section
-    assert "device: cpu (auto) vs cuda (auto)" in section and "precision: fp32 (auto) vs bf16 (auto)" in section
+    # Compared only in the table labelled unlike: the sides differ in more than the host (precision,
+    # compile mode, commit), each named in the row's order (H200 first, as the row names it).
+    unlike = section.split("**Unlike**", 1)[1]
+    assert "| nvidia-h200x2 · h200-image (CUDA 13.0) vs cpu-amd-epyc-2c · cpu (CPU)" in unlike
+    assert "device: cuda (auto) vs cpu (auto)" in unlike and "precision: bf16 (auto) vs fp32 (auto)" in unlike
+    assert "Like for like:" not in section
     # Same setup and seed, different host: different fingerprints, so neither record stands in for the other.
     cpu = load_record(CPU_RUNS / "seed-3407.json")
     h200 = load_record(H200_RUNS / "seed-3407.json")

@@ -143,4 +143,4 @@ def _experiment_context_of(setups: list, img_dir: Path) -> dict:  # type: ignore
         def setups(self, _experiment: str) -> list:  # type: ignore[type-arg]
             return setups
 
-    return _experiment_context(Group(), "exp_x", img_dir)  # type: ignore[arg-type]
+    return _experiment_context(Group(), "exp_x", img_dir, [])  # type: ignore[arg-type]

@@ -96,7 +96,8 @@ def test_one_seed_is_not_evaluable_and_a_speedup_shows_n_1(tmp_path: Path) -> No
 
 def test_a_run_that_did_not_finish_fails_its_claims(tmp_path: Path) -> None:
     write_ab(tmp_path / "results", wrong=None)
-    killed = amd("exp_b", EXP_B_SETUP, 42, None, status="killed", reason="stopped by SIGTERM", train_s=None)
+    killed = amd("exp_b", EXP_B_SETUP, 42, None, status="killed", reason="stopped by SIGTERM", train_s=None,
+                 precision="4bit")  # the same setup's run (other settings would make it a setup of its own)
     write(tmp_path / "results", killed, None)
     text, _ = render(tmp_path / "results")
     row = claim_row(text, "accuracy equivalent to bf16")
@@ -151,12 +152,15 @@ def test_comparisons_name_what_differs_and_like_for_like_comes_first(tmp_path: P
     text, _ = render(tmp_path / "results")
     section = text[text.index("## Experiment `exp_f`"):]
     rows = [cells(line) for line in section.splitlines() if line.startswith("| smollm2-135m-unsloth vs ")]
-    assert [row[:2] for row in rows] == [
-        ["smollm2-135m-unsloth vs smollm2-135m-lora-eager", "backend: hf vs unsloth"],
-        ["smollm2-135m-unsloth vs smollm2-135m-lora", "backend: hf vs unsloth; recipe.compile: graphs (auto) vs none"],
-    ]
-    # The claim is judged against the suite's reference (exp_a.toml), and says it differs in more than the backend.
-    assert claim_row(text, "speedup over hf")[6] == "backend: hf vs unsloth; recipe.compile: graphs (auto) vs none"
+    # Against the exp_a setup that differs least (the eager one), like for like: only the backend differs,
+    # named in the row's order (unsloth first, as the row names it).
+    assert [row[:2] for row in rows] == [["smollm2-135m-unsloth vs smollm2-135m-lora-eager", "backend: unsloth vs hf"]]
+    assert "**Unlike**" not in section.split("## ", 2)[1]
+    # The claim is judged against the suite's reference (exp_a.toml): a time claim across compile modes
+    # is not evaluable, and the claim names every setting the two differ in.
+    speedup = claim_row(text, "speedup over hf")
+    assert speedup[5] == "*not evaluable*" and "different compile modes" in speedup[4]
+    assert speedup[6] == "backend: hf vs unsloth; recipe.compile: graphs (auto) vs none"
 
 
 def test_without_the_suites_setup_files_the_claims_are_not_judged(tmp_path: Path) -> None:
@@ -188,3 +192,34 @@ def test_the_report_and_the_suite_judge_alike(tmp_path: Path) -> None:
         assert_claim("exp_b", "accuracy equivalent to bf16", {"bf16": by_setup[EXP_A_SETUP], "4bit": by_setup[EXP_B_SETUP]},
                      lambda name: load_bench_setup(BENCHMARKS / name))  # fmt: skip
     assert results["accuracy equivalent to bf16"].measured == str(raised.value)
+
+
+def test_the_memory_claim_takes_the_bf16_run_of_the_4bit_runs_compile_mode(tmp_path: Path) -> None:
+    """Exp B's memory claim compares 4-bit with bf16 in the same compile mode: a graphed bf16 run keeps
+    CUDA graph pools. Against the graphed runs alone it is not evaluable; with bf16 runs of the same setup
+    made with `--set recipe.compile=none`, it is judged on those, and says so."""
+    quantizable = {"quantizable_fraction": {"verdict": "pass", "detail": "", "evidence": {"max_saving_bytes": int(1.2 * 1024**3)}}}
+    for seed in SEEDS:
+        rows = predictions(seed, skill=0)
+        graphed = amd("exp_a", EXP_A_SETUP, seed, rows, vram_gib=2.91, checks=quantizable)
+        graphed = graphed.model_copy(update={
+            "setup": {**graphed.setup, "recipe": {**graphed.setup["recipe"], "compile": "auto"}},
+            "train": graphed.train.model_copy(update={"graphs": {"shapes": 4}}),  # type: ignore[union-attr]
+        })  # fmt: skip
+        write(tmp_path / "results", graphed, rows)
+        write(tmp_path / "results", amd("exp_b", EXP_B_SETUP, seed, rows, precision="4bit", vram_gib=2.21), rows)
+    text, _ = render(tmp_path / "results")
+    row = claim_row(text, "memory saved as predicted")
+    assert row[5] == "*not evaluable*" and "recipe.compile: graphs (auto) vs none" in row[4]
+    for seed in SEEDS:  # the same bf16 setup, eager: another setup by its settings, named by them
+        rows = predictions(seed, skill=0)
+        eager = amd("exp_a", EXP_A_SETUP, seed, rows, vram_gib=1.44, checks=quantizable)
+        eager = eager.model_copy(update={"run_id": eager.run_id + "-eager", "created": "2026-11-29T10:00:00+00:00",
+                                         "setup": {**eager.setup, "recipe": {**eager.setup["recipe"], "compile": "none"}}})  # fmt: skip
+        write(tmp_path / "more", eager, rows)
+    out = tmp_path / "reports2"
+    write_reports([tmp_path / "results", tmp_path / "more"], out, BENCHMARKS)
+    text = next(out.glob("*/*/scorecard.md")).read_text(encoding="utf-8")
+    row = claim_row(text, "memory saved as predicted")
+    # 4-bit (2.21 GiB) used more than eager bf16 (1.44 GiB): the claim fails, as it should.
+    assert row[5] == "**FAIL**" and "bf16: `smollm2-135m-lora (recipe.compile=none)`" in row[4], row

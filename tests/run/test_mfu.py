@@ -39,3 +39,35 @@ def test_every_peak_has_a_source() -> None:
 def test_bad_counts_raise() -> None:
     with pytest.raises(ValueError, match="trainable"):
         mfu.training_flops(10, 20, 1, gradient_checkpointing=False)
+
+
+def test_steady_rate_reads_only_the_window() -> None:
+    # Two slow warm-up steps (a graph capture) then steady 1 s steps of 100 tokens: the whole run's mean
+    # would say 60 tokens/s; the steady steps say 100.
+    seconds = [5.0, 5.0, *[1.0] * 18]
+    window = mfu.steady_window(len(seconds))
+    assert window == (3, 20)  # the first tenth (2 of 20 steps) left out, as TrainStats.step_s is taken
+    rate = mfu.steady_rate(seconds, [100] * 20, window)
+    assert rate.step_s == pytest.approx(1.0) and rate.tokens_per_s == pytest.approx(100.0)
+    whole = sum(100 for _ in seconds) / sum(seconds)
+    assert whole == pytest.approx(71.43, abs=0.01)
+
+
+def test_steady_rate_from_a_records_summary() -> None:
+    # A record keeps the median steady step and the total tokens: tokens per step over the same steps.
+    rate = mfu.steady_rate([1.1158], [320343 / 20], mfu.steady_window(20))
+    assert rate.tokens_per_s == pytest.approx(14354.9, abs=0.1)
+
+
+def test_steady_window_leaves_out_at_least_one_step() -> None:
+    assert mfu.steady_window(300) == (31, 300)
+    assert mfu.steady_window(5) == (2, 5)
+    assert mfu.steady_window(1) == (1, 1)
+    with pytest.raises(ValueError):
+        mfu.steady_window(0)
+
+
+def test_attention_term_adds_to_the_model_flops() -> None:
+    attention = mfu.attention_flops_per_token(n_layers=30, width=576, seq_len=200)
+    assert attention == 12 * 30 * 576 * 200
+    assert mfu.training_flops(100, 10, 5, False, attention) == 5 * (4 * 100 + 2 * 10 + attention)

@@ -1,0 +1,86 @@
+"""Whether two groups of runs may be compared: the one place that decides it, for every comparison a
+report draws (setups of one experiment, an experiment against Exp A, one setup across hosts and stacks,
+`lorabench compare`, and the claims that compare two setups' memory or time).
+
+Like for like: the two sides share every setting but the compared axis (data by content, never by path:
+`harness.report.settings`) and every condition that biases a figure (timed under the guard or not, alone
+or beside other runs, the lorabench commit: `harness.report.conditions`). A pair that is not is drawn
+only in a table labelled unlike, which names each difference; a claim that reads such a pair is not
+evaluable. Where a setup could be compared against several others, the reference is the one that
+differs in the fewest settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from harness.report import settings
+from harness.report.groups import SetupRuns
+from harness.suite.catalogue import Claim
+
+COMMIT = "lorabench commit"
+# What the host decides when a setting says "auto" (the compared axis of a cross-host comparison).
+HOST_AXIS = frozenset({"device"})
+# Settings that must match for a claim that compares two setups' peak memory or time: CUDA graphs keep
+# their memory pools and change the step time, so a graphed run against an eager one measures the
+# compile mode, not the setting the claim is about (Exp B: 4-bit against a graphed bf16 run).
+COST_SETTINGS = ("recipe.compile",)
+
+
+@dataclass(frozen=True)
+class Likeness:
+    axis: tuple[str, ...]  # the differing settings taken as what is compared: "key: a vs b"
+    settings: tuple[str, ...]  # the other settings that differ
+    conditions: tuple[str, ...]  # the conditions that differ (timing, sharing, commit)
+
+    @property
+    def is_like(self) -> bool:
+        return not self.settings and not self.conditions
+
+    @property
+    def differences(self) -> tuple[str, ...]:
+        return self.settings + self.conditions
+
+
+def _key(difference: str) -> str:
+    return difference.split(":", 1)[0]
+
+
+def judge(first: SetupRuns, second: SetupRuns, axis: Collection[str] | None = None) -> Likeness:
+    """How two sides differ, each difference as `key: first's vs second's`. `axis`: the settings the
+    comparison is about (None: whichever one setting differs, when exactly one does)."""
+    diffs = [d for d in settings.differences(first.records, second.records) if _key(d) != COMMIT]
+    on_axis = (diffs if len(diffs) == 1 else []) if axis is None else [d for d in diffs if _key(d) in axis]
+    rest = [d for d in diffs if d not in on_axis]
+    return Likeness(tuple(on_axis), tuple(rest), tuple(first.conditions.differences(second.conditions)))
+
+
+def distance(reference: SetupRuns, other: SetupRuns) -> int:
+    """Settings the two differ in (the commit not counted: it is a condition)."""
+    return sum(1 for d in settings.differences(reference.records, other.records) if _key(d) != COMMIT)
+
+
+def nearest_pairs(setups: Sequence[SetupRuns]) -> list[tuple[SetupRuns, SetupRuns]]:
+    """Each setup after the first against the earlier setup it differs from least (ties: the earlier one
+    in order), so every setup is compared once, against its closest reference."""
+    pairs = []
+    for i, setup in enumerate(setups[1:], start=1):
+        reference = min(setups[:i], key=lambda candidate: distance(candidate, setup))
+        pairs.append((reference, setup))
+    return pairs
+
+
+# Claims whose figure is a cost (peak memory, time): judged only on runs of the same compile mode.
+COST_CLAIM_WORDS = ("memory", "time", "speedup", "vram")
+
+
+def is_cost_claim(claim: Claim) -> bool:
+    return claim.timed or any(word in claim.name.lower() for word in COST_CLAIM_WORDS)
+
+
+def cost_mismatch(a: SetupRuns | Sequence, b: SetupRuns | Sequence) -> list[str]:
+    """The settings in COST_SETTINGS that differ between two sets of runs, as `key: a vs b`."""
+    ra = a.records if isinstance(a, SetupRuns) else a
+    rb = b.records if isinstance(b, SetupRuns) else b
+    return [d for d in settings.differences(ra, rb) if _key(d) in COST_SETTINGS]

@@ -1,0 +1,150 @@
+"""The committed reports are the committed records rendered by today's code (golden files: `reports/`
+itself), and each way they used to mislead (issue 27) is gone: no comparison of unlike runs outside a
+table labelled unlike, the H200 three-seeds-at-once row marked, n in the order the row names the sides,
+MFU from the steady steps with its convention, no absolute path, coverage and the platforms without a
+record in the index, no chart left that no report shows.
+
+Re-render after an intended change (as `lorabench report --help` says) and review the diff:
+`lorabench report reports/results -o /tmp/r && cp -r /tmp/r/. reports/ && lorabench report reports/results -o reports`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from builders import HOST_AMD, STACK_ROCM, make_record, write
+
+from harness.cli import main
+from harness.report.settings import machine_paths, public
+
+REPO = Path(__file__).resolve().parents[2]
+REPORTS = REPO / "reports"
+BENCHMARKS = REPO / "benchmarks"
+
+
+def rendered_files(root: Path) -> list[Path]:
+    """What `lorabench report` writes: the index, each scorecard and its summary (charts aside)."""
+    return sorted([root / "README.md", *root.glob("*/*/scorecard.md"), *root.glob("*/*/summary.json")])
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("committed") / "reports"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(REPO)  # the index names its sources as given: relative, as the committed one was made
+        assert main(["report", "reports/results", "-o", str(out), "--benchmarks", str(BENCHMARKS)]) == 0
+    return out
+
+
+def test_committed_reports_are_todays_render_of_the_committed_records(fresh: Path) -> None:
+    committed = [p.relative_to(REPORTS) for p in rendered_files(REPORTS)]
+    assert committed == [p.relative_to(fresh) for p in rendered_files(fresh)]
+    for rel in committed:
+        assert (REPORTS / rel).read_text(encoding="utf-8") == (fresh / rel).read_text(encoding="utf-8"), rel
+
+
+def test_every_committed_chart_is_shown_and_every_shown_chart_exists() -> None:
+    for scorecard in REPORTS.glob("*/*/scorecard.md"):
+        shown = set(re.findall(r"\]\((img/[^)]+\.png)\)", scorecard.read_text(encoding="utf-8")))
+        on_disk = {f"img/{p.name}" for p in (scorecard.parent / "img").glob("*.png")}
+        assert shown == on_disk, scorecard
+
+
+def test_no_absolute_path_in_what_the_report_writes() -> None:
+    for path in rendered_files(REPORTS):
+        found = machine_paths(path.read_text(encoding="utf-8"))
+        assert not found, (path, found[:3])
+
+
+def test_an_absolute_path_in_a_record_never_reaches_the_report(tmp_path: Path) -> None:
+    # The injected case: model and data named by machine paths; the report shows their last part only.
+    record = make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp_x", setup_name="local", seed=3407,
+                         created="2026-11-28T10:00:00+00:00", model="/home/someone/models/smollm2-135m", rows=None)  # fmt: skip
+    record = record.model_copy(update={"setup": {**record.setup, "data": {"source": "/srv/data/sql.jsonl"}}})
+    write(tmp_path / "results", record, None)
+    assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports")]) == 0
+    text = "".join(p.read_text(encoding="utf-8") for p in rendered_files(tmp_path / "reports"))
+    assert "/home/someone" not in text and "/srv/data" not in text and str(tmp_path) not in text
+    assert "…/smollm2-135m" in text
+    assert not machine_paths(text)
+
+
+def test_public_cuts_machine_paths_and_keeps_the_rest() -> None:
+    assert public("data /root/lbdata/random-sample.jsonl vs C:\\data\\x.jsonl") == "data …/random-sample.jsonl vs …/x.jsonl"
+    assert public("~/models/m and ~bob/m/x") == "…/m and …/x"
+    kept = "https://www.nvidia.com/en-us/data-center/h200/ img/exp-a.png <results>/cpu/x/ 51.0 / 51.3 no /dev/kfd"
+    assert public(kept) == kept
+
+
+def _section(text: str, start: str) -> str:
+    return text.split(start, 1)[1].split("\n### ", 1)[0]
+
+
+def test_cross_host_comparisons_are_only_in_the_unlike_table() -> None:
+    index = (REPORTS / "README.md").read_text(encoding="utf-8")
+    section = _section(index, "### `exp_a/smollm2-135m-lora` on 4 hosts × stacks")
+    before, unlike = section.split("**Unlike**", 1)
+    assert " vs " not in before  # no pair drawn before the unlike label
+    pairs = [line for line in unlike.splitlines() if " vs " in line and line.startswith("| ")]
+    assert len(pairs) == 3
+    for row in pairs:
+        assert "lorabench commit:" in row  # each names what else differs
+    assert "/root/" not in index and "/work/" not in index and "data.source" not in index
+
+
+def test_the_three_seeds_at_once_row_is_marked_and_the_one_at_a_time_row_is_not() -> None:
+    index = (REPORTS / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in index.splitlines() if " vs " not in line]
+    (h200,) = [line for line in rows if line.startswith("| nvidia-h200 · h200-image")]
+    (h200x2,) = [line for line in rows if line.startswith("| nvidia-h200x2 · h200-image")]
+    assert "31 [31–32] † ×3" in h200 and "one of 3 runs at once on the same devices" in h200
+    assert "×" not in h200x2 and "alone or not: not known" in h200x2
+    scorecard = (REPORTS / "nvidia-h200/h200-image/scorecard.md").read_text(encoding="utf-8")
+    assert "×k = one of k recorded runs that ran at the same time" in scorecard  # the legend, once
+    assert scorecard.count("Marks on time, speed, memory and MFU figures") == 1
+
+
+def test_n_is_in_the_order_the_row_names_the_sides() -> None:
+    index = (REPORTS / "README.md").read_text(encoding="utf-8")
+    (intel,) = [line for line in index.splitlines() if line.startswith("| cpu-intel-r-xeon-r-processor-2c · cpu (CPU) vs cpu-amd")]
+    assert "(n = 1 vs n = 3)" in intel  # one Intel run, three EPYC runs
+    (h200,) = [line for line in index.splitlines() if line.startswith("| nvidia-h200 · h200-image (CUDA 13.0) vs cpu-intel")]
+    assert "(n = 3 vs n = 1)" in h200
+
+
+def test_mfu_is_from_the_steady_steps_with_its_convention() -> None:
+    scorecard = (REPORTS / "nvidia-h200/h200-image/scorecard.md").read_text(encoding="utf-8")
+    (row,) = [line for line in scorecard.splitlines() if line.startswith("| packed-8x2048-ckpt-false ")]
+    # 22.1% at the steady 1.116 s/step (the whole run's 17.7% counted warm-up), its window named.
+    assert "| 22.11 " in row and "| 14355 " in row and "steps 3–20" in row and "17.7" not in row
+    assert "4·N + 2·N_trainable FLOPs per token" in scorecard and "`harness/run/mfu.py`" in scorecard
+    assert "harness/mfu.py" not in scorecard
+
+
+def test_the_memory_claim_is_not_judged_across_compile_modes() -> None:
+    scorecard = (REPORTS / "nvidia-h200x2/h200-image/scorecard.md").read_text(encoding="utf-8")
+    (row,) = [line for line in scorecard.splitlines() if "| memory saved as predicted " in line]
+    assert "*not evaluable*" in row and "recipe.compile: graphs (auto) vs none" in row
+
+
+def test_the_index_shows_coverage_and_the_platforms_without_a_record() -> None:
+    index = (REPORTS / "README.md").read_text(encoding="utf-8")
+    header = next(line for line in index.splitlines() if line.startswith("| "))
+    assert header.startswith("| verdict ") and "claims judged / in the suite" in header  # the verdict word first
+    rows = [line for line in index.splitlines() if line.startswith(("| PASS", "| FAIL", "| INCOMPLETE"))]
+    assert len(rows) == 4 and all(re.search(r"\| \d+ / 24 ", row) for row in rows)
+    assert "- No AMD GPU record yet (ROCm)" in index
+
+
+def test_a_chart_no_report_shows_is_removed(tmp_path: Path) -> None:
+    from builders import write_story_results
+
+    write_story_results(tmp_path / "results")
+    argv = ["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports"), "--benchmarks", str(BENCHMARKS)]
+    assert main(argv) == 0
+    img = tmp_path / "reports/amd-radeon-rx-7900-xtx/rocm7.2-hf5.5/img"
+    kept = sorted(p.name for p in img.glob("*.png"))
+    (img / "exp-old-time.png").write_bytes((img / kept[0]).read_bytes())  # a chart of a setup gone since
+    assert main(argv) == 0
+    assert sorted(p.name for p in img.glob("*.png")) == kept
