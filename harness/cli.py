@@ -1,6 +1,6 @@
 """`lorabench` command line. Each subcommand lives in `harness/commands/<name>.py` and exposes
 `register(subparsers)`, which adds its parser and sets `func` to a `cmd_<name>(args) -> int` handler.
-New commands need no edit here.
+New commands need no edit here; a module whose name starts with `_` is shared code, not a command.
 
 Errors: a user mistake (UserError) or an environment fault (OSError: a full disk, a read-only folder)
 prints one line naming the thing and the fix, and exits 2; anything else is a lorabench bug: one line,
@@ -27,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
         module = importlib.import_module(f"harness.commands.{info.name}")
         module.register(subparsers)
     for subparser in subparsers.choices.values():

@@ -1,19 +1,22 @@
 """`lorabench checks`: the silent-bug checks alone — preflight, a smoke of the first steps, dead adapters.
 
 The same setup options as `lorabench run`. It runs the run's own recipe (`harness.run.recipe`) in this
-process for the smoke's steps with eval off, and prints what every check found (all of them as JSON
-with `--json`); nothing is recorded. Any task and backend a run takes. Exit code 1 when a check fails
-or errors, or the run stopped; 0 otherwise.
+process for the smoke's steps with eval off, and prints what every check found (as JSON on stdout with
+`--json`; `-o DIR` also writes checks.json there); nothing is recorded. Any task and backend a run takes.
+Exit code 1 when a check fails or errors, or the run stopped; 0 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.commands._output import add_output_arguments, check_output_folder, write_outputs
 from harness.commands.run import add_setup_arguments, setup_overrides
 from harness.config import SetupConfig, load_setup
 from harness.errors import UserError
@@ -28,7 +31,7 @@ DETAIL_WIDTH = 110
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("checks", help="run the silent-bug checks (preflight, smoke steps, dead adapters) without a run")
     add_setup_arguments(parser)
-    parser.add_argument("--json", dest="json_path", type=Path, help="also write every verdict with its evidence here")
+    add_output_arguments(parser, "checks.json (every verdict with its evidence)")
     parser.set_defaults(func=cmd_checks)
 
 
@@ -66,12 +69,14 @@ def render_table(outcome: Outcome) -> str:
 
 def cmd_checks(args: argparse.Namespace) -> int:
     setup = load_setup(args.config, setup_overrides(args))
-    outcome = run_checks(setup)
+    check_output_folder(args.output, ["checks.json"])
+    # The trainer prints its log lines on stdout; with --json, stdout carries the JSON alone.
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        outcome = run_checks(setup)
     if outcome.status == "failed" and not outcome.checks:
         raise UserError(outcome.reason or "the checks could not start")  # e.g. data or model not found
-    print(render_table(outcome))
-    if args.json_path:
-        payload = {name: verdict.model_dump(mode="json") for name, verdict in outcome.checks.items()}
-        args.json_path.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
+    payload = json.dumps({name: v.model_dump(mode="json") for name, v in outcome.checks.items()}, indent=1, default=str)
+    write_outputs(args.output, {"checks.json": payload})
+    print(payload if args.json else render_table(outcome))
     failing = any(v.verdict in FAILING for v in outcome.checks.values())
     return 1 if failing or outcome.status != "ok" else 0

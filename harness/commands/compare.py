@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.commands._output import add_output_arguments, check_output_folder, write_outputs
 from harness.errors import UserError
 from harness.report.compare import MetricChange, by_setup, compare_records, missing_metrics, sides_unlike
 from harness.report.groups import LoadedRecord, load_records
@@ -39,9 +40,7 @@ def register(subparsers: Any) -> None:
                              "worsening counts as a regression (default: 0.02)")  # fmt: skip
     parser.add_argument("--allow-unlike", action="store_true",
                         help="compare sides of different host kinds, stacks or settings anyway (rows marked unlike)")  # fmt: skip
-    parser.add_argument("--json", action="store_true", help="print the comparison as JSON on stdout instead of tables")
-    parser.add_argument("-o", "--output", type=Path, metavar="DIR",
-                        help="also write compare.md and compare.json into this folder")  # fmt: skip
+    add_output_arguments(parser, "compare.md and compare.json")
     parser.set_defaults(func=cmd_compare)
 
 
@@ -67,8 +66,7 @@ def _side(paths: Path, loaded: tuple[LoadedRecord, ...]) -> SideOut:
 def cmd_compare(args: argparse.Namespace) -> int:
     if args.tolerance < 0:
         raise UserError(f"--tolerance must be ≥ 0, got {args.tolerance}")
-    if args.output is not None and args.output.exists() and not args.output.is_dir():
-        raise UserError(f"-o {args.output}: a file; -o names a folder (compare.md and compare.json go into it)")
+    check_output_folder(args.output, ["compare.md", "compare.json"])
     old, new = load_records([args.old]), load_records([args.new])
     for side, loaded, path in (("OLD", old, args.old), ("NEW", new, args.new)):
         if not loaded:
@@ -104,9 +102,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     lines.append(f"{len(regressions)} regression(s) in {len(changes)} metric(s)"
                  + (f", {len(missing)} metric(s) missing on one side" if missing else ""))  # fmt: skip
     text = "\n".join(lines)
-    if args.output is not None:
-        args.output.mkdir(parents=True, exist_ok=True)
-        (args.output / "compare.md").write_text(text + "\n", encoding="utf-8")
-        (args.output / "compare.json").write_text(out.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_outputs(args.output, {"compare.md": text, "compare.json": out.model_dump_json(indent=2)})
     print(out.model_dump_json(indent=2) if args.json else text)
     return out.exit_status

@@ -10,6 +10,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from harness.commands._output import add_output_arguments, write_outputs
 from harness.config import DATA_ENV
 from harness.errors import UserError
 from harness.results import RunRecord, load_record
@@ -37,8 +38,7 @@ def register(subparsers: Any) -> None:
         help=f"a local copy of the runs' data, when the path their record names is not here (default ${DATA_ENV}); "
         "used only when its split hash matches the record's",
     )
-    parser.add_argument("--json", action="store_true", help="print the analysis as JSON instead of a table")
-    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="also write the analysis as JSON to FILE")
+    add_output_arguments(parser, "misses.json (the analysis)")
     parser.set_defaults(func=cmd_misses)
 
 
@@ -87,7 +87,6 @@ def cmd_misses(args: argparse.Namespace) -> int:
         raise UserError(f"RUN {args.runs[0]}: task {task_name!r} has no miss analysis (only 'sql' has one)")
     analysis = task.analyze_runs(paths, [str(p) for p in paths], record, args.data)
     data = json.dumps(analysis.to_dict(), indent=2)
-    if args.output is not None:
-        args.output.write_text(data + "\n", encoding="utf-8")
+    write_outputs(args.output, {"misses.json": data})
     print(data if args.json else render_table(analysis))
     return 0

@@ -16,10 +16,9 @@ def _argv(tiny_model_dir, sql_rows_file, *extra: str) -> list[str]:
 
 
 def test_clean_tiny_passes_every_check(tiny_model_dir, sql_rows_file, tmp_path, capsys):
-    out = tmp_path / "verdicts.json"
-    code = main([*_argv(tiny_model_dir, sql_rows_file, *RANDOM_INIT), "--json", str(out)])
+    code = main([*_argv(tiny_model_dir, sql_rows_file, *RANDOM_INIT), "-o", str(tmp_path / "out")])
     table = capsys.readouterr().out
-    verdicts = json.loads(out.read_text())
+    verdicts = json.loads((tmp_path / "out" / "checks.json").read_text())
     assert list(verdicts) == ["end_of_turn", "mask_audit", "accumulation_parity", "cache_parity",
                               "quantizable_fraction", "dead_adapters", "smoke", "divergence", "adapter_weights"]  # fmt: skip
     assert {name: v["verdict"] for name, v in verdicts.items()} == dict.fromkeys(verdicts, "pass"), table
@@ -39,12 +38,12 @@ def test_default_band_fails_a_random_init_model_and_exits_non_zero(tiny_model_di
 
 def test_the_verdict_task_is_checked_by_the_same_recipe(tiny_model_dir, tmp_path, capsys):
     # A task whose examples are chat messages, not SQL rows: the checks take any task's examples.
-    out = tmp_path / "verdicts.json"
     code = main(["checks", "--model", str(tiny_model_dir), "--set", "task=verdict", "--set", "data.source=verdict-corpus",
                  "--set", "recipe.batch_size=2", "--set", "recipe.warmup_steps=0", "--set", "recipe.lr=0.02",
-                 "--set", "device=cpu", *RANDOM_INIT, "--json", str(out)])  # fmt: skip
-    table = capsys.readouterr().out
-    verdicts = json.loads(out.read_text())
+                 "--set", "device=cpu", *RANDOM_INIT, "--json"])  # fmt: skip
+    captured = capsys.readouterr()
+    table = captured.err  # the trainer's log lines go to stderr: stdout is the JSON alone
+    verdicts = json.loads(captured.out)
     assert verdicts["mask_audit"]["verdict"] == "pass", table
     assert verdicts["accumulation_parity"]["verdict"] == "pass", table
     assert verdicts["smoke"]["verdict"] == "pass", table

@@ -126,8 +126,8 @@ def test_command_accepts_records_and_predictions(tmp_path: Path, capsys: pytest.
     runs = _runs()
     paths = [_write(tmp_path / f"seed-{i}.predictions.jsonl", rows) for i, rows in enumerate(runs)]
     (tmp_path / "seed-0.json").write_text("{}", encoding="utf-8")
-    out = tmp_path / "misses.json"
-    assert main(["misses", str(tmp_path / "seed-0.json"), str(paths[1]), str(paths[2]), "-o", str(out)]) == 0
+    out = tmp_path / "out" / "misses.json"
+    assert main(["misses", str(tmp_path / "seed-0.json"), str(paths[1]), str(paths[2]), "-o", str(out.parent)]) == 0
     table = capsys.readouterr().out
     assert "3 run(s), 6 questions in every run" in table
     assert "the first three rows partition the questions (all questions)" in table

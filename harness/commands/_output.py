@@ -1,0 +1,31 @@
+"""One meaning for the output options of every command: `--json` prints JSON on stdout instead of the
+table, `-o DIR` also writes the command's files into a folder (created if absent, never a file)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.errors import UserError
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, files: str) -> None:
+    """`--json` and `-o DIR`; `files` says what -o writes, for the help text (e.g. "checks.json")."""
+    parser.add_argument("--json", action="store_true", help="print JSON on stdout instead of the table")
+    parser.add_argument("-o", "--output", type=Path, metavar="DIR", help=f"also write {files} into this folder")
+
+
+def check_output_folder(folder: Path | None, names: list[str]) -> None:
+    """Refuse an -o that names a file, before the command does its work."""
+    if folder is not None and folder.exists() and not folder.is_dir():
+        raise UserError(f"-o {folder}: a file; -o names a folder ({' and '.join(names)} go into it)")
+
+
+def write_outputs(folder: Path | None, files: dict[str, str]) -> None:
+    """Write each `name: text` into `folder` (nothing when it is None)."""
+    if folder is None:
+        return
+    check_output_folder(folder, list(files))
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
