@@ -77,7 +77,7 @@ compose=(docker compose --profile cpu run --rm -T)
 timed smoke_cpu "${compose[@]}" smoke-cpu
 timed report_cpu "${compose[@]}" report-cpu
 bench_status=0
-timed bench_cpu_short "${compose[@]}" bench-cpu lorabench bench --results results -- \
+timed bench_cpu_short "${compose[@]}" bench-cpu lorabench bench --results results --reports reports-local -- \
     benchmarks/test_exp_a_learns.py -k gain --lorabench-seeds=3407 --lorabench-set=recipe.steps=10 \
     --lorabench-set=recipe.batch_size=4 --lorabench-set=recipe.warmup_steps=0 --lorabench-set=checks.smoke.steps=10 \
     --lorabench-set=eval.limit=10 --lorabench-set=checks.preflight=false || bench_status=$?
