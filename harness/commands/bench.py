@@ -60,7 +60,9 @@ def run_suite(command: list[str], grace_s: float = 60.0) -> tuple[int, bool]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.commands.doctor import gate  # the host checks first: exit 2 names what blocks (lorabench doctor)
+    from harness.commands.doctor import (
+        gate,  # the host checks first: exit 2 names what blocks (lorabench doctor)
+    )
 
     if blocked := gate(args.results):
         return blocked

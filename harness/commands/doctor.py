@@ -15,21 +15,39 @@ from harness.doctor.report import render, render_json, run_doctor
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("doctor", help="check this host before a timed run (exit 2 names what blocks)", description=__doc__)
-    parser.add_argument("--stack", default=None, help="the stack to verify (default: $LORABENCH_STACK; none: not checked)")
-    parser.add_argument("--results", type=Path, default=Path("results"), help="results folder whose disk is measured (default: results)")
-    parser.add_argument("--json", action="store_true", help="the checks and the facts as JSON on stdout (for CI and issues)")
-    parser.add_argument("--untimed", action="store_true", help="a busy machine (the guard) is shown but does not block")
+    parser = subparsers.add_parser(
+        "doctor", help="check this host before a timed run (exit 2 names what blocks)", description=__doc__
+    )
+    parser.add_argument(
+        "--stack", default=None, help="the stack to verify (default: $LORABENCH_STACK; none: not checked)"
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=Path("results"),
+        help="results folder whose disk is measured (default: results)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="the checks and the facts as JSON on stdout (for CI and issues)"
+    )
+    parser.add_argument(
+        "--untimed", action="store_true", help="a busy machine (the guard) is shown but does not block"
+    )
     parser.add_argument("--no-guard", action="store_true", help="skip the guard's 1 s look at the machine")
     parser.set_defaults(func=cmd_doctor)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    diagnosis, facts = run_doctor(stack_name=args.stack, results=args.results, guard=not args.no_guard, timed=not args.untimed)
+    diagnosis, facts = run_doctor(
+        stack_name=args.stack, results=args.results, guard=not args.no_guard, timed=not args.untimed
+    )
     if args.json:
         render_json(diagnosis, facts)
         if diagnosis.blocking:
-            print(f"lorabench doctor: blocked by {diagnosis.blocking.name}: {diagnosis.blocking.fix}", file=sys.stderr)
+            print(
+                f"lorabench doctor: blocked by {diagnosis.blocking.name}: {diagnosis.blocking.fix}",
+                file=sys.stderr,
+            )
     else:
         render(diagnosis)
     return diagnosis.exit_status

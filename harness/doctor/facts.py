@@ -203,7 +203,12 @@ def _run(argv: list[str], timeout: float = 30) -> str | None:
 
 
 def device_paths(dev: Path = Path("/dev")) -> list[str]:
-    paths = [dev / "kfd", *sorted((dev / "dri").glob("renderD*")), *sorted(dev.glob("nvidia[0-9]*")), dev / "nvidiactl"]
+    paths = [
+        dev / "kfd",
+        *sorted((dev / "dri").glob("renderD*")),
+        *sorted(dev.glob("nvidia[0-9]*")),
+        dev / "nvidiactl",
+    ]
     return [str(p) for p in paths if p.exists()]
 
 
@@ -218,7 +223,10 @@ def collect_identity() -> Identity | None:
 
 
 def collect_rocm_version() -> str | None:
-    for path in (Path("/opt/rocm/.info/version"), Path(os.environ.get("ROCM_PATH", "/opt/rocm")) / ".info/version"):
+    for path in (
+        Path("/opt/rocm/.info/version"),
+        Path(os.environ.get("ROCM_PATH", "/opt/rocm")) / ".info/version",
+    ):
         try:
             return path.read_text().strip()
         except OSError:
@@ -283,7 +291,9 @@ def in_container() -> bool:
     return bool(os.environ.get("LORABENCH_IMAGE"))
 
 
-def collect_facts(disk_paths: Mapping[str, Path], stacks: list[str], *, kfd_nodes: Path = KFD_NODES) -> HostFacts:
+def collect_facts(
+    disk_paths: Mapping[str, Path], stacks: list[str], *, kfd_nodes: Path = KFD_NODES
+) -> HostFacts:
     """Ask every source once; tools that are absent leave their field empty."""
     torch_facts, torch_missing = collect_torch()
     container = in_container()
@@ -317,7 +327,9 @@ def to_dict(facts: HostFacts) -> dict[str, Any]:
 
     out = asdict(facts)
     out["rocminfo_gpus"] = [
-        {k: a.get(k) for k in ("Name", "Marketing Name", "Uuid")} for a in facts.agents if a.get("Device Type") == "GPU"
+        {k: a.get(k) for k in ("Name", "Marketing Name", "Uuid")}
+        for a in facts.agents
+        if a.get("Device Type") == "GPU"
     ]
     out.pop("rocminfo")
     return out

@@ -8,6 +8,8 @@ APU's unified-memory cap.
 
 from __future__ import annotations
 
+import re
+
 from harness.doctor.facts import HostFacts, Node
 from harness.doctor.result import Check, fail, ok, skip
 from harness.gpu.arch import OVERRIDE_ENV, check_gfx_support
@@ -38,18 +40,38 @@ def check_gpu_runtime(facts: HostFacts, accelerator: str) -> Check:
     name = "GPU runtime"
     t = facts.torch
     if t is None:
-        return fail(name, f"torch cannot be imported ({facts.torch_missing})", "install the stack: make setup, or use the image")
-    build = f"torch {t.version}" + (f" (HIP {t.hip})" if t.hip else f" (CUDA {t.cuda})" if t.cuda else " (CPU build)")
+        return fail(
+            name,
+            f"torch cannot be imported ({facts.torch_missing})",
+            "install the stack: make setup, or use the image",
+        )
+    build = f"torch {t.version}" + (
+        f" (HIP {t.hip})" if t.hip else f" (CUDA {t.cuda})" if t.cuda else " (CPU build)"
+    )
     if accelerator == "cpu":
         return ok(name, f"{build}; CPU run, no GPU runtime needed")
     if accelerator == "rocm":
         if not t.hip:
-            return fail(name, f"{build}, but this run needs ROCm", "use the ROCm image (docker compose run --rm smoke) or a venv on a ROCm torch")
-        rocm = f"ROCm {facts.rocm_version}" if facts.rocm_version else "ROCm version unknown (/opt/rocm/.info/version absent)"
+            return fail(
+                name,
+                f"{build}, but this run needs ROCm",
+                "use the ROCm image (docker compose run --rm smoke) or a venv on a ROCm torch",
+            )
+        rocm = (
+            f"ROCm {facts.rocm_version}"
+            if facts.rocm_version
+            else "ROCm version unknown (/opt/rocm/.info/version absent)"
+        )
         return ok(name, f"{rocm}, {build}")
     if not t.cuda:
-        return fail(name, f"{build}, but this run needs CUDA", "use the CUDA image (docker compose --profile nvidia run --rm smoke-nvidia)")
-    driver = f"NVIDIA driver {facts.nvidia[0].driver}" if facts.nvidia else "no nvidia-smi: driver version unknown"
+        return fail(
+            name,
+            f"{build}, but this run needs CUDA",
+            "use the CUDA image (docker compose --profile nvidia run --rm smoke-nvidia)",
+        )
+    driver = (
+        f"NVIDIA driver {facts.nvidia[0].driver}" if facts.nvidia else "no nvidia-smi: driver version unknown"
+    )
     return ok(name, f"{driver}, {build}")
 
 
@@ -63,11 +85,23 @@ def check_torch_devices(facts: HostFacts, accelerator: str) -> Check:
         return skip(name, "torch not importable (see GPU runtime)")
     var = "HIP_VISIBLE_DEVICES" if accelerator == "rocm" else "CUDA_VISIBLE_DEVICES"
     if t.error:
-        return fail(name, f"torch failed asking for GPUs: {t.error}", "check the device nodes and groups below, then the driver (dmesg)")
+        return fail(
+            name,
+            f"torch failed asking for GPUs: {t.error}",
+            "check the device nodes and groups below, then the driver (dmesg)",
+        )
     if t.device_count == 0:
         if facts.env.get(var) == "" or facts.env.get("ROCR_VISIBLE_DEVICES") == "":
-            return fail(name, f"torch sees 0 of {present} GPU(s): {var} or ROCR_VISIBLE_DEVICES is set but empty", f"unset it (an empty value hides every GPU): unset {var} ROCR_VISIBLE_DEVICES")
-        return fail(name, f"torch sees 0 of {present} GPU(s) on this host", "see the device-node and group checks; inside a container, pass the GPUs (compose's GPU services do)")
+            return fail(
+                name,
+                f"torch sees 0 of {present} GPU(s): {var} or ROCR_VISIBLE_DEVICES is set but empty",
+                f"unset it (an empty value hides every GPU): unset {var} ROCR_VISIBLE_DEVICES",
+            )
+        return fail(
+            name,
+            f"torch sees 0 of {present} GPU(s) on this host",
+            "see the device-node and group checks; inside a container, pass the GPUs (compose's GPU services do)",
+        )
     names = ", ".join(t.device_names) or "unnamed"
     return ok(name, f"torch sees {t.device_count} of {present} GPU(s) present: {names}")
 
@@ -75,7 +109,9 @@ def check_torch_devices(facts: HostFacts, accelerator: str) -> Check:
 def _gpu_nodes(facts: HostFacts, accelerator: str) -> list[Node]:
     if accelerator == "rocm":
         return [n for n in facts.nodes if n.path.endswith("/kfd") or "/dri/renderD" in n.path]
-    return [n for n in facts.nodes if "/nvidia" in n.path]
+    return [
+        n for n in facts.nodes if re.search(r"/nvidia(\d+|ctl)$", n.path)
+    ]  # not -uvm, -caps: made on demand
 
 
 def check_device_nodes(facts: HostFacts, accelerator: str) -> Check:
@@ -92,14 +128,27 @@ def check_device_nodes(facts: HostFacts, accelerator: str) -> Check:
             )
             return fail(name, "/dev/kfd is missing", fix)
         if not any("/dri/renderD" in n.path for n in nodes):
-            return fail(name, "/dev/kfd present but no /dev/dri/renderD* node", "pass --device /dev/dri too, or check that amdgpu bound the GPU (dmesg | grep amdgpu)")
+            return fail(
+                name,
+                "/dev/kfd present but no /dev/dri/renderD* node",
+                "pass --device /dev/dri too, or check that amdgpu bound the GPU (dmesg | grep amdgpu)",
+            )
     elif not nodes:
-        return fail(name, "no /dev/nvidia* node", "install the NVIDIA driver; in a container, the NVIDIA Container Toolkit (--gpus all)")
+        return fail(
+            name,
+            "no /dev/nvidia* node",
+            "install the NVIDIA driver; in a container, the NVIDIA Container Toolkit (--gpus all)",
+        )
     if facts.identity is None:
         return skip(name, f"{', '.join(n.path for n in nodes)} present; `id` gave nothing, access not judged")
     refused = [n for n in nodes if not facts.identity.can_read_write(n)]
     if refused:
-        return fail(name, f"{', '.join(n.path for n in refused)}: no read/write for {facts.identity.user}", "see the groups check for the group to join")
+        gids = sorted({n.gid for n in refused})
+        return fail(
+            name,
+            f"{', '.join(n.path for n in refused)}: no read/write for {facts.identity.user}",
+            f"join the group owning them (GID {', '.join(map(str, gids))}): see the groups line",
+        )
     return ok(name, f"{', '.join(n.path for n in nodes)}: read/write for {facts.identity.user}")
 
 
@@ -115,10 +164,12 @@ def check_groups(facts: HostFacts, accelerator: str) -> Check:
     mine = ", ".join(f"{n}({g})" for g, n in sorted(me.groups.items()))
     if me.uid == 0:
         return ok(name, f"root: every node is open; node GIDs {gids}")
-    missing = sorted({n.gid for n in nodes if not me.can_read_write(n) and n.gid not in me.groups and n.gid != me.gid})
+    missing = sorted(
+        {n.gid for n in nodes if not me.can_read_write(n) and n.gid not in me.groups and n.gid != me.gid}
+    )
     if missing:
         fix = (
-            f"pass the host's GID: LORABENCH_RENDER_GID={missing[0]} (eval \"$(bash scripts/host_env.sh)\" sets it)"
+            f'pass the host\'s GID: LORABENCH_RENDER_GID={missing[0]} (eval "$(bash scripts/host_env.sh)" sets it)'
             if facts.in_container
             else f"sudo usermod -aG render,video {me.user}, then log out and in (the nodes belong to GID {', '.join(map(str, missing))})"
         )
@@ -141,9 +192,15 @@ def check_gfx_arch(facts: HostFacts, accelerator: str) -> Check:
             return skip(name, "no compute capability or torch arch list to compare")
         bad = [g for g in facts.nvidia if g.compute_cap and f"sm_{g.compute_cap.replace('.', '')}" not in t.arch_list
                and f"compute_{g.compute_cap.replace('.', '')}" not in t.arch_list]  # fmt: skip
-        caps = ", ".join(sorted({f"sm_{g.compute_cap.replace('.', '')}" for g in facts.nvidia if g.compute_cap}))
+        caps = ", ".join(
+            sorted({f"sm_{g.compute_cap.replace('.', '')}" for g in facts.nvidia if g.compute_cap})
+        )
         if bad:
-            return fail(name, f"GPU {bad[0].index} ({bad[0].name}) is compute {bad[0].compute_cap}; torch has {', '.join(t.arch_list)}", "use a torch built for it (the cuda13 image's)")
+            return fail(
+                name,
+                f"GPU {bad[0].index} ({bad[0].name}) is compute {bad[0].compute_cap}; torch has {', '.join(t.arch_list)}",
+                "use a torch built for it (the cuda13 image's)",
+            )
         return ok(name, f"{caps}: torch has kernels for it ({', '.join(t.arch_list)})")
     if accelerator != "rocm":
         return skip(name, "CPU run")
@@ -176,11 +233,19 @@ def check_integrated_gpus(facts: HostFacts, accelerator: str) -> Check:
     if user is None:
         return ok(name, f"{listed} will be hidden: lorabench sets HIP_VISIBLE_DEVICES={hide} at run start")
     if not user.strip():
-        return fail(name, f"{listed} next to discrete GPUs, and HIP_VISIBLE_DEVICES is set but empty", "unset HIP_VISIBLE_DEVICES (an empty value turns off lorabench's iGPU hiding)")
+        return fail(
+            name,
+            f"{listed} next to discrete GPUs, and HIP_VISIBLE_DEVICES is set but empty",
+            "unset HIP_VISIBLE_DEVICES (an empty value turns off lorabench's iGPU hiding)",
+        )
     shown = {p.strip() for p in user.split(",")}
     leaked = [f"{i}: {a.get('Name')}" for i, a in integrated if str(i) in shown]
     if leaked:
-        return fail(name, f"HIP_VISIBLE_DEVICES={user} keeps the integrated GPU {', '.join(leaked)} visible (DDP would put a rank on it)", f"export HIP_VISIBLE_DEVICES={hide}")
+        return fail(
+            name,
+            f"HIP_VISIBLE_DEVICES={user} keeps the integrated GPU {', '.join(leaked)} visible (DDP would put a rank on it)",
+            f"export HIP_VISIBLE_DEVICES={hide}",
+        )
     return ok(name, f"{listed} hidden by your HIP_VISIBLE_DEVICES={user}")
 
 
@@ -189,7 +254,11 @@ def check_memory(facts: HostFacts, accelerator: str) -> Check:
 
     name = "memory"
     total, available = facts.meminfo.get("MemTotal"), facts.meminfo.get("MemAvailable")
-    ram = f"RAM {total / GIB:.1f} GiB, {available / GIB:.1f} GiB available" if total and available else "RAM unknown"
+    ram = (
+        f"RAM {total / GIB:.1f} GiB, {available / GIB:.1f} GiB available"
+        if total and available
+        else "RAM unknown"
+    )
     if accelerator == "cuda" and facts.nvidia:
         vram = ", ".join(f"{g.memory_mib / 1024:.0f} GiB" for g in facts.nvidia if g.memory_mib)
         return ok(name, f"{ram}; VRAM {vram}")
@@ -201,14 +270,15 @@ def check_memory(facts: HostFacts, accelerator: str) -> Check:
     apu = bool(gpus) and all(is_integrated(a) for a in gpus)
     if not apu:
         return ok(name, f"{ram}; GPU memory {sizes}")
-    # An APU allocates from system RAM up to the GTT/TTM cap; a cap far below RAM wastes the point of it,
+    # An APU allocates from system RAM up to the GTT/TTM cap (or its firmware carve-out); a cap far below RAM
+    # wastes the point of it (the larger model of Exp D does not fit),
     # and a model that outgrows it freezes the machine instead of failing (seed 2's Strix Halo).
     pool = pools[0] if pools else None
-    if pool and total and pool < total // 2:
+    if pool and total and pool < total * 3 // 4:
         pages = (total - 8 * GIB) // 4096
         return fail(
             name,
-            f"{ram}; the APU may use {pool / GIB:.1f} GiB (unified-memory cap below half of RAM)",
+            f"{ram}; the APU may use {pool / GIB:.1f} GiB (unified-memory cap below 3/4 of RAM)",
             f"raise the cap: kernel parameters ttm.pages_limit={pages} amdgpu.gttsize={(total - 8 * GIB) // 2**20} "
             "(RAM minus 8 GiB), or a larger UMA carve-out in the firmware; then reboot",
             blocking=False,

@@ -1,6 +1,7 @@
 """Run the checks in order, print one screen (or JSON), and say whether a timed run could start.
 
-Order: what the run needs first (runtime, devices, groups, arch), then what it would trip on (memory,
+Order: what the run needs first (runtime, groups, device nodes, the GPUs torch sees, arch; the cause before
+its symptom: a user outside the render group makes torch see no GPU), then what it would trip on (memory,
 disk, the stack, the guard), then what only containers need (Docker, images). The first blocking ✗ is
 the one named in the last line and in the exit status's message.
 """
@@ -68,9 +69,9 @@ def diagnose(
     acc = expected_accelerator(facts, stack)
     checks = [
         gpu.check_gpu_runtime(facts, acc),
-        gpu.check_torch_devices(facts, acc),
-        gpu.check_device_nodes(facts, acc),
         gpu.check_groups(facts, acc),
+        gpu.check_device_nodes(facts, acc),
+        gpu.check_torch_devices(facts, acc),
         gpu.check_gfx_arch(facts, acc),
         gpu.check_integrated_gpus(facts, acc),
         gpu.check_memory(facts, acc),
@@ -109,7 +110,9 @@ def run_doctor(
         from harness.guard import GuardConfig, precheck
 
         verdict = precheck(GuardConfig(window_s=1.0))
-    return diagnose(facts, stack=stack, stacks=stacks, stack_problems=problems, guard=verdict, timed=timed), facts
+    return diagnose(
+        facts, stack=stack, stacks=stacks, stack_problems=problems, guard=verdict, timed=timed
+    ), facts
 
 
 def render(diagnosis: Diagnosis, out: TextIO = sys.stdout) -> None:
