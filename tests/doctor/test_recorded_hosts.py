@@ -201,3 +201,17 @@ def test_images_built_on_a_stand_in_base_are_named(tmp_path: Path) -> None:
         "Docker + Compose v2"
     ]
     assert no_compose.status == "fail" and "scripts/docker_engine.sh" in no_compose.fix
+
+
+def test_published_rocminfo_pools_and_agents_read_as_the_boxes_have_them() -> None:
+    from hostdata import DATA
+
+    from harness.doctor.facts import rocminfo_pools
+    from harness.gpu.visibility import gpu_agents, parse_rocminfo
+
+    xtx = (DATA / "rocminfo-7900xtx-published.txt").read_text()
+    assert [a["Marketing Name"] for a in gpu_agents(parse_rocminfo(xtx))] == ["Radeon RX 7900 XTX"]
+    assert rocminfo_pools(xtx) == [25149440 * 1024]  # 24 GiB of VRAM
+    halo = (DATA / "rocminfo-strix-halo-published.txt").read_text()
+    assert [a["Device Type"] for a in parse_rocminfo(halo)] == ["CPU", "GPU", "DSP"]  # the NPU is no GPU
+    assert rocminfo_pools(halo) == [64 * GIB]
