@@ -123,7 +123,7 @@ def find_python(version: str) -> str | None:
         *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}"))),
     ]
     if sys.version_info[:2] == tuple(int(p) for p in version.split(".")):
-        candidates.insert(0, sys.executable)
+        candidates.append(sys.executable)  # last: it may be a venv's
     for candidate in candidates:
         if not candidate:
             continue

@@ -106,17 +106,24 @@ def cpu_image() -> None:
         pytest.skip("needs a Docker engine and lorabench:cpu (bash scripts/ci_containers.sh builds it)")
 
 
+# What stands in here for a runner's registry, PyTorch's CPU index and the hub (as scripts/ci_containers.sh).
+HERE = [
+    "--env", "BASE_IMAGE=lorabench-base:bookworm-py3.11", "--env", "LORABENCH_WHEELS=/opt/wheels",
+    "--env", "HF_HUB_OFFLINE=1", "--env", "HF_DATASETS_OFFLINE=1",
+    "--env", f"LORABENCH_DATA={ROOT.parent / 'shared' / 'data' / 'sql-create-context' / 'random-sample.jsonl'}",
+]  # fmt: skip
+
+
 def test_bench_hosts_cpu_job_then_the_report_job(cpu_image: None, tmp_path: Path) -> None:
     wf = ROOT / ".github" / "workflows" / "bench-hosts.yml"
-    bench = rehearse(
-        wf, "bench", tmp_path, "--matrix", "host=cpu", "--input", f"suite_args={SHORT_SUITE}", timeout=1800
-    )
-    assert "every step passed" in bench.stdout or "bench_cpu" in bench.stdout, bench.stdout + bench.stderr
-    assert list((tmp_path / "artifacts" / "results-cpu-cpu").rglob("seed-3407.json")), bench.stdout
+    bench = rehearse(wf, "bench", tmp_path, "--matrix", "host=cpu", "--input", f"suite_args={SHORT_SUITE}", *HERE,
+                     timeout=1800)  # fmt: skip
+    # The short suite cannot learn in 10 steps: the suite step fails its claim (exit 1), as in CI's bench-cpu;
+    # the records are still collected and uploaded (`if: always()`).
+    assert "'Upload the records': " in bench.stdout and "FAILED: exit" not in bench.stdout.split("Run the suite")[0]
+    assert list((tmp_path / "artifacts" / "results-cpu-cpu").rglob("seed-3407.json")), bench.stdout + bench.stderr
     # PyTorch's CPU index is not reachable here: the machine's /opt/wheels (pip's find-links) serves torch+cpu.
-    report = rehearse(
-        wf, "report", tmp_path, "--env", "PIP_EXTRA_INDEX_URL=https://pypi.org/simple", timeout=1800
-    )
+    report = rehearse(wf, "report", tmp_path, "--env", "PIP_EXTRA_INDEX_URL=https://pypi.org/simple", timeout=1800)
     assert report.returncode == 0, report.stdout + report.stderr
     assert (tmp_path / "artifacts" / "reports-rehearsal" / "README.md").is_file()
 
@@ -124,6 +131,7 @@ def test_bench_hosts_cpu_job_then_the_report_job(cpu_image: None, tmp_path: Path
 def test_bench_rocm_on_the_cpu_image(cpu_image: None, tmp_path: Path) -> None:
     wf = ROOT / ".github" / "workflows" / "bench-rocm.yml"
     done = rehearse(wf, "bench", tmp_path, "--matrix", "stack=cpu", "--input", f"suite_args={SHORT_SUITE}",
-                    "--env", "COMPOSE_FILE=compose.yaml:tests/containers/compose.rehearsal-cpu.yaml", timeout=1800)  # fmt: skip
-    assert "step 4 'Verify the stack inside the image': ok" in done.stdout, done.stdout + done.stderr
+                    "--env", "COMPOSE_FILE=compose.yaml:tests/containers/compose.rehearsal-cpu.yaml", *HERE,
+                    timeout=1800)  # fmt: skip
+    assert "'Verify the stack inside the image': ok" in done.stdout, done.stdout + done.stderr
     assert list((tmp_path / "artifacts" / "bench-cpu-rehearsal").rglob("seed-3407.json")), done.stdout
