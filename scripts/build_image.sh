@@ -43,7 +43,16 @@ if [ -n "${LORABENCH_WHEELS:-}" ]; then
     # The default bridge's address on this host: build steps reach it whatever their network mode.
     gateway="$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -1)"
     [ -n "$gateway" ] || { say "no docker0 address to serve $LORABENCH_WHEELS on"; exit 1; }
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')"
+    # A fixed port when it is free: the URL is a build argument, and a new one each build would miss the cache
+    # of the stack's layer (minutes of pip) on every rebuild.
+    port="$(python3 -c '
+import socket, sys
+s = socket.socket()
+try:
+    s.bind((sys.argv[1], 38765))
+except OSError:
+    s.bind((sys.argv[1], 0))
+print(s.getsockname()[1])' "$gateway")"
     python3 -m http.server --bind "$gateway" --directory "$LORABENCH_WHEELS" "$port" >/dev/null 2>&1 &
     server_pid=$!
     for _ in $(seq 50); do
