@@ -83,6 +83,8 @@ def check_images(facts: HostFacts, stacks: Mapping[str, Stack]) -> Check:
     d = facts.docker
     if d is None or d.engine is None:
         return skip(name, "no Docker engine to ask")
+    if not stacks:
+        return skip(name, "no stacks table (lockfiles/stacks.toml; LORABENCH_LOCKFILES): images not checked")
     built = {ref.split(":", 1)[1]: info for ref, info in d.images.items()}
     if not built:
         return skip(

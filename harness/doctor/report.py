@@ -98,11 +98,16 @@ def run_doctor(
     """Collect the live facts and diagnose them."""
     from harness.errors import UserError
 
-    stacks = load_stacks()
+    try:
+        stacks = load_stacks()
+    except UserError:
+        if stack_name:
+            raise
+        stacks = {}  # an install without the lockfiles folder: the stack and image checks say "–"
     name = stack_name or os.environ.get("LORABENCH_STACK")
-    if name is not None and name not in stacks:
+    if name is not None and stacks and name not in stacks:
         raise UserError(f"doctor --stack: unknown stack {name!r}; known: {', '.join(stacks)}")
-    stack = stacks.get(name) if name else None
+    stack = stacks.get(name) if name else None  # unknown without the table: not checked
     facts = collect_facts(disk_paths(results), list(stacks))
     problems = verify_environment(stack) if stack else None
     verdict = None
