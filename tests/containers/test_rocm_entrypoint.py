@@ -1,12 +1,13 @@
-"""The ROCm services' entrypoint on this machine, which has no AMD GPU: the real lorabench:cpu image run the way
-compose runs a ROCm service (LORABENCH_REQUIRE_GPU=rocm; entrypoint.sh and container_checks.py are the ones
-Dockerfile.rocm copies), with recorded ROCm tools on PATH replaying a 7900 XTX + iGPU desktop.
+"""The ROCm services' entrypoint on this machine, which has no AMD GPU: lorabench:rocm-standin (Dockerfile.rocm
+built by scripts/ci_containers.sh on the stand-in Debian base with the cpu stack: every line but the base) and
+lorabench:cpu, each run the way compose runs a ROCm service (LORABENCH_REQUIRE_GPU=rocm), with recorded ROCm
+tools on PATH replaying a 7900 XTX + iGPU desktop.
 
 What this proves: a missing or unreadable /dev/kfd stops the container with exit 2 and the named fix; the
 replayed rocminfo reaches the doctor in the image (the iGPU's hiding line) and the replayed amd-smi reaches
 the guard's GPU readings. What it cannot: the image's torch is the CPU build, so the doctor there blocks on
-"GPU runtime" (asserted: a CPU torch must never pass as ROCm); Dockerfile.rocm itself is not built here
-(its base, rocm/pytorch, is on no reachable registry, and no stand-in base carries a HIP torch).
+"GPU runtime" (asserted: a CPU torch must never pass as ROCm): the real base, rocm/pytorch, is on no
+reachable registry, and no stand-in base carries a HIP torch.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from containerlib import IMAGE, ROOT
+import pytest
+from containerlib import ROOT, docker
 
 DATA = ROOT / "tests" / "data" / "gpu"
 UID = 4242
@@ -30,7 +32,14 @@ esac
 """
 
 
-def run(tmp_path: Path, *args: str, env: dict[str, str] | None = None, mounts: list[str] | None = None):
+@pytest.fixture(params=["lorabench:rocm-standin", "lorabench:cpu"])
+def image(request: pytest.FixtureRequest, engine: None) -> str:
+    if docker("image", "inspect", request.param).returncode != 0:
+        pytest.skip(f"{request.param} is not built: bash scripts/ci_containers.sh builds it")
+    return request.param
+
+
+def run(image: str, *args: str, env: dict[str, str] | None = None, mounts: list[str] | None = None):
     command = [
         "docker",
         "run",
@@ -46,7 +55,7 @@ def run(tmp_path: Path, *args: str, env: dict[str, str] | None = None, mounts: l
         command += ["-e", f"{key}={value}"]
     for mount in mounts or []:
         command += ["-v", mount]
-    return subprocess.run([*command, IMAGE, *args], capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run([*command, image, *args], capture_output=True, text=True, timeout=300, check=False)
 
 
 def replay_dir(tmp_path: Path) -> Path:
@@ -72,10 +81,8 @@ def device_files(tmp_path: Path, mode: int) -> list[str]:
     return nodes
 
 
-def test_missing_dev_kfd_stops_with_the_cpu_and_nvidia_profiles_named(
-    cpu_image: dict[str, str], tmp_path: Path
-) -> None:
-    done = run(tmp_path, "true")
+def test_missing_dev_kfd_stops_with_the_cpu_and_nvidia_profiles_named(image: str, tmp_path: Path) -> None:
+    done = run(image, "true")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "/dev/kfd: not in the container" in done.stderr
     assert (
@@ -84,9 +91,9 @@ def test_missing_dev_kfd_stops_with_the_cpu_and_nvidia_profiles_named(
     assert "Traceback" not in done.stderr
 
 
-def test_unreadable_dev_kfd_stops_naming_the_gid_to_pass(cpu_image: dict[str, str], tmp_path: Path) -> None:
+def test_unreadable_dev_kfd_stops_naming_the_gid_to_pass(image: str, tmp_path: Path) -> None:
     tmp_path.chmod(0o755)
-    done = run(tmp_path, "true", mounts=device_files(tmp_path, 0o600))  # root-owned 0600: not the user's
+    done = run(image, "true", mounts=device_files(tmp_path, 0o600))  # root-owned 0600: not the user's
     assert done.returncode == 2, done.stdout + done.stderr
     assert (
         f"/dev/kfd: refused to uid {UID}" in done.stderr
@@ -94,14 +101,12 @@ def test_unreadable_dev_kfd_stops_naming_the_gid_to_pass(cpu_image: dict[str, st
     )
 
 
-def test_replayed_7900xtx_reaches_the_doctor_and_the_guard_in_the_image(
-    cpu_image: dict[str, str], tmp_path: Path
-) -> None:
+def test_replayed_7900xtx_reaches_the_doctor_and_the_guard_in_the_image(image: str, tmp_path: Path) -> None:
     replay = replay_dir(tmp_path)
     mounts = [f"{replay}:/replay:ro", *device_files(tmp_path, 0o666)]
     env = {"PATH": "/replay/bin:/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
            "LORABENCH_SKIP_CHECKS": "1"}  # fmt: skip
-    doctor = run(tmp_path, "lorabench", "doctor", "--json", "--no-guard", env=env, mounts=mounts)
+    doctor = run(image, "lorabench", "doctor", "--json", "--no-guard", env=env, mounts=mounts)
     assert doctor.returncode == 2, doctor.stdout + doctor.stderr
     report = json.loads(doctor.stdout)
     checks = {c["name"]: c for c in report["checks"]}
@@ -110,7 +115,7 @@ def test_replayed_7900xtx_reaches_the_doctor_and_the_guard_in_the_image(
     assert checks["integrated GPUs"]["summary"].startswith("1: gfx1036")
     assert "HIP_VISIBLE_DEVICES=0 at run start" in checks["integrated GPUs"]["summary"]
     assert checks["device nodes"]["status"] == "ok"
-    guard = run(tmp_path, "lorabench", "guard", "--json", env=env, mounts=mounts)
+    guard = run(image, "lorabench", "guard", "--json", env=env, mounts=mounts)
     readings = {r["name"]: r for r in json.loads(guard.stdout)["readings"]}
     foreign = readings["gpu_foreign_processes"]
     assert not foreign["ok"] and "llama-server" in foreign["detail"], foreign
