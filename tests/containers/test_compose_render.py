@@ -163,3 +163,26 @@ def test_cpu_and_nvidia_services_pick_their_profile_and_need_no_kfd(tmp_path: Pa
     assert run_wrapper("bench-nvidia", dev, tmp_path).stdout.strip() == (
         "docker compose --profile nvidia run --rm bench-nvidia"
     )
+
+
+def test_an_unset_variable_is_absent_in_the_container_and_a_set_one_arrives(tmp_path: Path) -> None:
+    """What the engine does with compose's null: the ROCm `bench` service started for real (on lorabench:cpu,
+    its devices dropped by the rehearsal override), its environment printed."""
+    docker = compose()
+    if subprocess.run([docker, "image", "inspect", "lorabench:cpu"], capture_output=True, check=False).returncode:
+        pytest.skip("lorabench:cpu is not built: bash scripts/build_image.sh cpu")
+    env = {k: v for k, v in os.environ.items() if k not in VISIBILITY and not k.startswith("LORABENCH_")}
+    env |= {"STACK": "cpu", "COMPOSE_FILE": "compose.yaml:tests/containers/compose.rehearsal-cpu.yaml",
+            "LORABENCH_RESULTS_DIR": str(tmp_path / "r"), "LORABENCH_REPORTS_DIR": str(tmp_path / "p")}  # fmt: skip
+    exported = subprocess.run(["bash", "-c", 'eval "$(bash scripts/host_env.sh)" && env -0'], cwd=ROOT, env=env,
+                              capture_output=True, text=True, check=True, timeout=60).stdout  # fmt: skip
+    env = dict(item.split("=", 1) for item in exported.split("\0") if "=" in item)
+
+    def container_env(**host: str) -> dict[str, str]:
+        done = subprocess.run([docker, "compose", "run", "--rm", "-T", "--entrypoint", "env", "bench"], cwd=ROOT,
+                              env={**env, **host}, capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+        return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+
+    unset = container_env()
+    assert not {v for v in VISIBILITY if v in unset}, {v: unset[v] for v in VISIBILITY if v in unset}
+    assert container_env(HIP_VISIBLE_DEVICES="0,2")["HIP_VISIBLE_DEVICES"] == "0,2"
