@@ -186,3 +186,11 @@ def test_an_unset_variable_is_absent_in_the_container_and_a_set_one_arrives(tmp_
     unset = container_env()
     assert not {v for v in VISIBILITY if v in unset}, {v: unset[v] for v in VISIBILITY if v in unset}
     assert container_env(HIP_VISIBLE_DEVICES="0,2")["HIP_VISIBLE_DEVICES"] == "0,2"
+
+
+def test_the_rehearsal_override_drops_the_gpu_devices_of_every_rocm_service(tmp_path: Path) -> None:
+    """tests/containers/compose.rehearsal-cpu.yaml, which CI's ROCm stand-in smoke and the workflow rehearsals use."""
+    services = render("cpu-only", tmp_path, {"COMPOSE_FILE": "compose.yaml:tests/containers/compose.rehearsal-cpu.yaml"})
+    for name in ROCM:
+        assert not services[name].get("devices") and not services[name].get("group_add"), name
+        assert services[name]["environment"]["LORABENCH_REQUIRE_GPU"] == "", name
