@@ -7,6 +7,8 @@
 #                            without it the Dockerfile's pinned base is used
 #   LORABENCH_WHEELS=DIR     serve DIR's wheels to the build over HTTP on the docker bridge (PIP_FIND_LINKS),
 #                            for machines that cannot reach PyPI's torch CPU index (this project's CI: /opt/wheels)
+#   LORABENCH_DOCKERFILE=F   build F with `docker build` as lorabench:$LORABENCH_TAG instead of the stack's service
+#                            (CI: Dockerfile.rocm on the stand-in base with the cpu stack, tag rocm-standin)
 # Prints the image reference on stdout; wall time, image id and size on stderr.
 set -euo pipefail
 stack="${1:?usage: scripts/build_image.sh STACK}"
@@ -43,7 +45,16 @@ if [ -n "${LORABENCH_WHEELS:-}" ]; then
     # The default bridge's address on this host: build steps reach it whatever their network mode.
     gateway="$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -1)"
     [ -n "$gateway" ] || { say "no docker0 address to serve $LORABENCH_WHEELS on"; exit 1; }
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')"
+    # A fixed port when it is free: the URL is a build argument, and a new one each build would miss the cache
+    # of the stack's layer (minutes of pip) on every rebuild.
+    port="$(python3 -c '
+import socket, sys
+s = socket.socket()
+try:
+    s.bind((sys.argv[1], 38765))
+except OSError:
+    s.bind((sys.argv[1], 0))
+print(s.getsockname()[1])' "$gateway")"
     python3 -m http.server --bind "$gateway" --directory "$LORABENCH_WHEELS" "$port" >/dev/null 2>&1 &
     server_pid=$!
     for _ in $(seq 50); do
@@ -57,7 +68,15 @@ if [ -n "${LORABENCH_WHEELS:-}" ]; then
 fi
 
 start=$(date +%s)
-"${compose[@]}" build "${args[@]}" "$service" >&2
-image="$("${compose[@]}" config --images "$service" | head -1)"
+if [ -n "${LORABENCH_DOCKERFILE:-}" ]; then
+    # A Dockerfile other than the stack's, outside compose (CI's ROCm stand-in: Dockerfile.rocm on the stand-in
+    # base with a stack that base can install); the image is lorabench:$LORABENCH_TAG.
+    image="lorabench:${LORABENCH_TAG:?LORABENCH_TAG names the image built from LORABENCH_DOCKERFILE}"
+    docker build -f "$LORABENCH_DOCKERFILE" --build-arg "STACK=$stack" --build-arg "IMAGE_NAME=$image" \
+        --build-arg "GIT_SHA=$GIT_SHA" --build-arg "GIT_DIRTY=$GIT_DIRTY" "${args[@]}" -t "$image" . >&2
+else
+    "${compose[@]}" build "${args[@]}" "$service" >&2
+    image="$("${compose[@]}" config --images "$service" | head -1)"
+fi
 say "$image built in $(( $(date +%s) - start )) s: $(docker image inspect -f '{{.Id}} {{.Size}} bytes' "$image")"
 echo "$image"

@@ -3,7 +3,9 @@
 #   1. a Docker engine and compose v2            scripts/docker_engine.sh
 #   2. the stand-in base (no registry here)      scripts/base_image.sh
 #   3. the cpu image                              scripts/build_image.sh cpu (torch's CPU wheel from /opt/wheels)
-#   4. smoke-cpu, report-cpu, bench-cpu           docker compose --profile cpu run --rm ..., as uid:gid 1000:1000
+#   3b. the ROCm stand-in                        Dockerfile.rocm on the stand-in base, cpu stack (lorabench:rocm-standin)
+#   4. smoke-cpu, report-cpu, bench-cpu           docker compose --profile cpu run --rm ..., as uid:gid 1000:1000;
+#      and the ROCm `smoke` service on the stand-in (its devices dropped: tests/containers/compose.rehearsal-cpu.yaml)
 #      (a non-root user, as on a maintainer's box), each timed, its output checked on the host.
 # bench-cpu runs a short setup (Exp A's gain claim, seed 3407, 10 steps of batch 4, 10 questions, no preflight):
 # on the real rows 10 steps learn nothing (0 -> 0), on the generated ones they do (0 -> 60); either way bench's
@@ -39,6 +41,12 @@ if [ -d /opt/wheels ]; then wheels=/opt/wheels; fi
 timed build_cpu_image env BASE_IMAGE=lorabench-base:bookworm-py3.11 LORABENCH_WHEELS="$wheels" \
     bash scripts/build_image.sh cpu >/dev/null
 echo "image lorabench:cpu $(docker image inspect -f '{{.Size}}' lorabench:cpu) bytes" | tee -a "$out/timings.txt" >&2
+# The ROCm stand-in: Dockerfile.rocm, every line but its base (rocm/pytorch is on no reachable registry), on the
+# stand-in base with the cpu stack (the ROCm lockfiles need Python 3.12 and a HIP torch this base has not).
+# tests/containers/test_rocm_entrypoint.py runs its entrypoint against a missing/unreadable /dev/kfd and replayed
+# ROCm tools; its smoke runs below.
+timed build_rocm_standin env BASE_IMAGE=lorabench-base:bookworm-py3.11 LORABENCH_WHEELS="$wheels" \
+    LORABENCH_DOCKERFILE=Dockerfile.rocm LORABENCH_TAG=rocm-standin bash scripts/build_image.sh cpu >/dev/null
 # Each CI run's image replaces the last one's tag: drop the untagged leftovers and build cache a day old.
 docker image prune -f >/dev/null
 docker builder prune -f --filter until=24h >/dev/null || true  # build cache unused for a day
@@ -76,8 +84,13 @@ compose=(docker compose --profile cpu run --rm -T)
 
 timed smoke_cpu "${compose[@]}" smoke-cpu
 timed report_cpu "${compose[@]}" report-cpu
+# compose's own ROCm `smoke` service on the stand-in image, its GPU devices dropped (no /dev/kfd here).
+# Its own results folder: the same cpu stack, host and setup as smoke-cpu's record, which is never overwritten.
+mkdir -p "$out/results-rocm-standin" && chown "$ci_uid:$ci_uid" "$out/results-rocm-standin"
+timed smoke_rocm_standin env STACK=rocm-standin LORABENCH_RESULTS_DIR="$out/results-rocm-standin" \
+    COMPOSE_FILE=compose.yaml:tests/containers/compose.rehearsal-cpu.yaml docker compose run --rm -T smoke
 bench_status=0
-timed bench_cpu_short "${compose[@]}" bench-cpu lorabench bench --results results -- \
+timed bench_cpu_short "${compose[@]}" bench-cpu lorabench bench --results results --reports reports-local -- \
     benchmarks/test_exp_a_learns.py -k gain --lorabench-seeds=3407 --lorabench-set=recipe.steps=10 \
     --lorabench-set=recipe.batch_size=4 --lorabench-set=recipe.warmup_steps=0 --lorabench-set=checks.smoke.steps=10 \
     --lorabench-set=eval.limit=10 --lorabench-set=checks.preflight=false || bench_status=$?
@@ -90,6 +103,7 @@ out, uid, bench_status = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 image_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", "lorabench:cpu"],
                           capture_output=True, text=True, check=True).stdout.strip()
 [smoke] = (out / "results").rglob("smoke/*/seed-3407.json")
+rocm_standin = sorted((out / "results-rocm-standin").rglob("smoke/*/seed-3407.json"))
 record = json.loads(smoke.read_text())
 problems = []
 if record["status"] != "ok":
@@ -124,6 +138,9 @@ print(f"ci_containers: smoke record {smoke.relative_to(out)}: status {record['st
       f"loss {losses[0]:.3f} -> {losses[-1]:.3f} over {len(losses)} steps, smoke check {record['checks']['smoke']['verdict']}; "
       f"image {image.get('name')} {image.get('digest')}, base {image.get('base')}, git {sha}; "
       f"{len(files)} files owned by uid {uid}; scorecards: {[str(p.relative_to(out)) for p in scorecards]}", file=sys.stderr)
+standin = json.loads(rocm_standin[0].read_text()) if rocm_standin else {}
+if standin.get("status") != "ok" or standin["provenance"].get("image", {}).get("name") != "lorabench:rocm-standin":
+    problems.append(f"the ROCm stand-in's smoke: no ok record of lorabench:rocm-standin in {rocm_standin}")
 for p in problems:
     print(f"ci_containers: FAILED: {p}", file=sys.stderr)
 sys.exit(1 if problems else 0)

@@ -38,7 +38,9 @@ def check_rocm_devices() -> list[str]:
     devices = [Path("/dev/kfd"), *sorted(Path("/dev/dri").glob("renderD*"))]
     if not devices[0].exists():
         return [
-            "/dev/kfd: not in the container; pass --device /dev/kfd --device /dev/dri (compose's ROCm services do)"
+            "/dev/kfd: not in the container; on a ROCm host pass --device /dev/kfd --device /dev/dri (compose's "
+            "ROCm services do); a host without /dev/kfd has no ROCm GPU: use the CPU profile (docker compose "
+            "--profile cpu run --rm smoke-cpu) or, on NVIDIA, --profile nvidia (bash scripts/compose_run.sh checks first)"
         ]
     problems = []
     groups = sorted(set(os.getgroups()) | {os.getgid()})

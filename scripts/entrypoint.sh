@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The images' entrypoint: the container checks (scripts/container_checks.py: writable results and caches,
-# GPU device access, the GPU's gfx arch against torch's kernels, what the guard can see), then the command.
-# LORABENCH_SKIP_CHECKS=1 skips them (debugging a broken container).
+# GPU device access, the GPU's gfx arch against torch's kernels, what the guard can see), then
+# `lorabench doctor --untimed --no-guard` (its screen on stderr: runtime, groups, devices torch sees, arch,
+# memory, disk, the image's stack against its lockfile; exit 2 names what blocks), then the command.
+# The guard is left to each timed phase, which refuses and records the reading itself.
+# LORABENCH_SKIP_CHECKS=1 skips both (debugging a broken container).
 set -euo pipefail
 if [ "${LORABENCH_SKIP_CHECKS:-0}" != 1 ]; then
     python3 /opt/lorabench/scripts/container_checks.py
+    lorabench doctor --untimed --no-guard >&2
 fi
 exec "$@"

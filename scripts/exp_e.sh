@@ -69,5 +69,5 @@ status=0
 all_ran_and_passed "$LORABENCH_RESULTS_DIR/exp_e/2-$b.xml" || status=1
 all_ran_and_passed "$LORABENCH_RESULTS_DIR/exp_e/3-$a.xml" || status=1
 # shellcheck disable=SC2046  # the compose command line, split on purpose
-$(service_for "$b") lorabench report results -o reports || status=1
+$(service_for "$b") lorabench report results -o reports-local || status=1
 exit "$status"

@@ -3,10 +3,10 @@
 #   eval "$(bash scripts/host_env.sh)" && docker compose run --rm bench
 # - LORABENCH_UID/GID: the containers run as you, so records and reports on the host are yours.
 # - LORABENCH_RENDER_GID/VIDEO_GID: the host's GIDs of render and video (an image's own group names resolve
-#   to the image's GIDs, and /dev/kfd is then refused). A host without a render group gets your own GID:
-#   valid for group_add, grants nothing.
-# - results/, reports/, the HF cache, the lorabench cache and the data folder are created here, as you, so
-#   dockerd never creates them root-owned.
+#   to the image's GIDs, and /dev/kfd is then refused). A host without a render group gets your own GID,
+#   one without either group nogroup (65534) for video: valid for group_add, they grant nothing.
+# - results/ and reports-local/ (your runs: untracked, never the committed reports/), the HF cache, the
+#   lorabench cache and the data folder are created here, as you, so dockerd never creates them root-owned.
 # - LORABENCH_DATA (a local .jsonl/.json/.parquet) is mounted read-only at /data; unset, runs read the hub.
 # - LORABENCH_IMAGE_DIGEST_{CPU,ROCM,CUDA}: the ids of the images built now, recorded in every record.
 #   Run this again after a build.
@@ -23,7 +23,7 @@ render="$(gid_of render)"
 video="$(gid_of video)"
 
 results="${LORABENCH_RESULTS_DIR:-$root/results}"
-reports="${LORABENCH_REPORTS_DIR:-$root/reports}"
+reports="${LORABENCH_REPORTS_DIR:-$root/reports-local}"
 hf_cache="${HF_HOME:-$HOME/.cache/huggingface}"
 cache="${LORABENCH_CACHE:-$HOME/.cache/lorabench}"
 if [ -n "${LORABENCH_DATA:-}" ]; then
@@ -49,8 +49,12 @@ image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
 emit() { printf 'export %s=%q\n' "$1" "$2"; }
 emit LORABENCH_UID "$uid"
 emit LORABENCH_GID "$gid"
-emit LORABENCH_RENDER_GID "${render:-$gid}"
-emit LORABENCH_VIDEO_GID "${video:-$gid}"
+render="${render:-$gid}"
+video="${video:-$gid}"
+# compose refuses a group_add listing one GID twice (a host with neither group): nogroup grants nothing.
+if [ "$video" = "$render" ]; then video=65534; fi
+emit LORABENCH_RENDER_GID "$render"
+emit LORABENCH_VIDEO_GID "$video"
 emit LORABENCH_RESULTS_DIR "$results"
 emit LORABENCH_REPORTS_DIR "$reports"
 emit LORABENCH_HF_CACHE "$hf_cache"

@@ -60,6 +60,12 @@ def run_suite(command: list[str], grace_s: float = 60.0) -> tuple[int, bool]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from harness.commands.doctor import (
+        gate,  # the host checks first: exit 2 names what blocks (lorabench doctor)
+    )
+
+    if blocked := gate(args.results):
+        return blocked
     command = pytest_command(args.pytest_args, args.results)
     print("lorabench bench: " + " ".join(command[1:]), flush=True)
     status, interrupted = run_suite(command)

@@ -1,4 +1,8 @@
-"""`lorabench stacks list | diff A B | verify [STACK]`: the pinned software stacks."""
+"""`lorabench stacks list | diff A B | verify [STACK] | verify --download [STACK]`: the pinned software stacks.
+
+`verify` compares the running environment with a stack; `verify --download` proves a stack's lockfile
+(every stack when none is named): each pin downloaded for the stack's Python and platform with its hash
+checked, and with --install installed into a fresh venv of that Python (harness/stacks_download.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +36,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "stack",
         nargs="?",
         default=None,
-        help="stack name (default: $LORABENCH_STACK, the variable the images set)",
+        help="stack name (default: $LORABENCH_STACK, the variable the images set; with --download: every stack)",
+    )
+    verify.add_argument(
+        "--download",
+        action="store_true",
+        help="prove the lockfile instead: pip download every pin for the stack's python/platform, hashes required",
+    )
+    verify.add_argument(
+        "--install",
+        action="store_true",
+        help="with --download: install the files into a fresh venv of the stack's python",
+    )
+    verify.add_argument(
+        "--dest",
+        type=Path,
+        default=Path(".cache/stacks-download"),
+        help="download folder (default: .cache/stacks-download)",
     )
     parser.set_defaults(func=cmd_stacks)
 
@@ -44,6 +64,10 @@ def cmd_stacks(args: argparse.Namespace) -> int:
         return _list(stacks)
     if args.stacks_action == "diff":
         return _diff(stacks, directory, args.a, args.b)
+    if args.download:
+        return _download(stacks, directory, args.stack, args.dest, install=args.install)
+    if args.install:
+        raise UserError("stacks verify --install needs --download (it installs what was downloaded)")
     return _verify(stacks, directory, args.stack or os.environ.get("LORABENCH_STACK"))
 
 
@@ -98,3 +122,43 @@ def _verify(stacks: dict[str, Stack], directory: Path, name: str | None) -> int:
     errors = sum(p.severity == "error" for p in problems)
     print(f"stack {name}: {errors} error(s), {len(problems) - errors} warning(s)")
     return 1 if errors else 0
+
+
+def _download(
+    stacks: dict[str, Stack], directory: Path, name: str | None, dest: Path, *, install: bool
+) -> int:
+    from harness.stacks_download import download_stack, install_stack, not_here, pip_platforms
+
+    if name is not None and name not in stacks:
+        raise UserError(f"stacks verify --download: unknown stack {name!r}; known: {', '.join(stacks)}")
+    failed = []
+    for stack in [stacks[name]] if name else list(stacks.values()):
+        folder = dest / stack.name
+        platforms = pip_platforms(stack.platform)
+        print(
+            f"stack {stack.name}: python {stack.python}, platforms {platforms[0]} .. {platforms[-1]}",
+            flush=True,
+        )
+        result = download_stack(stack, directory, folder)
+        size = sum((folder / f).stat().st_size for f in result.files)
+        print(f"  download: {len(result.files)} wheel(s) for {result.pins} pin(s) of {stack.lockfile}, "
+              f"hashes checked by pip --require-hashes, {size / 1e6:.0f} MB in {folder}")  # fmt: skip
+        for failure in result.failures:
+            print(f"  FAILED {failure.package}: {failure.message}")
+        ok = result.ok
+        if install and ok:
+            installed = install_stack(stack, directory, folder, dest / f"venv-{stack.name}")
+            print(
+                f"  install: {'ok' if installed.ok else 'FAILED' if installed.python else 'not tried'}: {installed.message}"
+            )
+            ok = (
+                installed.ok or installed.python is None
+            )  # a Python the machine lacks is named, not a lockfile failure
+        for line in not_here(stack, directory):
+            print(f"  not checked here: {line}")
+        print(f"stack {stack.name}: {'ok' if ok else 'FAILED'}", flush=True)
+        if not ok:
+            failed.append(stack.name)
+    if failed:
+        print(f"stacks verify --download: {len(failed)} stack(s) failed: {', '.join(failed)}")
+    return 1 if failed else 0

@@ -189,8 +189,8 @@ def test_every_service_runs_as_the_user_sees_the_host_and_mounts_the_host_caches
 
 def test_compose_commands_do_what_their_names_say() -> None:
     services = compose_config("cpu")
-    assert services["bench"]["command"] == ["lorabench", "bench", "--results", "results"]
+    assert services["bench"]["command"] == ["lorabench", "bench", "--results", "results", "--reports", "reports-local"]
     smoke = services["smoke-cpu"]["command"]
     assert smoke[:3] == ["lorabench", "run", "benchmarks/setups/exp_a.toml"] and "experiment=smoke" in smoke
-    assert services["report-cpu"]["command"] == ["lorabench", "report", "results", "-o", "reports"]
+    assert services["report-cpu"]["command"] == ["lorabench", "report", "results", "-o", "reports-local"]
     assert services["smoke-cpu"]["image"] == "lorabench:cpu" and services["smoke-cpu"]["build"]["dockerfile"] == "Dockerfile.cpu"

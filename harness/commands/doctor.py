@@ -1,0 +1,61 @@
+"""`lorabench doctor`: can a timed run start on this host? One line per check (✓ ✗ –), the fix for each ✗.
+
+Exit 0 when a timed run could start, 2 naming the first blocking ✗. `--json` prints the checks and the
+facts they judged (what to attach to an issue). `lorabench bench` runs it before its timed runs; the
+images' entrypoint runs it with --untimed (a busy machine does not stop an untimed smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.doctor.report import render, render_json, run_doctor
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "doctor", help="check this host before a timed run (exit 2 names what blocks)", description=__doc__
+    )
+    parser.add_argument(
+        "--stack", default=None, help="the stack to verify (default: $LORABENCH_STACK; none: not checked)"
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=Path("results"),
+        help="results folder whose disk is measured (default: results)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="the checks and the facts as JSON on stdout (for CI and issues)"
+    )
+    parser.add_argument(
+        "--untimed", action="store_true", help="a busy machine (the guard) is shown but does not block"
+    )
+    parser.add_argument("--no-guard", action="store_true", help="skip the guard's 1 s look at the machine")
+    parser.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    diagnosis, facts = run_doctor(
+        stack_name=args.stack, results=args.results, guard=not args.no_guard, timed=not args.untimed
+    )
+    if args.json:
+        render_json(diagnosis, facts)
+        if diagnosis.blocking:
+            print(
+                f"lorabench doctor: blocked by {diagnosis.blocking.name}: {diagnosis.blocking.fix}",
+                file=sys.stderr,
+            )
+    else:
+        render(diagnosis)
+    return diagnosis.exit_status
+
+
+def gate(results: Path, stack_name: str | None = None) -> int:
+    """What bench calls before its runs: the doctor's screen on stderr, and 2 when the host cannot run
+    them. The guard is left to each timed phase (it refuses and records the reading itself)."""
+    diagnosis, _ = run_doctor(stack_name=stack_name, results=results, guard=False)
+    render(diagnosis, sys.stderr)
+    return diagnosis.exit_status

@@ -1,0 +1,139 @@
+"""Run the checks in order, print one screen (or JSON), and say whether a timed run could start.
+
+Order: what the run needs first (runtime, groups, device nodes, the GPUs torch sees, arch; the cause before
+its symptom: a user outside the render group makes torch see no GPU), then what it would trip on (memory,
+disk, the stack, the guard), then what only containers need (Docker, images). The first blocking ✗ is
+the one named in the last line and in the exit status's message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.doctor import gpu, host
+from harness.doctor.facts import HostFacts, collect_facts, to_dict
+from harness.doctor.result import MARK, Check
+from harness.guard.verdict import GuardVerdict
+from harness.stacks import Problem, Stack, load_stacks, verify_environment
+
+BLOCKED = 2
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    accelerator: str
+    checks: tuple[Check, ...]
+    timed: bool = True
+
+    @property
+    def blocking(self) -> Check | None:
+        return next((c for c in self.checks if c.status == "fail" and c.blocking), None)
+
+    @property
+    def exit_status(self) -> int:
+        return BLOCKED if self.blocking else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        b = self.blocking
+        return {
+            "ok": b is None,
+            "blocking": None if b is None else {"name": b.name, "summary": b.summary, "fix": b.fix},
+            "accelerator": self.accelerator,
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+def expected_accelerator(facts: HostFacts, stack: Stack | None) -> str:
+    """The container's demand (LORABENCH_REQUIRE_GPU), else the stack's, else what the host has."""
+    required = facts.env.get("LORABENCH_REQUIRE_GPU")
+    if required in ("rocm", "cuda"):
+        return required
+    return stack.accelerator if stack else gpu.host_accelerator(facts)
+
+
+def diagnose(
+    facts: HostFacts,
+    *,
+    stack: Stack | None = None,
+    stacks: dict[str, Stack] | None = None,
+    stack_problems: list[Problem] | None = None,
+    guard: GuardVerdict | None = None,
+    timed: bool = True,
+) -> Diagnosis:
+    """Every check over the facts: pure, so recorded hosts are judged exactly as live ones."""
+    acc = expected_accelerator(facts, stack)
+    checks = [
+        gpu.check_gpu_runtime(facts, acc),
+        gpu.check_groups(facts, acc),
+        gpu.check_device_nodes(facts, acc),
+        gpu.check_torch_devices(facts, acc),
+        gpu.check_gfx_arch(facts, acc),
+        gpu.check_integrated_gpus(facts, acc),
+        gpu.check_memory(facts, acc),
+        host.check_disk(facts),
+        host.check_stack(stack, stack_problems),
+        host.check_guard(guard, timed=timed),
+        host.check_docker(facts),
+        host.check_images(facts, stacks or {}),
+    ]
+    return Diagnosis(acc, tuple(checks), timed)
+
+
+def disk_paths(results: Path) -> dict[str, Path]:
+    return {
+        "results": results,
+        "HF cache": Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")),
+        "lorabench cache": Path(os.environ.get("LORABENCH_CACHE", Path.home() / ".cache" / "lorabench")),
+    }
+
+
+def run_doctor(
+    *, stack_name: str | None, results: Path, guard: bool = True, timed: bool = True
+) -> tuple[Diagnosis, HostFacts]:
+    """Collect the live facts and diagnose them."""
+    from harness.errors import UserError
+
+    try:
+        stacks = load_stacks()
+    except UserError:
+        if stack_name:
+            raise
+        stacks = {}  # an install without the lockfiles folder: the stack and image checks say "–"
+    name = stack_name or os.environ.get("LORABENCH_STACK")
+    if name is not None and stacks and name not in stacks:
+        raise UserError(f"doctor --stack: unknown stack {name!r}; known: {', '.join(stacks)}")
+    stack = stacks.get(name) if name else None  # unknown without the table: not checked
+    facts = collect_facts(disk_paths(results), list(stacks))
+    problems = verify_environment(stack) if stack else None
+    verdict = None
+    if guard:
+        from harness.guard import GuardConfig, precheck
+
+        verdict = precheck(GuardConfig(window_s=1.0))
+    return diagnose(
+        facts, stack=stack, stacks=stacks, stack_problems=problems, guard=verdict, timed=timed
+    ), facts
+
+
+def render(diagnosis: Diagnosis, out: TextIO = sys.stdout) -> None:
+    width = max(len(c.name) for c in diagnosis.checks)
+    print(f"lorabench doctor: checks for a {diagnosis.accelerator} run", file=out)
+    for c in diagnosis.checks:
+        print(f" {MARK[c.status]} {c.name:<{width}}  {c.summary}", file=out)
+        if c.status == "fail" and c.fix:
+            print(f"   {'':<{width}}  fix{'' if c.blocking else ' (not blocking)'}: {c.fix}", file=out)
+    b = diagnosis.blocking
+    if b is None:
+        print(f"lorabench doctor: {'a timed' if diagnosis.timed else 'an untimed'} run can start", file=out)
+    else:
+        print(f"lorabench doctor: blocked by {b.name}: {b.summary}; fix: {b.fix}", file=out)
+
+
+def render_json(diagnosis: Diagnosis, facts: HostFacts, out: TextIO = sys.stdout) -> None:
+    json.dump({**diagnosis.to_dict(), "facts": to_dict(facts)}, out, indent=2, default=str)
+    out.write("\n")
