@@ -49,9 +49,11 @@ def _as_number(text: str) -> int | float | None:
 
 def _neighbours(value: int | float) -> list[int | float]:
     # The value and one step either side tell `<` from `<=` and `= 5` from `= 6`; half steps tell
-    # apart comparisons with a fraction.
-    step = 1 if isinstance(value, int) else 0.5
-    return [value, value - step, value + step]
+    # apart comparisons with a fraction, and for a whole number they tell `x > 5` from `x > 5.5`
+    # (real data holds fractions in INTEGER columns too: SQLite keeps 5.5 there as a REAL).
+    if isinstance(value, int):
+        return [value, value - 1, value + 1, value + 0.5, value - 0.5]
+    return [value, value - 0.5, value + 0.5]
 
 
 @dataclass
@@ -66,6 +68,9 @@ class Hints:
     # Values that meet a condition on the column (`x > 5` -> 6): template rows use them, so that rows
     # meeting every condition of a long AND exist, and their near copies miss exactly one.
     meets: dict[str, list[object]] = field(default_factory=dict)
+    # Rows a table needs so that some fall past the queries' LIMIT + OFFSET, or a group reaches a
+    # HAVING COUNT threshold and one more: a result cut short or a group one row shy differs.
+    min_rows: int = 0
 
     def add_meets(self, column: str, value: object) -> None:
         bucket = self.meets.setdefault(column, [])
@@ -219,7 +224,26 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
                     if t.low == "between" and found == 2:
                         break
         hints.joined.update(_set_operation_columns(tokens, identifiers))
+        hints.min_rows = max(hints.min_rows, _rows_wanted(tokens))
     return hints
+
+
+_MAX_MIN_ROWS = 24  # a LIMIT 100 gets no 102 rows: tables stay small, scoring stays fast
+
+
+def _rows_wanted(tokens: Sequence[Token]) -> int:
+    """LIMIT n (+ OFFSET m) plus 2, or a HAVING COUNT threshold plus 2, at most _MAX_MIN_ROWS."""
+    wanted = 0
+    for i, t in enumerate(tokens):
+        if t.low in ("limit", "offset") and i + 1 < len(tokens) and tokens[i + 1].kind == "number":
+            wanted += int(float(tokens[i + 1].text)) if float(tokens[i + 1].text) < 1e6 else _MAX_MIN_ROWS
+        elif t.low == "count" and i + 1 < len(tokens) and tokens[i + 1].text == "(":
+            j = i + 1
+            while j < len(tokens) and tokens[j].text != ")":
+                j += 1
+            if j + 2 < len(tokens) and tokens[j + 1].text in COMPARISONS and tokens[j + 2].kind == "number":
+                wanted = max(wanted, int(float(tokens[j + 2].text)) if float(tokens[j + 2].text) < 1e6 else _MAX_MIN_ROWS)
+    return min(_MAX_MIN_ROWS, wanted + 2) if wanted else 0
 
 
 def _set_operation_columns(tokens: Sequence[Token], identifiers: frozenset[str]) -> set[str]:
@@ -252,6 +276,10 @@ class Profile:
     p_near_miss: float
     p_empty_table: float
     unique_keys: bool  # key-like columns (`id`, `<table>_id`) unique in their own table, as in Spider
+    # A copy of a row with one column set to NULL, for every column: COUNT(col) vs COUNT(*), AVG vs
+    # SUM/COUNT(*), `OR col IS NULL` differ only where a NULL sits in a row the rest lets through.
+    null_copies: bool = False
+    p_fresh: float = 0.0  # a value used nowhere else: no ties, so a row past LIMIT/OFFSET is another row
 
 
 def profile(index: int, rng: random.Random) -> Profile:
@@ -270,6 +298,8 @@ def profile(index: int, rng: random.Random) -> Profile:
         p_near_miss=rng.choice((0.0, 0.5, 0.8)),
         p_empty_table=0.0 if index < 8 else 0.05,
         unique_keys=index % 5 != 4,
+        null_copies=shape != 0 or (index >= 8 and rng.random() < 0.5),
+        p_fresh=rng.choice((0.0, 0.5)) if shape == 0 else 0.0,
     )
 
 
@@ -300,7 +330,12 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
 
     numbers = [v for v in hints.anywhere if isinstance(v, int | float)]
 
+    fresh = iter(range(1000, 10**9))
+
     def random_value(kind: str) -> object:
+        if prof.p_fresh and r() < prof.p_fresh:
+            n = next(fresh) + int(r() * 7)
+            return n if kind in _NUMBER_KINDS else f"{_word(rng)}{n}"
         if kind in _NUMBER_KINDS:
             if numbers and r() < 0.15:  # the queries' numbers, wherever they were compared
                 return pick(numbers)
@@ -349,6 +384,8 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
             rows[table.name] = []
             continue
         n = 1 + int(r() * prof.max_rows)
+        if hints.min_rows and (prof.templates or prof.p_fresh):
+            n = max(n, hints.min_rows)
         if prof.templates:
             # Rows that meet the queries' conditions, and copies that miss by one or two columns.
             templates = [tuple(template_cell(*c) for c in columns) for _ in range(prof.templates)]
@@ -374,6 +411,13 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
             ids = [*join_pool, *(v for v in range(100, 100 + len(table_rows)))]
             for j in _key_columns(table.name, [n for n, _ in columns]):
                 table_rows = [(*row[:j], ids[k], *row[j + 1 :]) for k, row in enumerate(table_rows)]
+        if prof.null_copies and table_rows:
+            # From a template row (one meeting the queries' conditions) where there are templates.
+            sources = table_rows[: prof.templates] if prof.templates else table_rows
+            for j in range(len(columns)):
+                row = sources[int(r() * len(sources))]
+                if row[j] is not None:
+                    table_rows.append((*row[:j], None, *row[j + 1 :]))
         rows[table.name] = table_rows
     return rows
 
