@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
+from harness.tasks.sql.budget import ANSWER_INSTRUCTIONS, Budget
 from harness.tasks.sql.sandbox import QueryResult
 from harness.tasks.sql.semantic import (
     compare_queries,
     extract_literals,
     has_order_by,
     results_equal,
-    semantic_match,
 )
 
 WIKI = "CREATE TABLE table_1 (name VARCHAR, attendance VARCHAR, year VARCHAR)"
 SPIDER = "CREATE TABLE head (head_id INTEGER, name VARCHAR, age INTEGER); CREATE TABLE management (head_id INTEGER, department_id INTEGER)"
-SHARED = Path("/work/shared/data/sql-create-context")
+# Beside the checkout (a worktree's ../shared), as the benchmarks find it; never a machine's absolute path.
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sql-create-context"
 
 EQUIVALENT = [
     ('SELECT name FROM table_1 WHERE attendance = "71"', "SELECT name FROM table_1 WHERE attendance = 71", WIKI),
@@ -85,11 +85,12 @@ def test_a_gold_that_does_not_execute_is_unscorable() -> None:
         "ATTACH 'x.db' AS x",
     ],
 )
-def test_hostile_predictions_are_wrong_in_bounded_time(pred: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_predictions_are_wrong_within_one_budget(pred: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    start = time.thread_time()  # CPU, not wall: the bound must hold on a loaded machine too
-    assert semantic_match(pred, "SELECT name FROM table_1", WIKI) is False
-    assert time.thread_time() - start < 3.0  # stops at the first database where it fails: ~1 s at most
+    budget = Budget(ANSWER_INSTRUCTIONS)
+    verdict = compare_queries(pred, "SELECT name FROM table_1", WIKI, budget=budget)
+    assert verdict.match is False and not verdict.clock_stopped  # the count or a refusal ended it, not the net
+    assert budget.spent <= ANSWER_INSTRUCTIONS  # one budget in all, however many databases
     assert not any(tmp_path.iterdir())
 
 
@@ -115,7 +116,7 @@ def test_literals_tell_strings_from_identifiers_and_numbers_inside_names() -> No
     assert not has_order_by("SELECT a FROM t WHERE b = 'order by'")
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="shared data folder absent")
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"the shared sql-create-context data is not beside the checkout ({SHARED})")
 @pytest.mark.parametrize("name", ["random-sample.jsonl", "spider-part.jsonl"])
 def test_gold_against_itself_matches_on_every_scorable_row(name: str) -> None:
     with (SHARED / name).open() as f:

@@ -33,11 +33,12 @@ import time
 # Instructions between two progress-handler calls: small enough that a statement overshoots its
 # budget by a negligible amount, large enough that the Python callback costs about 1% of the work.
 TICK = 1_000
-# Near the slowest long-statement shapes measured (18–29 M per CPU second, see the module docstring),
-# so a budget of this many instructions is 0.7–1.1 CPU s at worst; 50 M would let the
-# slow shapes run 1.7–2.8 s. The costliest real answer on the shared data counts 116,000
-# (reports/benchmarks/cpu/sql_budget.txt).
-INSTRUCTIONS_PER_S = 20_000_000
+# Below the slowest long-statement shapes measured: byte-heavy ones (a recursive CTE moving values at
+# the sandbox's 2,000-byte cap through concatenation, upper, substr...) run about 10 M per CPU
+# second, short-value shapes 18–70 M (reports/benchmarks/cpu/sql_budget.txt), so a budget of this
+# many instructions is about half a CPU second at worst, leaving room for a VM whose speed moves by
+# half within an hour. The costliest real answer on the shared data counts 116,000.
+INSTRUCTIONS_PER_S = 5_000_000
 # One answer's whole scoring (its run on the empty database for `well_formed`, its runs and the gold's
 # on the databases drawn for it): about a CPU second at most.
 ANSWER_INSTRUCTIONS = INSTRUCTIONS_PER_S
@@ -89,17 +90,24 @@ class ProgressMeter:
     a tick (most of scoring) cost no clock read and count nothing towards the net, which is there for
     long ones; neither does Python's own work between statements."""
 
-    __slots__ = ("budget", "cpu_start", "limit", "ticks")
+    __slots__ = ("budget", "charged", "cpu_start", "limit", "ticks")
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
         self.limit = budget.left // TICK
         self.ticks = 0
+        self.charged = 0  # instructions charged by functions for the bytes they move (`charge`)
         self.cpu_start: float | None = None
+
+    def charge(self, instructions: int) -> bool:
+        """Charge work that the VM count does not see (a function scanning a long value counts as
+        one instruction); False when that spends the budget: the caller then stops the statement."""
+        self.charged += instructions
+        return not self.is_over_budget
 
     def __call__(self) -> int:
         self.ticks += 1
-        if self.ticks > self.limit:
+        if self.is_over_budget:
             return 1
         if self.ticks % _NET_EVERY == 1:
             now = time.thread_time()
@@ -112,12 +120,12 @@ class ProgressMeter:
 
     @property
     def is_over_budget(self) -> bool:
-        """The statement was stopped by the instruction count (not by the net)."""
-        return self.ticks > self.limit
+        """The statement was stopped by the instruction count, charges included (not by the net)."""
+        return self.ticks + self.charged // TICK > self.limit
 
     def settle(self) -> None:
         """Charge the budget with the statement's instructions, in whole ticks (the same on every run;
         a statement stopped by the count spends the budget to the end), and the net with its CPU time."""
-        self.budget.spent = min(self.budget.instructions, self.budget.spent + self.ticks * TICK)
+        self.budget.spent = min(self.budget.instructions, self.budget.spent + self.ticks * TICK + self.charged)
         if self.cpu_start is not None:
             self.budget.net_used_s += time.thread_time() - self.cpu_start

@@ -51,9 +51,11 @@ def _neighbours(value: int | float) -> list[int | float]:
     # The value and one step either side tell `<` from `<=` and `= 5` from `= 6`; half steps tell
     # apart comparisons with a fraction, and for a whole number they tell `x > 5` from `x > 5.5`
     # (real data holds fractions in INTEGER columns too: SQLite keeps 5.5 there as a REAL).
+    # Quarter steps too: in a text column `x > 1850` compares text, and only '1850.25' lies between
+    # '1850' and '1850.5'.
     if isinstance(value, int):
-        return [value, value - 1, value + 1, value + 0.5, value - 0.5]
-    return [value, value - 0.5, value + 0.5]
+        return [value, value - 1, value + 1, value + 0.25, value - 0.25, value + 0.5, value - 0.5]
+    return [value, value - 0.5, value + 0.5, value + 0.25, value - 0.25]
 
 
 @dataclass
@@ -296,7 +298,8 @@ def profile(index: int, rng: random.Random) -> Profile:
         p_negative=0.25 if odd else 0.0,
         p_duplicate=rng.choice((0.0, 0.3)),
         p_near_miss=rng.choice((0.0, 0.5, 0.8)),
-        p_empty_table=0.0 if index < 8 else 0.05,
+        # An empty table: aggregates over nothing, `x NOT IN (SELECT ...)` true even for a NULL x.
+        p_empty_table=(0.3 if index % 4 == 3 else 0.0) if index < 8 else 0.1,
         unique_keys=index % 5 != 4,
         null_copies=shape != 0 or (index >= 8 and rng.random() < 0.5),
         p_fresh=rng.choice((0.0, 0.5)) if shape == 0 else 0.0,
@@ -406,24 +409,34 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
             if prof.p_duplicate and r() < prof.p_duplicate:
                 extra.append(row)
         table_rows += extra
-        if prof.unique_keys:
-            # Join ids first (so joins find partners), then ids nothing else uses.
-            ids = [*join_pool, *(v for v in range(100, 100 + len(table_rows)))]
-            for j in _key_columns(table.name, [n for n, _ in columns]):
-                table_rows = [(*row[:j], ids[k], *row[j + 1 :]) for k, row in enumerate(table_rows)]
+        nulled: dict[int, int] = {}  # row index -> the column its NULL copy emptied
         if prof.null_copies and table_rows:
             # From a template row (one meeting the queries' conditions) where there are templates.
-            sources = table_rows[: prof.templates] if prof.templates else table_rows
+            sources = table_rows[: prof.templates] if prof.templates else list(table_rows)
             for j in range(len(columns)):
                 row = sources[int(r() * len(sources))]
                 if row[j] is not None:
+                    nulled[len(table_rows)] = j
                     table_rows.append((*row[:j], None, *row[j + 1 :]))
+        if prof.unique_keys:
+            # Join ids first (so joins find partners), then ids nothing else uses; a key's own NULL
+            # copy keeps its NULL.
+            ids = [*join_pool, *(v for v in range(100, 100 + len(table_rows)))]
+            for j in _key_columns(table.name, [n for n, _ in columns]):
+                table_rows = [
+                    (*row[:j], None if nulled.get(k) == j else ids[k], *row[j + 1 :]) for k, row in enumerate(table_rows)
+                ]
         rows[table.name] = table_rows
     return rows
 
 
 def identifiers_of(schema: Schema) -> frozenset[str]:
     return frozenset(n.lower() for t in schema.tables for n in (t.name, *(c.name for c in t.columns)))
+
+
+def tables_of(schema: Schema) -> Mapping[str, Sequence[str]]:
+    """Lower-case table name -> its lower-case column names."""
+    return {t.name.lower(): [c.name.lower() for c in t.columns] for t in schema.tables}
 
 
 def siblings_of(schema: Schema) -> Mapping[str, Sequence[str]]:

@@ -241,7 +241,9 @@ def _negation_mutants(tokens: Tokens) -> Iterable[tuple[str, Tokens]]:
                 yield "negation", _splice(tokens, i + 1, i + 1, [_tok("not")])
 
 
-def _aggregate_mutants(tokens: Tokens, siblings: Mapping[str, Sequence[str]]) -> Iterable[tuple[str, Tokens]]:
+def _aggregate_mutants(
+    tokens: Tokens, siblings: Mapping[str, Sequence[str]], tables: Mapping[str, Sequence[str]]
+) -> Iterable[tuple[str, Tokens]]:
     for i, t in enumerate(tokens[:-1]):
         if tokens[i + 1].text != "(":
             continue
@@ -250,8 +252,20 @@ def _aggregate_mutants(tokens: Tokens, siblings: Mapping[str, Sequence[str]]) ->
         elif t.low == "count" and i + 3 < len(tokens):
             if tokens[i + 2].text == "*":
                 column = _countable_column(tokens, siblings)
-                if column is not None:
-                    yield "count(*)/count(col)", _splice(tokens, i + 2, i + 3, [column])
+                columns = [column] if column is not None else []
+                # Columns of the tables the query names, none of them compared: COUNT(any of them)
+                # is a different answer wherever a NULL sits in it.
+                compared = {tokens[c.left[1] - 1].low for c in comparisons(tokens)} | {
+                    tokens[c.right[1] - 1].low for c in comparisons(tokens)
+                }  # fmt: skip
+                named = [tk.low for tk in tokens if tk.kind == "word" and tk.low in tables]
+                for name in dict.fromkeys(c for table in named for c in tables[table]):
+                    if len(columns) >= 3:
+                        break
+                    if name not in compared and all(name != c.low for c in columns) and name.isidentifier():
+                        columns.append(Token("word", name))
+                for col in columns:
+                    yield "count(*)/count(col)", _splice(tokens, i + 2, i + 3, [col])
             elif tokens[i + 3].text == ")" and tokens[i + 2].kind in ("word", "dquoted", "bracketed"):
                 yield "count(*)/count(col)", _splice(tokens, i + 2, i + 3, [_tok("*")])
 
@@ -361,16 +375,18 @@ def mutants(
     siblings: Mapping[str, Sequence[str]] | None = None,
     *,
     limit: int = DEFAULT_MAX_MUTANTS,
+    tables: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Variant]:
     """Distinct near-miss variants of `sql`, different in text from it, at most `limit`, every kind
     represented. `identifiers`: lower-case table and column names (a double-quoted word naming one is
-    not a string literal); `siblings`: lower-case column name -> other columns of its table."""
+    not a string literal); `siblings`: lower-case column name -> other columns of its table; `tables`:
+    lower-case table name -> its columns."""
     tokens = tokenize(sql.strip())
     original = render(tokens).lower()
     generators: list[Iterable[tuple[str, Tokens]]] = [
         _op_mutants(tokens), _literal_mutants(tokens, identifiers), _condition_mutants(tokens, identifiers, siblings or {}),
         _limit_mutants(tokens), _distinct_mutants(tokens), _order_mutants(tokens), _negation_mutants(tokens),
-        _aggregate_mutants(tokens, siblings or {}), _column_mutants(tokens, siblings or {}), _setop_and_join_mutants(tokens),
+        _aggregate_mutants(tokens, siblings or {}, tables or {}), _column_mutants(tokens, siblings or {}), _setop_and_join_mutants(tokens),
         _null_and_fraction_mutants(tokens),
     ]  # fmt: skip
     by_kind: dict[str, list[Variant]] = {}
