@@ -244,6 +244,7 @@ def test_printf_still_formats_and_the_worst_allowed_instr_is_charged_for_its_byt
     [
         "instr(s, 'z')",  # issue #27: 10 s of CPU, stopped only by the safety net, before the charge
         "instr(s, substr(s, 1, 400) || 'z')",
+        "s LIKE '%" + "y_" * 200 + "z%'",  # the net fired after 5 CPU s (249,000 instructions) without the charge
         "s LIKE '" + "%y" * 200 + "%z'",
         "length(replace(s, 'y', 'z'))",
         "printf('%s', s)",

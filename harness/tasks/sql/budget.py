@@ -8,16 +8,17 @@ with the same SQLite build, whatever else the machine does.
 
 Calibration: `benchmarks/calibrate_sql_budget.py` ([`reports/benchmarks/cpu/sql_budget.txt`]) runs
 long statements of the kinds that reach a budget (recursive CTEs, cross joins, sorts, GROUP BY,
-LIKE, instr) and divides the instructions they run by the thread CPU time they take. On the 2-core
-CPU VMs the shapes ran 18 to 132 M instructions per CPU second over three calibrations (medians 34, 35
-and 23 M: the VM's speed moves by half within an hour). INSTRUCTIONS_PER_S is at the slow end, so an
-answer's whole budget is about a CPU second at most whatever its statements do (issue #18's bound:
-every answer ≤ 1 s; 0.7–1.1 s at the slowest readings). The figure is per SQLite version: another
-build may count the same query differently (the version is in every benchmark header).
+LIKE, instr) and byte-heavy ones (a value at the sandbox's cap passed along a recursive CTE and
+worked on per row), and divides the instructions they count (functions' byte charges included) by
+the thread CPU time they take. Short-value shapes ran 15 to 174 M instructions per CPU second, byte-
+heavy ones down to about 12 M (the VM's speed moves by half within an hour). INSTRUCTIONS_PER_S is
+well below the slowest, so an answer's whole budget is under a CPU second whatever its statements do
+(issue #18's bound, issue #27's byte-heavy answers included). The figure is per SQLite version:
+another build may count the same query differently (the version is in every benchmark header).
 
 The safety net: an instruction count cannot see one instruction that runs long (a built-in on a big
-value). The sandbox's size caps keep every single instruction in milliseconds, so the count is the
-real bound; behind it a budget also stops once its statements have used `NET_FACTOR` times its
+value). The sandbox's value cap keeps every single instruction short and charges the quadratic
+built-ins for their bytes (`ProgressMeter.charge`), so the count is the real bound; behind it a budget also stops once its statements have used `NET_FACTOR` times its
 CPU-second equivalent of this thread's CPU time (`time.thread_time`). Not the wall clock: the net is
 there for costly instructions, whose cost is CPU, and must not fire because the machine is busy. A
 result stopped by the net depends on the machine and is named so (`Failure.CLOCK`, and

@@ -7,11 +7,17 @@ time, memory and result size are bounded, and a failure is a named outcome, neve
 - time: a budget of SQLite VM instructions (`budget`), counted by a progress handler called every
   1,000 instructions, so the same query stops at the same point however busy the machine is; a
   CPU-time safety net far behind it (`Failure.CLOCK`) is the only outcome that depends on the machine.
-  One instruction can still be long when it is one function call; those are bounded by the size caps:
-  with values of at most 20,000 bytes the slowest built-ins (`instr`, `replace`: quadratic in their
-  arguments) take milliseconds. `printf`/`format` loop over a width or precision (`%.*c` with 1e9 ran
-  8 s in one instruction, whatever the length cap), so they are replaced by a wrapper that refuses a
-  width or precision over the cap and hands everything else to SQLite's own printf.
+  One instruction can still be long when it moves many bytes, so the count is made byte-aware
+  (issue #27: a recursive CTE passing 19 kB strings with `instr` per row ran 10 CPU s and only the
+  safety net stopped it): a query's values are capped at MAX_VALUE_BYTES (1,000), which keeps every
+  linear built-in (concatenation, upper, substr...) under about 0.1 us per byte moved; the built-ins
+  that compare up to len(a) * len(b) bytes (`instr`, `replace`, LIKE, GLOB) and the Python wrappers
+  are charged to the budget for those bytes before they run (`CALL_INSTRUCTIONS`,
+  `BYTES_PER_INSTRUCTION`), through SQLite's own implementation, so their results do not change.
+  `printf`/`format` loop over a width or precision (`%.*c` with 1e9 ran 8 s in one instruction,
+  whatever the length cap), so their wrapper refuses a width or precision over the cap. The context's
+  DDL and the rows scoring draws are trusted and may be longer (up to TRUSTED_VALUE_BYTES) until a
+  connection is locked for queries.
 - memory: SQLite's heap is capped process-wide (`PRAGMA hard_heap_limit`, 128 MiB: SQLite's heap limit
   exists only per process, and a pragma can only lower it); an allocation past it fails the query
   (Failure.MEMORY) instead of growing the process. Rows handed to Python are capped by count and size.
