@@ -73,6 +73,7 @@ class Hints:
     # Rows a table needs so that some fall past the queries' LIMIT + OFFSET, or a group reaches a
     # HAVING COUNT threshold and one more: a result cut short or a group one row shy differs.
     min_rows: int = 0
+    mentioned: set[str] = field(default_factory=set)  # every column name the queries use
 
     def add_meets(self, column: str, value: object) -> None:
         bucket = self.meets.setdefault(column, [])
@@ -227,6 +228,7 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
                         break
         hints.joined.update(_set_operation_columns(tokens, identifiers))
         hints.min_rows = max(hints.min_rows, _rows_wanted(tokens))
+        hints.mentioned.update(filter(None, (_column_at(tokens, i, identifiers) for i in range(len(tokens)))))
     return hints
 
 
@@ -289,6 +291,9 @@ def profile(index: int, rng: random.Random) -> Profile:
     with NULLs; everything odd; plain templates), so a short suite has each; later ones mix at random."""
     shape = index % 4 if index < 8 else rng.randrange(4)
     odd = shape in (1, 2) or (index >= 8 and rng.random() < 0.5)
+    # Distinct values and no copies: rows past a LIMIT/OFFSET and groups of different sizes are
+    # then told apart, not tied (under ties the gold accepts any of the tied rows).
+    p_fresh = rng.choice((0.0, 0.5)) if shape == 0 else 0.0
     return Profile(
         max_rows=rng.choice((2, 4, 8, 12)) if index % 3 else rng.choice((6, 10)),
         templates=rng.choice((1, 2)) if shape in (1, 3) else 0,
@@ -296,13 +301,13 @@ def profile(index: int, rng: random.Random) -> Profile:
         p_null=rng.choice((0.15, 0.3)) if odd else 0.0,
         p_mixed=rng.choice((0.15, 0.3)) if shape == 2 or (odd and index >= 8) else 0.0,
         p_negative=0.25 if odd else 0.0,
-        p_duplicate=rng.choice((0.0, 0.3)),
-        p_near_miss=rng.choice((0.0, 0.5, 0.8)),
+        p_duplicate=rng.choice((0.0, 0.3)) if not p_fresh else 0.0,
+        p_near_miss=rng.choice((0.0, 0.5, 0.8)) if not p_fresh else 0.0,
         # An empty table: aggregates over nothing, `x NOT IN (SELECT ...)` true even for a NULL x.
         p_empty_table=(0.3 if index % 4 == 3 else 0.0) if index < 8 else 0.1,
         unique_keys=index % 5 != 4,
         null_copies=shape != 0 or (index >= 8 and rng.random() < 0.5),
-        p_fresh=rng.choice((0.0, 0.5)) if shape == 0 else 0.0,
+        p_fresh=p_fresh,
     )
 
 
@@ -330,6 +335,8 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
     vocabulary = [_word(rng) for _ in range(rng.randint(2, 4))]
     # Ids shared by every joined column, so that joins find partners.
     join_pool: list[object] = rng.sample(small_ints, min(rng.choice((1, 2, 3)), len(small_ints)))
+    if prof.p_fresh:  # more ids, each met by fewer rows: a join's rows and groups differ in size
+        join_pool = rng.sample(range(20, 40), rng.choice((4, 6, 8)))
 
     numbers = [v for v in hints.anywhere if isinstance(v, int | float)]
 
@@ -418,14 +425,25 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
                 if row[j] is not None:
                     nulled[len(table_rows)] = j
                     table_rows.append((*row[:j], None, *row[j + 1 :]))
-        if prof.unique_keys:
+        keys = _key_columns(table.name, [n for n, _ in columns]) if prof.unique_keys else []
+        if keys:
             # Join ids first (so joins find partners), then ids nothing else uses; a key's own NULL
             # copy keeps its NULL.
             ids = [*join_pool, *(v for v in range(100, 100 + len(table_rows)))]
-            for j in _key_columns(table.name, [n for n, _ in columns]):
+            for j in keys:
                 table_rows = [
                     (*row[:j], None if nulled.get(k) == j else ids[k], *row[j + 1 :]) for k, row in enumerate(table_rows)
                 ]
+            if nulled:
+                # The NULL copies got ids of their own, so they join nothing: a NULL also goes into
+                # a row that joins, in a column the queries name (COUNT(name) in a GROUP BY over a
+                # join counts it there).
+                others = [j for j in range(len(columns)) if j not in keys]
+                named = [j for j in others if columns[j][0] in hints.mentioned] or others
+                joined = min(len(join_pool), len(table_rows) - len(nulled))
+                if named and joined:
+                    k, j = int(r() * joined), named[int(r() * len(named))]
+                    table_rows[k] = (*table_rows[k][:j], None, *table_rows[k][j + 1 :])
         rows[table.name] = table_rows
     return rows
 
