@@ -55,6 +55,40 @@ DIFFERENT = [
     ("SELECT nonexistent FROM table_1", "SELECT name FROM table_1", WIKI),
     # NULLs are drawn (issue #18): COUNT(name) skips a NULL name, COUNT(*) does not.
     ("SELECT COUNT(name) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
+    # Issue #27: near misses that only NULLs, fractions, empty tables or rows past a LIMIT show.
+    ("SELECT COUNT(attendance) FROM table_1", "SELECT COUNT(*) FROM table_1", WIKI),
+    ("SELECT name FROM table_1 WHERE year > 1958 OR year IS NULL", "SELECT name FROM table_1 WHERE year > 1958", WIKI),
+    ("SELECT SUM(age) / COUNT(*) FROM head", "SELECT AVG(age) FROM head", SPIDER),
+    ("SELECT name FROM head WHERE age > 56.5", "SELECT name FROM head WHERE age > 56", SPIDER),
+    ("SELECT name FROM table_1 WHERE year > '1958.5'", "SELECT name FROM table_1 WHERE year > 1958", WIKI),  # text order
+    ("SELECT name FROM head ORDER BY age LIMIT 2 OFFSET 1", "SELECT name FROM head ORDER BY age LIMIT 2", SPIDER),
+    ("SELECT name FROM head GROUP BY name HAVING COUNT(*) > 3", "SELECT name FROM head GROUP BY name HAVING COUNT(*) > 2", SPIDER),
+    (
+        "SELECT COUNT(name) FROM head WHERE NOT head_id IN (SELECT head_id FROM management)",
+        "SELECT COUNT(*) FROM head WHERE NOT head_id IN (SELECT head_id FROM management)",
+        SPIDER,
+    ),
+    # From the shared data: the matcher before issue #27 judged each of these equal to its gold.
+    ('SELECT COUNT(scores) FROM t5 WHERE episode = "5x06" OR episode IS NULL', 'SELECT COUNT(scores) FROM t5 WHERE episode = "5x06"',
+     "CREATE TABLE t5 (scores VARCHAR, episode VARCHAR)"),
+    ("SELECT COUNT(department_id) FROM department WHERE NOT department_id IN (SELECT department_id FROM management)",
+     "SELECT COUNT(*) FROM department WHERE NOT department_id IN (SELECT department_id FROM management)",
+     "CREATE TABLE management (department_id VARCHAR); CREATE TABLE department (department_id VARCHAR)"),
+    ("SELECT COUNT(id) FROM farm", "SELECT COUNT(*) FROM farm", "CREATE TABLE farm (Id VARCHAR)"),
+    ("SELECT candidate_id FROM candidate_assessments ORDER BY assessment_date DESC LIMIT 1 OFFSET 1",
+     "SELECT candidate_id FROM candidate_assessments ORDER BY assessment_date DESC LIMIT 1",
+     "CREATE TABLE candidate_assessments (candidate_id VARCHAR, assessment_date VARCHAR)"),
+    ("SELECT zip_code FROM weather GROUP BY zip_code HAVING SUM(mean_visibility_miles) / COUNT(*) < 10",
+     "SELECT zip_code FROM weather GROUP BY zip_code HAVING AVG(mean_visibility_miles) < 10",
+     "CREATE TABLE weather (zip_code VARCHAR, mean_visibility_miles INTEGER)"),
+    ("SELECT T1.name FROM useracct AS T1 JOIN review AS T2 ON T1.u_id = T2.u_id ORDER BY T2.rating DESC LIMIT 1 OFFSET 1",
+     "SELECT T1.name FROM useracct AS T1 JOIN review AS T2 ON T1.u_id = T2.u_id ORDER BY T2.rating DESC LIMIT 1",
+     "CREATE TABLE review (u_id VARCHAR, rating VARCHAR); CREATE TABLE useracct (name VARCHAR, u_id VARCHAR)"),
+    (
+        "SELECT T1.head_id FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id GROUP BY T1.head_id ORDER BY COUNT(T1.name) DESC LIMIT 1",
+        "SELECT T1.head_id FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id GROUP BY T1.head_id ORDER BY COUNT(*) DESC LIMIT 1",
+        SPIDER,
+    ),
 ]
 
 

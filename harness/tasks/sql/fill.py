@@ -151,6 +151,18 @@ def _expand(value: object, is_pattern: bool) -> list[object]:
     return values
 
 
+def _barely_meeting(op: str, value: object) -> object | None:
+    """For `>` and `<` with a number: a value meeting the condition by a quarter, which the same
+    condition off by a half (`x > 144.5` for `x > 144`) no longer meets; None otherwise."""
+    if op not in (">", "<"):
+        return None
+    number = value if isinstance(value, int | float) else _as_number(str(value).strip())
+    if number is None or isinstance(value, bool):
+        return None
+    moved = number + 0.25 if op == ">" else number - 0.25
+    return moved if isinstance(value, int | float) else str(moved)
+
+
 def _meeting(op: str, value: object, negated: bool) -> object:
     """A value for which `column op value` holds (or, `negated`, NOT LIKE holds)."""
     if op in ("like", "glob"):
@@ -198,6 +210,8 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
                 if left and right:
                     hints.add(left, _expand(right[0], is_pattern))
                     hints.add_meets(left, _meeting(t.low, right[0], negated))
+                    if (barely := _barely_meeting(t.low, right[0])) is not None:
+                        hints.add_meets(left, barely)
                     continue
                 right_column = _right_column(tokens, i + 1, identifiers)
                 if left and right_column and t.text in ("=", "=="):
@@ -206,6 +220,8 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
                 if left_literal and right_column:  # `5 < col`
                     hints.add(right_column, _expand(left_literal[0], False))
                     hints.add_meets(right_column, _meeting(MIRRORED[t.text], left_literal[0], False))
+                    if (barely := _barely_meeting(MIRRORED[t.text], left_literal[0])) is not None:
+                        hints.add_meets(right_column, barely)
             elif t.low == "in" and i + 2 < len(tokens) and tokens[i + 1].text == "(" and tokens[i + 2].low == "select":
                 # `x IN (SELECT y ...)` joins x and y as surely as `x = y` does.
                 column = _column_at(tokens, i - 1 - negated, identifiers)
