@@ -246,7 +246,7 @@ def _load(path: Path, limit: int | None) -> list[dict[str, str]]:
     return rows[:limit] if limit else rows
 
 
-def kinds_report(path: Path, limit: int | None, n_dbs: int) -> tuple[list[str], dict[str, list[int]]]:
+def kinds_report(path: Path, limit: int | None, n_dbs: int, seed: int = INDEPENDENT_SEED) -> tuple[list[str], dict[str, list[int]]]:
     """Per kind: [generated, distinguishable, judged equal]; and the rewrites line."""
     from harness.tasks.sql.budget import DISTIL_INSTRUCTIONS, Budget
     from harness.tasks.sql.fill import identifiers_of
@@ -276,7 +276,7 @@ def kinds_report(path: Path, limit: int | None, n_dbs: int) -> tuple[list[str], 
         tables = [(t.name, [c.name for c in t.columns]) for t in schema.tables]
         variants = list(dict.fromkeys(kind_mutants(gold, columns_of)))
         variants = [(k, m) for k, m in variants if m.lower() != gold and run_sql(m, context).is_ok]
-        rng = random.Random(f"{INDEPENDENT_SEED}|{gold}|{context}")
+        rng = random.Random(f"{seed}|{gold}|{context}")
         databases = [independent_rows(tables, gold, rng) for _ in range(n_dbs)]
         order_matters = top_level_order_by(tokenize(gold))
         told: set[str] = set()
@@ -310,7 +310,7 @@ def kinds_report(path: Path, limit: int | None, n_dbs: int) -> tuple[list[str], 
             rewrites_matched += bool(compare_queries(variant.sql, gold, context).match)
     lines = [
         f"## {path.name}: {len(rows)} rows ({', '.join(f'{v} {k}' for k, v in skipped.items()) or 'all scorable'}), "
-        f"{n_dbs} independent databases per gold",
+        f"{n_dbs} independent databases per gold (seed {seed})",
         "",
         "| kind | generated | n (told apart by an independent database) | judged equal | % judged equal |",
         "| --- | ---: | ---: | ---: | ---: |",
@@ -407,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, nargs="+", default=DEFAULT_DATA)
     parser.add_argument("--limit", type=int, default=None, help="first N rows of each file")
     parser.add_argument("--dbs", type=int, default=40, help="independent databases per gold")
+    parser.add_argument("--seed", type=int, default=INDEPENDENT_SEED, help="seed of the independent databases")
     parser.add_argument("--before", default=None, help="git revision whose matcher is timed as 'before'")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-kinds", action="store_true")
@@ -438,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines), flush=True)
     if not args.skip_kinds:
         for path in args.data:
-            emit(kinds_report(path, args.limit, args.dbs)[0])
+            emit(kinds_report(path, args.limit, args.dbs, args.seed)[0])
     if not args.skip_hostile:
         emit(hostile_report())
     if not args.skip_timing:
