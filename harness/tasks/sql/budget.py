@@ -37,16 +37,17 @@ TICK = 1_000
 # Below the slowest long-statement shapes measured: byte-heavy ones (a recursive CTE moving values at
 # the sandbox's 2,000-byte cap through concatenation, upper, substr...) run about 10 M per CPU
 # second, short-value shapes 18–70 M (reports/benchmarks/cpu/sql_budget.txt), so a budget of this
-# many instructions is about half a CPU second at worst, leaving room for a VM whose speed moves by
-# half within an hour. The costliest real answer on the shared data counts 116,000.
+# many instructions is about half a CPU second at worst (0.36 s at the last calibration), leaving
+# room for a VM whose speed moves by half within an hour. The costliest of 600 synthetic answers on
+# the shared data counts 246,000.
 INSTRUCTIONS_PER_S = 5_000_000
 # One answer's whole scoring (its run on the empty database for `well_formed`, its runs and the gold's
 # on the databases drawn for it): about a CPU second at most.
 ANSWER_INSTRUCTIONS = INSTRUCTIONS_PER_S
 # A statement run alone (`run_sql` without a budget): the same.
 STATEMENT_INSTRUCTIONS = INSTRUCTIONS_PER_S
-# Distilling one gold's suite: the costliest suite on the shared data counts 12.7 M; less would cut
-# real golds' suites short and change their scores.
+# Distilling one gold's suite: the costliest of 600 suites on the shared data counts 14.1 M (the
+# gold, not an answer, is slow); less would cut real golds' suites short and change their scores.
 DISTIL_INSTRUCTIONS = 15_000_000
 NET_FACTOR = 10
 # The net reads the thread's CPU clock (about a microsecond, a system call) at a statement's first
