@@ -111,6 +111,8 @@ def test_tables_reach_past_limit_offset_and_having_count_thresholds() -> None:
     assert collect_hints(["select team from team group by team having count(*) > 6"], IDS).min_rows == 8
     assert collect_hints(["select name from player limit 1000"], IDS).min_rows == 24  # capped: tables stay small
     assert collect_hints(["select name from player"], IDS).min_rows == 0
+    for odd in ("limit 0x10", "limit 1e999", "limit -3"):  # model output: read, never raised on
+        assert collect_hints([f"select name from player {odd}"], IDS).min_rows == 0
     schema = parse_schema(CONTEXT.lower())
     hints = collect_hints(["select name from player order by age limit 5 offset 2"], IDS)
     sizes = []

@@ -253,16 +253,21 @@ _MAX_MIN_ROWS = 24  # a LIMIT 100 gets no 102 rows: tables stay small, scoring s
 
 def _rows_wanted(tokens: Sequence[Token]) -> int:
     """LIMIT n (+ OFFSET m) plus 2, or a HAVING COUNT threshold plus 2, at most _MAX_MIN_ROWS."""
+    def count_at(k: int) -> int:
+        # Untrusted text: a hex literal, 1e999 or a negative count reads as "no rows wanted".
+        number = _as_number(tokens[k].text) if k < len(tokens) and tokens[k].kind == "number" else None
+        return 0 if number is None or number < 0 else int(min(number, _MAX_MIN_ROWS))
+
     wanted = 0
     for i, t in enumerate(tokens):
-        if t.low in ("limit", "offset") and i + 1 < len(tokens) and tokens[i + 1].kind == "number":
-            wanted += int(float(tokens[i + 1].text)) if float(tokens[i + 1].text) < 1e6 else _MAX_MIN_ROWS
+        if t.low in ("limit", "offset"):
+            wanted += count_at(i + 1)
         elif t.low == "count" and i + 1 < len(tokens) and tokens[i + 1].text == "(":
             j = i + 1
             while j < len(tokens) and tokens[j].text != ")":
                 j += 1
-            if j + 2 < len(tokens) and tokens[j + 1].text in COMPARISONS and tokens[j + 2].kind == "number":
-                wanted = max(wanted, int(float(tokens[j + 2].text)) if float(tokens[j + 2].text) < 1e6 else _MAX_MIN_ROWS)
+            if j + 2 < len(tokens) and tokens[j + 1].text in COMPARISONS:
+                wanted = max(wanted, count_at(j + 2))
     return min(_MAX_MIN_ROWS, wanted + 2) if wanted else 0
 
 
@@ -299,7 +304,7 @@ class Profile:
     # A copy of a row with one column set to NULL, for every column: COUNT(col) vs COUNT(*), AVG vs
     # SUM/COUNT(*), `OR col IS NULL` differ only where a NULL sits in a row the rest lets through.
     null_copies: bool = False
-    p_fresh: float = 0.0  # a value used nowhere else: no ties, so a row past LIMIT/OFFSET is another row
+    p_fresh: float = 0.0  # a value from a counter (seldom drawn twice): few ties, so a row past LIMIT/OFFSET is another row
 
 
 def profile(index: int, rng: random.Random) -> Profile:
