@@ -6,8 +6,10 @@ Plain script, not collected by pytest: `python benchmarks/calibrate_sql_budget.p
 Two measurements, both in instructions per second of this thread's CPU time (`time.thread_time`:
 what the work itself used, so a busy machine stretches the wall clock but hardly this figure):
   shapes    long single statements of the kinds that reach a budget (an endless recursive CTE, a
-            cross join, a sort, a GROUP BY, LIKE and instr over text), each stopped after a fixed
-            number of instructions; median over --repeats
+            cross join, a sort, a GROUP BY, LIKE and instr over text), and byte-heavy ones (a value
+            near the sandbox's cap passed along a recursive CTE and worked on per row: few VM
+            instructions, many bytes), each run by the sandbox (`run_query`, so functions charged
+            for their bytes count) on a budget of SHAPE_INSTRUCTIONS; median over --repeats
   scoring   `score_prediction` on 300 synthetic answers per shared data file (the gold, a rewrite or
             a mutant in turn, as bench_semantic.py times them): instructions counted by the sandbox,
             against the CPU time of the whole scoring, Python included; and how close the costliest
@@ -32,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.tasks.sql import budget as budget_module  # ruff: ignore[module-import-not-at-top-of-file]
-from harness.tasks.sql.sandbox import build_database  # ruff: ignore[module-import-not-at-top-of-file]
+from harness.tasks.sql.budget import Budget  # ruff: ignore[module-import-not-at-top-of-file]
+from harness.tasks.sql.sandbox import MAX_VALUE_BYTES, build_database, run_query  # ruff: ignore[module-import-not-at-top-of-file]
 
 CONTEXT = "CREATE TABLE t (name VARCHAR, age INTEGER, note VARCHAR)"
 ROWS = {"t": [(f"p{i}", i, f"note {i} " * (i % 7)) for i in range(40)]}
@@ -48,32 +51,40 @@ SHAPES = {
     "5-way cross join, instr": "SELECT COUNT(*) FROM t a, t b, t c, t d, t e WHERE instr(a.note || e.note, c.name) > 0",
     "4-way cross join, correlated subquery": "SELECT COUNT(*) FROM t a, t b, t c, t d WHERE a.age < (SELECT MAX(e.age) FROM t e WHERE e.name > d.name)",
 }
-SHAPE_TICKS = 50_000  # 50 M instructions: around a second, long enough that start-up costs vanish
+_LONG = MAX_VALUE_BYTES - 50
+_PASS_ALONG = f"WITH RECURSIVE c(x, s) AS (SELECT 1, printf('%.{_LONG}c', 'y') UNION ALL SELECT x + 1, s FROM c) "
+BYTE_SHAPES = {
+    f"{_LONG} B value per row, passed along": _PASS_ALONG + "SELECT COUNT(*) FROM c",
+    f"{_LONG} B value per row, concatenated": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE length(s || 'z') > 0",
+    f"{_LONG} B value per row, upper": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE upper(s) = 'a'",
+    f"{_LONG} B value per row, substr from the end": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE substr(s, -5) = 'a'",
+    f"{_LONG} B value per row, instr 1 char (charged)": _PASS_ALONG + "SELECT SUM(instr(s, 'z')) FROM c",
+    f"{_LONG} B value per row, instr 400 B needle (charged)": _PASS_ALONG + "SELECT SUM(instr(s, substr(s, 1, 400) || 'z')) FROM c",
+    f"{_LONG} B value per row, replace (charged)": _PASS_ALONG + "SELECT SUM(length(replace(s, 'y', 'z'))) FROM c",
+    f"{_LONG} B value per row, LIKE with 200 '_' (charged)": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE s LIKE '%" + "y_" * 200 + "z%'",
+    f"{_LONG} B value per row, printf (charged)": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE printf('%s', s) = 'a'",
+}
+# Long enough that start-up costs vanish, short enough for a shared machine: 0.1-1 CPU s each.
+SHAPE_INSTRUCTIONS = 10_000_000
 
 
 def measure_shape(sql: str) -> tuple[int, float]:
-    """Instructions run (ticks x TICK) and thread CPU seconds for one statement, stopped at SHAPE_TICKS."""
+    """Instructions counted (charges included) and thread CPU seconds for one statement run by the
+    sandbox on a budget of SHAPE_INSTRUCTIONS, the safety net out of the way."""
     conn = build_database(CONTEXT, ROWS)
-    ticks = 0
-
-    def count() -> int:
-        nonlocal ticks
-        ticks += 1
-        return int(ticks >= SHAPE_TICKS)
-
-    conn.set_progress_handler(count, budget_module.TICK)
+    budget = Budget(SHAPE_INSTRUCTIONS, net_cpu_s=1e9)
     start = time.thread_time()
-    with contextlib.suppress(sqlite3.DatabaseError, MemoryError):  # stopped at SHAPE_TICKS: the point
-        conn.execute(sql).fetchall()
+    with contextlib.suppress(sqlite3.DatabaseError, MemoryError):  # stopped by the budget: the point
+        run_query(conn, sql, budget=budget)
     cpu = time.thread_time() - start
     conn.close()
-    return ticks * budget_module.TICK, cpu
+    return budget.spent, cpu
 
 
-def shapes_report(repeats: int) -> tuple[list[str], list[float]]:
+def shapes_report(repeats: int, shapes: dict[str, str]) -> tuple[list[str], list[float]]:
     lines = ["| statement | instructions | CPU s (median) | M instructions per CPU s |", "| --- | ---: | ---: | ---: |"]
     rates = []
-    for name, sql in SHAPES.items():
+    for name, sql in shapes.items():
         runs = [measure_shape(sql) for _ in range(repeats)]
         instructions = runs[0][0]
         cpu = statistics.median(c for _, c in runs)
@@ -118,16 +129,28 @@ def main() -> int:
         f"load average {os.getloadavg()[0]:.1f} at start (shared machine), Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
         f"# python benchmarks/calibrate_sql_budget.py {' '.join(sys.argv[1:])}",
         "",
-        f"## Long statements (stopped at {SHAPE_TICKS * budget_module.TICK:,} instructions), {args.repeats} repeats",
+        f"## Long statements (stopped at {SHAPE_INSTRUCTIONS:,} instructions), {args.repeats} repeats",
         "",
     ]
-    shape_lines, rates = shapes_report(args.repeats)
+    shape_lines, rates = shapes_report(args.repeats, SHAPES)
     lines += shape_lines
     lines += [
         "",
         f"median over the shapes: {statistics.median(rates) / 1e6:.0f} M instructions per CPU second "
-        f"(range {min(rates) / 1e6:.0f}-{max(rates) / 1e6:.0f}); the budgets assume "
-        f"{budget_module.INSTRUCTIONS_PER_S / 1e6:.0f} M",
+        f"(range {min(rates) / 1e6:.0f}-{max(rates) / 1e6:.0f})",
+        "",
+        f"## Bytes per instruction: values near the {MAX_VALUE_BYTES:,}-byte cap (stopped at "
+        f"{SHAPE_INSTRUCTIONS:,} instructions, charges included), {args.repeats} repeats",
+        "",
+    ]
+    byte_lines, byte_rates = shapes_report(args.repeats, BYTE_SHAPES)
+    lines += byte_lines
+    slowest = min(rates + byte_rates)
+    lines += [
+        "",
+        f"slowest shape: {slowest / 1e6:.1f} M instructions per CPU second; the budgets assume "
+        f"{budget_module.INSTRUCTIONS_PER_S / 1e6:.0f} M, so an answer's budget of "
+        f"{budget_module.ANSWER_INSTRUCTIONS:,} is at most {budget_module.ANSWER_INSTRUCTIONS / slowest:.2f} CPU s here",
         "",
         "## Scoring (score_prediction, caches cold, one pass)",
     ]

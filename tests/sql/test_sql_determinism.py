@@ -42,7 +42,7 @@ CASES: list[tuple[str, str, str]] = [
     (_slow(_answer_rows(50_000)), GOLD, PETS),
     (_slow(_answer_rows(100_000)), GOLD, PETS),
     # Legal, but past the budget on one of the databases drawn for it.
-    (_slow(_answer_rows(150_000)), GOLD, PETS),
+    (_slow(_answer_rows(250_000)), GOLD, PETS),
     # A slow gold: its suite is cut short by the distillation budget.
     (GOLD, _slow(5_000), PETS),
     ("SELECT name FROM pets WHERE age > 4", _slow(2_000), PETS),
@@ -74,12 +74,14 @@ def _score_in_child(script: Path, cpu: int, *, hogs: int, hash_seed: str) -> dic
             [sys.executable, str(script), str(cpu), json.dumps(CASES)],
             env=env, capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
+        # The hogs shared the child's CPU the whole time: alive at its end, pinned to that CPU.
+        contended = [hog.poll() is None and os.sched_getaffinity(hog.pid) == {cpu} for hog in started]
     finally:
         for hog in started:
             hog.kill()
             hog.wait()
     assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "contended": contended}
 
 
 def test_scores_are_the_same_when_the_cpu_is_starved(tmp_path: Path) -> None:
@@ -88,8 +90,9 @@ def test_scores_are_the_same_when_the_cpu_is_starved(tmp_path: Path) -> None:
     cpu = max(os.sched_getaffinity(0))
     alone = _score_in_child(script, cpu, hogs=0, hash_seed="0")
     starved = _score_in_child(script, cpu, hogs=2, hash_seed="1")
-    # The hogs really took the CPU: the child got at most about a third of it.
-    assert starved["wall"] > 2 * starved["cpu"], starved
+    # The hogs really competed for the CPU (a check of the set-up, not of timings: how much of the
+    # CPU the child got depends on the machine).
+    assert starved["contended"] == [True, True], starved
     for case, a, b in zip(CASES, alone["scores"], starved["scores"], strict=True):
         assert a == b, (case[0][:80], a, b)
     scores = alone["scores"]

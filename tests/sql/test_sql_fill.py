@@ -73,3 +73,52 @@ def test_perturb_makes_small_edits_only() -> None:
         changes.append(diff)
     assert max(changes) > 0
     assert base == _draw(1)[0]  # the original is not modified
+
+
+# --- issue #27: the data that NULL-sensitive, fractional and OFFSET near misses need ---------------
+
+
+def test_null_copies_put_a_null_in_every_column() -> None:
+    schema = parse_schema(CONTEXT.lower())
+    hints = collect_hints([GOLD], IDS)
+    with_copies = 0
+    for i in range(12):
+        rng = random.Random(f"nulls|{i}")
+        prof = profile(i, rng)
+        drawn = fill(schema, hints, rng, prof)
+        if not prof.null_copies:
+            continue
+        with_copies += 1
+        for table in schema.tables:
+            rows = drawn[table.name]
+            if rows:
+                assert all(any(row[j] is None for row in rows) for j in range(len(table.columns))), (i, table.name)
+    assert with_copies >= 6  # most databases: three of the first four shapes, half of the later ones
+    clean = profile(0, random.Random("nulls|0"))
+    assert not clean.null_copies and not clean.p_null  # the first database stays NULL-free
+
+
+def test_fractions_sit_beside_whole_number_literals_and_just_inside_their_bounds() -> None:
+    hints = collect_hints(["select name from player where age > 30 and score < 5"], IDS)
+    assert {30.25, 29.75, 30.5, 29.5} <= set(hints.by_column["age"])
+    assert 30.25 in hints.meets["age"] and 4.75 in hints.meets["score"]  # `> 30.5` misses 30.25
+    text = collect_hints(["select name from player where name > '1850'"], IDS)
+    assert "1850.25" in text.meets["name"]  # between '1850' and '1850.5' in text order too
+
+
+def test_tables_reach_past_limit_offset_and_having_count_thresholds() -> None:
+    assert collect_hints(["select name from player order by age limit 5 offset 2"], IDS).min_rows == 9
+    assert collect_hints(["select team from team group by team having count(*) > 6"], IDS).min_rows == 8
+    assert collect_hints(["select name from player limit 1000"], IDS).min_rows == 24  # capped: tables stay small
+    assert collect_hints(["select name from player"], IDS).min_rows == 0
+    for odd in ("limit 0x10", "limit 1e999", "limit -3"):  # model output: read, never raised on
+        assert collect_hints([f"select name from player {odd}"], IDS).min_rows == 0
+    schema = parse_schema(CONTEXT.lower())
+    hints = collect_hints(["select name from player order by age limit 5 offset 2"], IDS)
+    sizes = []
+    for i in range(8):
+        rng = random.Random(f"rows|{i}")
+        prof = profile(i, rng)
+        if prof.templates or prof.p_fresh:
+            sizes.append(len(fill(schema, hints, rng, prof)["player"]))
+    assert sizes and min(sizes) >= 9

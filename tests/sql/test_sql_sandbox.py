@@ -6,14 +6,22 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from harness.tasks.sql.budget import INSTRUCTIONS_PER_S, STATEMENT_INSTRUCTIONS, TICK, Budget
+from harness.tasks.sql.budget import (
+    ANSWER_INSTRUCTIONS,
+    INSTRUCTIONS_PER_S,
+    STATEMENT_INSTRUCTIONS,
+    TICK,
+    Budget,
+)
 from harness.tasks.sql.sandbox import (
+    BYTES_PER_INSTRUCTION,
+    CALL_INSTRUCTIONS,
     HEAP_LIMIT_BYTES,
+    MAX_VALUE_BYTES,
     Failure,
     ScratchDatabase,
     build_database,
@@ -24,9 +32,9 @@ from harness.tasks.sql.sandbox import (
 
 CONTEXT = "CREATE TABLE pets (name VARCHAR, age INTEGER)"
 ROWS = {"pets": [(f"p{i}", i) for i in range(30)]}
-# Time bounds below are in this thread's CPU seconds, not wall: budgets are counted in instructions,
-# and a test that holds alone must hold on a machine running five other jobs (issue #18b).
-cpu_seconds = time.thread_time
+# No CPU-time windows here (issue #27): each test asserts which limit stopped the work and what it
+# counted, the same on every machine. The CPU seconds those counts cost on this machine are printed
+# by benchmarks/calibrate_sql_budget.py and benchmarks/bench_matcher_kinds.py.
 
 
 def _files(*dirs: Path) -> set[Path]:
@@ -94,12 +102,10 @@ def test_read_only_pragma_is_allowed() -> None:
 def test_endless_recursive_query_stops_at_its_instruction_budget() -> None:
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
     budget = Budget(15_000_000)
-    start = cpu_seconds()
     result = run_sql(sql, CONTEXT, budget=budget)
     assert result.failure is Failure.BUDGET
     assert result.message == "ran past the budget of 15,000,000 VM instructions"
     assert budget.spent == 15_000_000 and budget.is_exhausted and not budget.net_fired
-    assert cpu_seconds() - start < 1.0
     # Spent is spent: the next statement on the same budget does not run at all.
     assert run_sql("SELECT 1", CONTEXT, budget=budget).failure is Failure.BUDGET
 
@@ -133,16 +139,17 @@ def test_the_count_and_so_the_outcome_is_the_same_every_time() -> None:
 
 
 def test_the_safety_net_stops_costly_instructions_and_says_it_depends_on_the_machine() -> None:
-    # Few instructions, each a costly instr() on 10 kB text: the count barely moves, CPU time does.
+    # A net far below the count (a hundredth of a CPU second) stands in for an instruction that
+    # runs long: the net fires, the result says it depends on the machine.
     sql = (
-        "SELECT COUNT(*) FROM pets a, pets b, pets c "
-        "WHERE instr(hex(zeroblob(4990)) || a.name, hex(zeroblob(2490)) || b.name || '1') > 0"
+        "WITH RECURSIVE c(x, s) AS (SELECT 1, hex(zeroblob(490)) UNION ALL SELECT x + 1, s FROM c) "
+        "SELECT COUNT(*) FROM c WHERE upper(s) = 'a'"
     )
-    budget = Budget(STATEMENT_INSTRUCTIONS, net_cpu_s=0.05)
+    budget = Budget(STATEMENT_INSTRUCTIONS, net_cpu_s=0.01)
     result = run_sql(sql, CONTEXT, ROWS, budget=budget)
     assert result.failure is Failure.CLOCK, result
     assert "depends on the machine" in result.message
-    assert budget.net_fired and budget.spent < 100_000
+    assert budget.net_fired and budget.spent < STATEMENT_INSTRUCTIONS
     assert run_sql("SELECT 1", CONTEXT, budget=budget).failure is Failure.CLOCK
 
 
@@ -156,11 +163,12 @@ def test_huge_sorted_cross_join_is_bounded_and_spills_nothing(in_tmp_cwd: Path) 
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     before = set(tmp.iterdir())
     sql = "SELECT a.name FROM pets a, pets b, pets c, pets d, pets e ORDER BY a.name || b.name || e.name"
-    start = cpu_seconds()
-    result = run_sql(sql, CONTEXT, ROWS, budget=Budget(15_000_000))
-    assert result.failure is Failure.BUDGET
-    assert cpu_seconds() - start < 2.0  # sorting work hides inside few instructions: ~1 s
-    assert set(tmp.iterdir()) == before
+    budget = Budget(15_000_000)
+    result = run_sql(sql, CONTEXT, ROWS, budget=budget)
+    assert result.failure is Failure.BUDGET  # the count stopped it, not the net
+    assert budget.spent == 15_000_000 and not budget.net_fired
+    # Only what appeared counts: other jobs on a shared machine create and delete files there too.
+    assert not {p for p in tmp.iterdir() if "sqlite" in p.name or p.name.startswith("etilqs")} - before
     assert not any(in_tmp_cwd.iterdir())
 
 
@@ -192,43 +200,93 @@ def test_a_broken_context_is_an_error_not_an_exception() -> None:
 RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c{limit}) "
 
 
+_TOO_BIG = "string or blob too big"
+_WRAPPER = "user-defined function raised exception"  # the printf wrapper refusing a width over the cap
+
+
 @pytest.mark.parametrize(
-    "sql",
+    ("sql", "refused_by"),
     [
-        # One VM instruction each: the progress handler never fires inside them.
-        "SELECT printf('%.*c', 1e9, 'x') FROM pets",  # ran 8 s before the printf wrapper
-        "SELECT format('%.999999999c', name) FROM pets",
-        "SELECT printf('%999999999.999999999c', 'x')",
-        "SELECT instr(hex(zeroblob(499999)), hex(zeroblob(250000)) || '1') FROM pets",  # 11 s at 1 MB values
-        "SELECT replace(hex(zeroblob(499999)), hex(zeroblob(250000)) || '1', 'x')",
-        "SELECT length(zeroblob(1e9))",
-        "SELECT hex(randomblob(400000000))",
+        # One VM instruction each: the progress handler never fires inside them, so each is refused
+        # before its work by a size cap, having spent (almost) nothing.
+        ("SELECT printf('%.*c', 1e9, 'x') FROM pets", _WRAPPER),  # ran 8 s before the printf wrapper
+        ("SELECT format('%.999999999c', name) FROM pets", _WRAPPER),
+        ("SELECT printf('%999999999.999999999c', 'x')", _WRAPPER),
+        ("SELECT instr(hex(zeroblob(499999)), hex(zeroblob(250000)) || '1') FROM pets", _TOO_BIG),  # 11 s at 1 MB values
+        ("SELECT replace(hex(zeroblob(499999)), hex(zeroblob(250000)) || '1', 'x')", _TOO_BIG),
+        ("SELECT length(zeroblob(1e9))", _TOO_BIG),
+        ("SELECT hex(randomblob(400000000))", _TOO_BIG),
+        ("SELECT hex(zeroblob(10000))", _TOO_BIG),  # 20 kB of text: over the value cap
     ],
 )
-def test_a_long_single_instruction_is_refused_fast(sql: str) -> None:
-    start = cpu_seconds()
-    result = run_sql(sql, CONTEXT, ROWS)
+def test_a_long_single_instruction_is_refused_by_a_size_cap(sql: str, refused_by: str) -> None:
+    budget = Budget(STATEMENT_INSTRUCTIONS)
+    result = run_sql(sql, CONTEXT, ROWS, budget=budget)
     assert result.failure is Failure.ERROR, result
-    assert cpu_seconds() - start < 0.5
+    assert refused_by in result.message
+    assert budget.spent < 100 * TICK and not budget.net_fired
 
 
-def test_printf_still_formats_and_the_worst_allowed_instr_is_quick() -> None:
+def test_printf_still_formats_and_the_worst_allowed_instr_is_charged_for_its_bytes() -> None:
     result = run_sql("SELECT printf('%5.2f|%-3s|%.*c|%d%%', 3.14159, 'ab', 3, 'z', 7), format('%s', name) FROM pets LIMIT 1", CONTEXT, ROWS)
     assert result.rows == ((" 3.14|ab |zzz|7%", "p0"),)
-    start = cpu_seconds()  # values at the 20 kB cap: the quadratic built-ins stay in milliseconds
-    worst = run_sql("SELECT instr(hex(zeroblob(9999)), hex(zeroblob(4999)) || '1')", CONTEXT)
-    assert worst.rows == ((0,),)
-    assert cpu_seconds() - start < 0.2
+    # Values at the cap: instr compares up to len(haystack) * len(needle) bytes in one instruction,
+    # and the budget is charged that product, whatever the CPU makes of it.
+    haystack, needle = MAX_VALUE_BYTES - 2, MAX_VALUE_BYTES // 2 - 1
+    budget = Budget(STATEMENT_INSTRUCTIONS)
+    sql = f"SELECT instr(hex(zeroblob({haystack // 2})), hex(zeroblob({needle // 2})) || '1')"
+    assert run_sql(sql, CONTEXT, budget=budget).rows == ((0,),)
+    assert budget.spent == CALL_INSTRUCTIONS + haystack * needle // BYTES_PER_INSTRUCTION
+
+
+@pytest.mark.parametrize(
+    "per_row",
+    [
+        "instr(s, 'z')",  # issue #27: 10 s of CPU, stopped only by the safety net, before the charge
+        "instr(s, substr(s, 1, 400) || 'z')",
+        "s LIKE '%" + "y_" * 200 + "z%'",  # the net fired after 5 CPU s (249,000 instructions) without the charge
+        "s LIKE '" + "%y" * 200 + "%z'",
+        "length(replace(s, 'y', 'z'))",
+        "printf('%s', s)",
+        "upper(s) = 'a'",  # not charged: linear in a value of at most MAX_VALUE_BYTES, counted per instruction
+        "length(s || 'y')",
+    ],
+)
+def test_byte_heavy_rows_end_by_the_count_not_the_net(per_row: str) -> None:
+    """A recursive CTE passing a value near the cap along and working on it per row: few VM
+    instructions, many bytes. The budget ends it (Failure.BUDGET: the same on every machine)."""
+    size = MAX_VALUE_BYTES - 50
+    sql = (
+        f"WITH RECURSIVE c(x, s) AS (SELECT 1, printf('%.{size}c', 'y') UNION ALL SELECT x + 1, s FROM c) "
+        f"SELECT COUNT(*) FROM c WHERE {per_row}"
+    )
+    budget = Budget(ANSWER_INSTRUCTIONS)
+    result = run_sql(sql, CONTEXT, budget=budget)
+    assert result.failure is Failure.BUDGET, result
+    assert budget.spent == ANSWER_INSTRUCTIONS and not budget.net_fired
+
+
+def test_a_charged_function_keeps_sqlites_own_semantics() -> None:
+    cases = {
+        "instr('abcabc', 'ca')": 3, "instr('abc', '')": 1, "instr(NULL, 'a')": None, "instr(12345, 34)": 3,
+        "instr(x'0102', x'02')": 2, "replace('aXbX', 'X', 'yy')": "ayybyy", "'ABC' LIKE 'a%'": 1,
+        "'a_c' LIKE 'a!_c' ESCAPE '!'": 1, "'abc' LIKE 'a!_c' ESCAPE '!'": 0, "'ABC' GLOB 'a*'": 0,
+        "'abc' GLOB 'a*'": 1, "5 LIKE '5'": 1, "NULL LIKE 'a'": None,
+    }  # fmt: skip
+    for expression, expected in cases.items():
+        assert run_sql(f"SELECT {expression}", CONTEXT).rows == ((expected,),), expression
+
+
+HUGE_SORT = RECURSIVE.format(limit=" LIMIT 200000") + "SELECT hex(zeroblob(490)) || x FROM c ORDER BY 1"
 
 
 def test_a_huge_sort_hits_the_heap_cap_not_the_machine() -> None:
-    sql = RECURSIVE.format(limit=" LIMIT 100000") + "SELECT printf('%.*c', 15000, 'x') || x FROM c ORDER BY 1"
-    start = cpu_seconds()
-    result = run_sql(sql, CONTEXT)
-    # 1.5 GB of sort records otherwise: the heap cap stops it, long before the instruction budget
+    budget = Budget(STATEMENT_INSTRUCTIONS)
+    result = run_sql(HUGE_SORT, CONTEXT, budget=budget)
+    # 200 MB of sort records otherwise: the heap cap stops it, before the instruction budget
     # (with a wall-clock budget, a loaded machine used to stop it by time instead).
     assert result.failure is Failure.MEMORY, result
-    assert cpu_seconds() - start < 1.5
+    assert budget.spent < STATEMENT_INSTRUCTIONS and not budget.net_fired
     conn = build_database(CONTEXT)
     conn.set_authorizer(None)
     assert conn.execute("PRAGMA hard_heap_limit").fetchone()[0] == HEAP_LIMIT_BYTES
@@ -238,7 +296,7 @@ def test_a_huge_sort_hits_the_heap_cap_not_the_machine() -> None:
 @pytest.mark.parametrize(
     ("sql", "context", "failure"),
     [
-        ("SELECT " + ", ".join(f"hex(zeroblob(9999)) AS c{i}" for i in range(300)) + " FROM pets", CONTEXT, Failure.TOO_LARGE),
+        ("SELECT " + ", ".join(f"hex(zeroblob(490)) AS c{i}" for i in range(300)) + " FROM pets", CONTEXT, Failure.TOO_LARGE),
         ("SELECT * FROM w a, w b, w c, w d, w e", "CREATE TABLE w (" + ", ".join(f"c{i} INTEGER" for i in range(100)) + ")", Failure.TOO_LARGE),
         ("SELECT name FROM pets WHERE age IN (" + ", ".join(map(str, range(5000))) + ")", CONTEXT, Failure.ERROR),
         ("SELECT " + "(" * 5000 + "1" + ")" * 5000, CONTEXT, Failure.ERROR),
@@ -247,16 +305,17 @@ def test_a_huge_sort_hits_the_heap_cap_not_the_machine() -> None:
 )
 def test_wide_rows_huge_text_and_deep_nesting_are_named_failures(sql: str, context: str, failure: Failure) -> None:
     rows = ROWS if "pets" in context else {"w": [tuple(range(100))] * 6}
-    start = cpu_seconds()
-    result = run_sql(sql, context, rows)
+    budget = Budget(STATEMENT_INSTRUCTIONS)
+    result = run_sql(sql, context, rows, budget=budget)
     assert result.failure is failure, result
-    assert cpu_seconds() - start < 1.0
+    assert not budget.is_exhausted  # a size cap ended it, not the count
 
 
 def test_peak_memory_of_hostile_answers_stays_bounded_and_nothing_escapes(tmp_path: Path) -> None:
     """In a fresh process under a 1 GiB address-space cap (the old code reached 1 GB and let a
-    MemoryError escape on the sort): each answer is a named miss, in about a CPU second at most,
-    under 300 MB, and the safety net fires on none of them."""
+    MemoryError escape on the sort): each answer is a named miss within its instruction budget,
+    under 300 MB, and the safety net fires on none of them (their CPU seconds:
+    benchmarks/bench_matcher_kinds.py)."""
     script = tmp_path / "hostile.py"
     script.write_text(
         "import json, resource, sys, time\n"
@@ -266,16 +325,15 @@ def test_peak_memory_of_hostile_answers_stays_bounded_and_nothing_escapes(tmp_pa
         "score_prediction('SELECT a FROM t', 'SELECT a FROM t WHERE b > 3', ctx)\n"
         "out = []\n"
         "for sql in json.loads(sys.argv[1]):\n"
-        "    start = time.thread_time()\n"
         "    s = score_prediction(sql, 'SELECT a FROM t WHERE b > 3', ctx)\n"
-        "    out.append([time.thread_time() - start, s.semantic, s.clock_stopped])\n"
+        "    out.append([s.instructions, s.semantic, s.clock_stopped])\n"
         "peak = [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0] / 1024\n"
         "print(json.dumps([out, peak]))\n"
     )
     hostile = [
-        RECURSIVE.format(limit=" LIMIT 100000") + "SELECT printf('%.*c', 15000, 'x') || x FROM c ORDER BY 1",
+        HUGE_SORT,
         "SELECT " + ", ".join(f"printf('%.*c', 999999, 'x') AS c{i}" for i in range(300)) + " FROM t",
-        "SELECT " + ", ".join(f"hex(zeroblob(9999)) AS c{i}" for i in range(300)) + " FROM t",
+        "SELECT " + ", ".join(f"hex(zeroblob(490)) AS c{i}" for i in range(300)) + " FROM t",
         RECURSIVE.format(limit="") + "SELECT COUNT(*) FROM c",
     ]
     done = subprocess.run([sys.executable, str(script), json.dumps(hostile)], capture_output=True, text=True, timeout=60, check=False)
@@ -283,7 +341,7 @@ def test_peak_memory_of_hostile_answers_stays_bounded_and_nothing_escapes(tmp_pa
     answers, peak_mb = json.loads(done.stdout.strip().splitlines()[-1])
     assert all(semantic is False for _, semantic, _ in answers)
     assert not any(clock_stopped for _, _, clock_stopped in answers)
-    assert max(cpu for cpu, _, _ in answers) < 3.0  # the endless one runs its whole budget: ~1 s
+    assert max(spent for spent, _, _ in answers) == ANSWER_INSTRUCTIONS  # the endless one: its whole budget
     assert peak_mb < 300
 
 

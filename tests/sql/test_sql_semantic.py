@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
+from harness.tasks.sql.budget import ANSWER_INSTRUCTIONS, Budget
 from harness.tasks.sql.sandbox import QueryResult
 from harness.tasks.sql.semantic import (
     compare_queries,
     extract_literals,
     has_order_by,
     results_equal,
-    semantic_match,
 )
 
 WIKI = "CREATE TABLE table_1 (name VARCHAR, attendance VARCHAR, year VARCHAR)"
 SPIDER = "CREATE TABLE head (head_id INTEGER, name VARCHAR, age INTEGER); CREATE TABLE management (head_id INTEGER, department_id INTEGER)"
-SHARED = Path("/work/shared/data/sql-create-context")
+# Beside the checkout (a worktree's ../shared), as the benchmarks find it; never a machine's absolute path.
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sql-create-context"
 
 EQUIVALENT = [
     ('SELECT name FROM table_1 WHERE attendance = "71"', "SELECT name FROM table_1 WHERE attendance = 71", WIKI),
@@ -55,6 +55,40 @@ DIFFERENT = [
     ("SELECT nonexistent FROM table_1", "SELECT name FROM table_1", WIKI),
     # NULLs are drawn (issue #18): COUNT(name) skips a NULL name, COUNT(*) does not.
     ("SELECT COUNT(name) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
+    # Issue #27: near misses that only NULLs, fractions, empty tables or rows past a LIMIT show.
+    ("SELECT COUNT(attendance) FROM table_1", "SELECT COUNT(*) FROM table_1", WIKI),
+    ("SELECT name FROM table_1 WHERE year > 1958 OR year IS NULL", "SELECT name FROM table_1 WHERE year > 1958", WIKI),
+    ("SELECT SUM(age) / COUNT(*) FROM head", "SELECT AVG(age) FROM head", SPIDER),
+    ("SELECT name FROM head WHERE age > 56.5", "SELECT name FROM head WHERE age > 56", SPIDER),
+    ("SELECT name FROM table_1 WHERE year > '1958.5'", "SELECT name FROM table_1 WHERE year > 1958", WIKI),  # text order
+    ("SELECT name FROM head ORDER BY age LIMIT 2 OFFSET 1", "SELECT name FROM head ORDER BY age LIMIT 2", SPIDER),
+    ("SELECT name FROM head GROUP BY name HAVING COUNT(*) > 3", "SELECT name FROM head GROUP BY name HAVING COUNT(*) > 2", SPIDER),
+    (
+        "SELECT COUNT(name) FROM head WHERE NOT head_id IN (SELECT head_id FROM management)",
+        "SELECT COUNT(*) FROM head WHERE NOT head_id IN (SELECT head_id FROM management)",
+        SPIDER,
+    ),
+    # From the shared data: the matcher before issue #27 judged each of these equal to its gold.
+    ('SELECT COUNT(scores) FROM t5 WHERE episode = "5x06" OR episode IS NULL', 'SELECT COUNT(scores) FROM t5 WHERE episode = "5x06"',
+     "CREATE TABLE t5 (scores VARCHAR, episode VARCHAR)"),
+    ("SELECT COUNT(department_id) FROM department WHERE NOT department_id IN (SELECT department_id FROM management)",
+     "SELECT COUNT(*) FROM department WHERE NOT department_id IN (SELECT department_id FROM management)",
+     "CREATE TABLE management (department_id VARCHAR); CREATE TABLE department (department_id VARCHAR)"),
+    ("SELECT COUNT(id) FROM farm", "SELECT COUNT(*) FROM farm", "CREATE TABLE farm (Id VARCHAR)"),
+    ("SELECT candidate_id FROM candidate_assessments ORDER BY assessment_date DESC LIMIT 1 OFFSET 1",
+     "SELECT candidate_id FROM candidate_assessments ORDER BY assessment_date DESC LIMIT 1",
+     "CREATE TABLE candidate_assessments (candidate_id VARCHAR, assessment_date VARCHAR)"),
+    ("SELECT zip_code FROM weather GROUP BY zip_code HAVING SUM(mean_visibility_miles) / COUNT(*) < 10",
+     "SELECT zip_code FROM weather GROUP BY zip_code HAVING AVG(mean_visibility_miles) < 10",
+     "CREATE TABLE weather (zip_code VARCHAR, mean_visibility_miles INTEGER)"),
+    ("SELECT T1.name FROM useracct AS T1 JOIN review AS T2 ON T1.u_id = T2.u_id ORDER BY T2.rating DESC LIMIT 1 OFFSET 1",
+     "SELECT T1.name FROM useracct AS T1 JOIN review AS T2 ON T1.u_id = T2.u_id ORDER BY T2.rating DESC LIMIT 1",
+     "CREATE TABLE review (u_id VARCHAR, rating VARCHAR); CREATE TABLE useracct (name VARCHAR, u_id VARCHAR)"),
+    (
+        "SELECT T1.head_id FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id GROUP BY T1.head_id ORDER BY COUNT(T1.name) DESC LIMIT 1",
+        "SELECT T1.head_id FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id GROUP BY T1.head_id ORDER BY COUNT(*) DESC LIMIT 1",
+        SPIDER,
+    ),
 ]
 
 
@@ -85,11 +119,12 @@ def test_a_gold_that_does_not_execute_is_unscorable() -> None:
         "ATTACH 'x.db' AS x",
     ],
 )
-def test_hostile_predictions_are_wrong_in_bounded_time(pred: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_predictions_are_wrong_within_one_budget(pred: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    start = time.thread_time()  # CPU, not wall: the bound must hold on a loaded machine too
-    assert semantic_match(pred, "SELECT name FROM table_1", WIKI) is False
-    assert time.thread_time() - start < 3.0  # stops at the first database where it fails: ~1 s at most
+    budget = Budget(ANSWER_INSTRUCTIONS)
+    verdict = compare_queries(pred, "SELECT name FROM table_1", WIKI, budget=budget)
+    assert verdict.match is False and not verdict.clock_stopped  # the count or a refusal ended it, not the net
+    assert budget.spent <= ANSWER_INSTRUCTIONS  # one budget in all, however many databases
     assert not any(tmp_path.iterdir())
 
 
@@ -115,7 +150,7 @@ def test_literals_tell_strings_from_identifiers_and_numbers_inside_names() -> No
     assert not has_order_by("SELECT a FROM t WHERE b = 'order by'")
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="shared data folder absent")
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"the shared sql-create-context data is not beside the checkout ({SHARED})")
 @pytest.mark.parametrize("name", ["random-sample.jsonl", "spider-part.jsonl"])
 def test_gold_against_itself_matches_on_every_scorable_row(name: str) -> None:
     with (SHARED / name).open() as f:

@@ -8,16 +8,17 @@ with the same SQLite build, whatever else the machine does.
 
 Calibration: `benchmarks/calibrate_sql_budget.py` ([`reports/benchmarks/cpu/sql_budget.txt`]) runs
 long statements of the kinds that reach a budget (recursive CTEs, cross joins, sorts, GROUP BY,
-LIKE, instr) and divides the instructions they run by the thread CPU time they take. On the 2-core
-CPU VMs the shapes ran 18 to 132 M instructions per CPU second over three calibrations (medians 34, 35
-and 23 M: the VM's speed moves by half within an hour). INSTRUCTIONS_PER_S is at the slow end, so an
-answer's whole budget is about a CPU second at most whatever its statements do (issue #18's bound:
-every answer ≤ 1 s; 0.7–1.1 s at the slowest readings). The figure is per SQLite version: another
-build may count the same query differently (the version is in every benchmark header).
+LIKE, instr) and byte-heavy ones (a value at the sandbox's cap passed along a recursive CTE and
+worked on per row), and divides the instructions they count (functions' byte charges included) by
+the thread CPU time they take. Short-value shapes ran 15 to 174 M instructions per CPU second, byte-
+heavy ones down to about 12 M (the VM's speed moves by half within an hour). INSTRUCTIONS_PER_S is
+well below the slowest, so an answer's whole budget is under a CPU second whatever its statements do
+(issue #18's bound, issue #27's byte-heavy answers included). The figure is per SQLite version:
+another build may count the same query differently (the version is in every benchmark header).
 
 The safety net: an instruction count cannot see one instruction that runs long (a built-in on a big
-value). The sandbox's size caps keep every single instruction in milliseconds, so the count is the
-real bound; behind it a budget also stops once its statements have used `NET_FACTOR` times its
+value). The sandbox's value cap keeps every single instruction short and charges the quadratic
+built-ins for their bytes (`ProgressMeter.charge`), so the count is the real bound; behind it a budget also stops once its statements have used `NET_FACTOR` times its
 CPU-second equivalent of this thread's CPU time (`time.thread_time`). Not the wall clock: the net is
 there for costly instructions, whose cost is CPU, and must not fire because the machine is busy. A
 result stopped by the net depends on the machine and is named so (`Failure.CLOCK`, and
@@ -33,18 +34,20 @@ import time
 # Instructions between two progress-handler calls: small enough that a statement overshoots its
 # budget by a negligible amount, large enough that the Python callback costs about 1% of the work.
 TICK = 1_000
-# Near the slowest long-statement shapes measured (18–29 M per CPU second, see the module docstring),
-# so a budget of this many instructions is 0.7–1.1 CPU s at worst; 50 M would let the
-# slow shapes run 1.7–2.8 s. The costliest real answer on the shared data counts 116,000
-# (reports/benchmarks/cpu/sql_budget.txt).
-INSTRUCTIONS_PER_S = 20_000_000
+# Below the slowest long-statement shapes measured: byte-heavy ones (a recursive CTE moving values at
+# the sandbox's 2,000-byte cap through concatenation, upper, substr...) run about 10 M per CPU
+# second, short-value shapes 18–70 M (reports/benchmarks/cpu/sql_budget.txt), so a budget of this
+# many instructions is about half a CPU second at worst (0.36 s at the last calibration), leaving
+# room for a VM whose speed moves by half within an hour. The costliest of 600 synthetic answers on
+# the shared data counts 246,000.
+INSTRUCTIONS_PER_S = 5_000_000
 # One answer's whole scoring (its run on the empty database for `well_formed`, its runs and the gold's
 # on the databases drawn for it): about a CPU second at most.
 ANSWER_INSTRUCTIONS = INSTRUCTIONS_PER_S
 # A statement run alone (`run_sql` without a budget): the same.
 STATEMENT_INSTRUCTIONS = INSTRUCTIONS_PER_S
-# Distilling one gold's suite: the costliest suite on the shared data counts 12.7 M; less would cut
-# real golds' suites short and change their scores.
+# Distilling one gold's suite: the costliest of 600 suites on the shared data counts 14.1 M (the
+# gold, not an answer, is slow); less would cut real golds' suites short and change their scores.
 DISTIL_INSTRUCTIONS = 15_000_000
 NET_FACTOR = 10
 # The net reads the thread's CPU clock (about a microsecond, a system call) at a statement's first
@@ -89,17 +92,24 @@ class ProgressMeter:
     a tick (most of scoring) cost no clock read and count nothing towards the net, which is there for
     long ones; neither does Python's own work between statements."""
 
-    __slots__ = ("budget", "cpu_start", "limit", "ticks")
+    __slots__ = ("budget", "charged", "cpu_start", "limit", "ticks")
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
         self.limit = budget.left // TICK
         self.ticks = 0
+        self.charged = 0  # instructions charged by functions for the bytes they move (`charge`)
         self.cpu_start: float | None = None
+
+    def charge(self, instructions: int) -> bool:
+        """Charge work that the VM count does not see (a function scanning a long value counts as
+        one instruction); False when that spends the budget: the caller then stops the statement."""
+        self.charged += instructions
+        return not self.is_over_budget
 
     def __call__(self) -> int:
         self.ticks += 1
-        if self.ticks > self.limit:
+        if self.is_over_budget:
             return 1
         if self.ticks % _NET_EVERY == 1:
             now = time.thread_time()
@@ -112,12 +122,12 @@ class ProgressMeter:
 
     @property
     def is_over_budget(self) -> bool:
-        """The statement was stopped by the instruction count (not by the net)."""
-        return self.ticks > self.limit
+        """The statement was stopped by the instruction count, charges included (not by the net)."""
+        return self.ticks + self.charged // TICK > self.limit
 
     def settle(self) -> None:
         """Charge the budget with the statement's instructions, in whole ticks (the same on every run;
         a statement stopped by the count spends the budget to the end), and the net with its CPU time."""
-        self.budget.spent = min(self.budget.instructions, self.budget.spent + self.ticks * TICK)
+        self.budget.spent = min(self.budget.instructions, self.budget.spent + self.ticks * TICK + self.charged)
         if self.cpu_start is not None:
             self.budget.net_used_s += time.thread_time() - self.cpu_start

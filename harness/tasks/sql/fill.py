@@ -49,9 +49,13 @@ def _as_number(text: str) -> int | float | None:
 
 def _neighbours(value: int | float) -> list[int | float]:
     # The value and one step either side tell `<` from `<=` and `= 5` from `= 6`; half steps tell
-    # apart comparisons with a fraction.
-    step = 1 if isinstance(value, int) else 0.5
-    return [value, value - step, value + step]
+    # apart comparisons with a fraction, and for a whole number they tell `x > 5` from `x > 5.5`
+    # (real data holds fractions in INTEGER columns too: SQLite keeps 5.5 there as a REAL).
+    # Quarter steps too: in a text column `x > 1850` compares text, and only '1850.25' lies between
+    # '1850' and '1850.5'.
+    if isinstance(value, int):
+        return [value, value - 1, value + 1, value + 0.25, value - 0.25, value + 0.5, value - 0.5]
+    return [value, value - 0.5, value + 0.5, value + 0.25, value - 0.25]
 
 
 @dataclass
@@ -66,6 +70,10 @@ class Hints:
     # Values that meet a condition on the column (`x > 5` -> 6): template rows use them, so that rows
     # meeting every condition of a long AND exist, and their near copies miss exactly one.
     meets: dict[str, list[object]] = field(default_factory=dict)
+    # Rows a table needs so that some fall past the queries' LIMIT + OFFSET, or a group reaches a
+    # HAVING COUNT threshold and one more: a result cut short or a group one row shy differs.
+    min_rows: int = 0
+    mentioned: set[str] = field(default_factory=set)  # every column name the queries use
 
     def add_meets(self, column: str, value: object) -> None:
         bucket = self.meets.setdefault(column, [])
@@ -143,6 +151,18 @@ def _expand(value: object, is_pattern: bool) -> list[object]:
     return values
 
 
+def _barely_meeting(op: str, value: object) -> object | None:
+    """For `>` and `<` with a number: a value meeting the condition by a quarter, which the same
+    condition off by a half (`x > 144.5` for `x > 144`) no longer meets; None otherwise."""
+    if op not in (">", "<"):
+        return None
+    number = value if isinstance(value, int | float) else _as_number(str(value).strip())
+    if number is None or isinstance(value, bool):
+        return None
+    moved = number + 0.25 if op == ">" else number - 0.25
+    return moved if isinstance(value, int | float) else str(moved)
+
+
 def _meeting(op: str, value: object, negated: bool) -> object:
     """A value for which `column op value` holds (or, `negated`, NOT LIKE holds)."""
     if op in ("like", "glob"):
@@ -190,6 +210,8 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
                 if left and right:
                     hints.add(left, _expand(right[0], is_pattern))
                     hints.add_meets(left, _meeting(t.low, right[0], negated))
+                    if (barely := _barely_meeting(t.low, right[0])) is not None:
+                        hints.add_meets(left, barely)
                     continue
                 right_column = _right_column(tokens, i + 1, identifiers)
                 if left and right_column and t.text in ("=", "=="):
@@ -198,6 +220,8 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
                 if left_literal and right_column:  # `5 < col`
                     hints.add(right_column, _expand(left_literal[0], False))
                     hints.add_meets(right_column, _meeting(MIRRORED[t.text], left_literal[0], False))
+                    if (barely := _barely_meeting(MIRRORED[t.text], left_literal[0])) is not None:
+                        hints.add_meets(right_column, barely)
             elif t.low == "in" and i + 2 < len(tokens) and tokens[i + 1].text == "(" and tokens[i + 2].low == "select":
                 # `x IN (SELECT y ...)` joins x and y as surely as `x = y` does.
                 column = _column_at(tokens, i - 1 - negated, identifiers)
@@ -219,7 +243,32 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
                     if t.low == "between" and found == 2:
                         break
         hints.joined.update(_set_operation_columns(tokens, identifiers))
+        hints.min_rows = max(hints.min_rows, _rows_wanted(tokens))
+        hints.mentioned.update(filter(None, (_column_at(tokens, i, identifiers) for i in range(len(tokens)))))
     return hints
+
+
+_MAX_MIN_ROWS = 24  # a LIMIT 100 gets no 102 rows: tables stay small, scoring stays fast
+
+
+def _rows_wanted(tokens: Sequence[Token]) -> int:
+    """LIMIT n (+ OFFSET m) plus 2, or a HAVING COUNT threshold plus 2, at most _MAX_MIN_ROWS."""
+    def count_at(k: int) -> int:
+        # Untrusted text: a hex literal, 1e999 or a negative count reads as "no rows wanted".
+        number = _as_number(tokens[k].text) if k < len(tokens) and tokens[k].kind == "number" else None
+        return 0 if number is None or number < 0 else int(min(number, _MAX_MIN_ROWS))
+
+    wanted = 0
+    for i, t in enumerate(tokens):
+        if t.low in ("limit", "offset"):
+            wanted += count_at(i + 1)
+        elif t.low == "count" and i + 1 < len(tokens) and tokens[i + 1].text == "(":
+            j = i + 1
+            while j < len(tokens) and tokens[j].text != ")":
+                j += 1
+            if j + 2 < len(tokens) and tokens[j + 1].text in COMPARISONS:
+                wanted = max(wanted, count_at(j + 2))
+    return min(_MAX_MIN_ROWS, wanted + 2) if wanted else 0
 
 
 def _set_operation_columns(tokens: Sequence[Token], identifiers: frozenset[str]) -> set[str]:
@@ -252,6 +301,10 @@ class Profile:
     p_near_miss: float
     p_empty_table: float
     unique_keys: bool  # key-like columns (`id`, `<table>_id`) unique in their own table, as in Spider
+    # A copy of a row with one column set to NULL, for every column: COUNT(col) vs COUNT(*), AVG vs
+    # SUM/COUNT(*), `OR col IS NULL` differ only where a NULL sits in a row the rest lets through.
+    null_copies: bool = False
+    p_fresh: float = 0.0  # a value from a counter (seldom drawn twice): few ties, so a row past LIMIT/OFFSET is another row
 
 
 def profile(index: int, rng: random.Random) -> Profile:
@@ -259,6 +312,9 @@ def profile(index: int, rng: random.Random) -> Profile:
     with NULLs; everything odd; plain templates), so a short suite has each; later ones mix at random."""
     shape = index % 4 if index < 8 else rng.randrange(4)
     odd = shape in (1, 2) or (index >= 8 and rng.random() < 0.5)
+    # Distinct values and no copies: rows past a LIMIT/OFFSET and groups of different sizes are
+    # then told apart, not tied (under ties the gold accepts any of the tied rows).
+    p_fresh = rng.choice((0.0, 0.5)) if shape == 0 else 0.0
     return Profile(
         max_rows=rng.choice((2, 4, 8, 12)) if index % 3 else rng.choice((6, 10)),
         templates=rng.choice((1, 2)) if shape in (1, 3) else 0,
@@ -266,10 +322,13 @@ def profile(index: int, rng: random.Random) -> Profile:
         p_null=rng.choice((0.15, 0.3)) if odd else 0.0,
         p_mixed=rng.choice((0.15, 0.3)) if shape == 2 or (odd and index >= 8) else 0.0,
         p_negative=0.25 if odd else 0.0,
-        p_duplicate=rng.choice((0.0, 0.3)),
-        p_near_miss=rng.choice((0.0, 0.5, 0.8)),
-        p_empty_table=0.0 if index < 8 else 0.05,
+        p_duplicate=rng.choice((0.0, 0.3)) if not p_fresh else 0.0,
+        p_near_miss=rng.choice((0.0, 0.5, 0.8)) if not p_fresh else 0.0,
+        # An empty table: aggregates over nothing, `x NOT IN (SELECT ...)` true even for a NULL x.
+        p_empty_table=(0.3 if index % 4 == 3 else 0.0) if index < 8 else 0.1,
         unique_keys=index % 5 != 4,
+        null_copies=shape != 0 or (index >= 8 and rng.random() < 0.5),
+        p_fresh=p_fresh,
     )
 
 
@@ -297,10 +356,17 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
     vocabulary = [_word(rng) for _ in range(rng.randint(2, 4))]
     # Ids shared by every joined column, so that joins find partners.
     join_pool: list[object] = rng.sample(small_ints, min(rng.choice((1, 2, 3)), len(small_ints)))
+    if prof.p_fresh:  # more ids, each met by fewer rows: a join's rows and groups differ in size
+        join_pool = rng.sample(range(20, 40), rng.choice((4, 6, 8)))
 
     numbers = [v for v in hints.anywhere if isinstance(v, int | float)]
 
+    fresh = iter(range(1000, 10**9))
+
     def random_value(kind: str) -> object:
+        if prof.p_fresh and r() < prof.p_fresh:
+            n = next(fresh) + int(r() * 7)
+            return n if kind in _NUMBER_KINDS else f"{_word(rng)}{n}"
         if kind in _NUMBER_KINDS:
             if numbers and r() < 0.15:  # the queries' numbers, wherever they were compared
                 return pick(numbers)
@@ -349,6 +415,8 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
             rows[table.name] = []
             continue
         n = 1 + int(r() * prof.max_rows)
+        if hints.min_rows and (prof.templates or prof.p_fresh):
+            n = max(n, hints.min_rows)
         if prof.templates:
             # Rows that meet the queries' conditions, and copies that miss by one or two columns.
             templates = [tuple(template_cell(*c) for c in columns) for _ in range(prof.templates)]
@@ -369,17 +437,45 @@ def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Row
             if prof.p_duplicate and r() < prof.p_duplicate:
                 extra.append(row)
         table_rows += extra
-        if prof.unique_keys:
-            # Join ids first (so joins find partners), then ids nothing else uses.
+        nulled: dict[int, int] = {}  # row index -> the column its NULL copy emptied
+        if prof.null_copies and table_rows:
+            # From a template row (one meeting the queries' conditions) where there are templates.
+            sources = table_rows[: prof.templates] if prof.templates else list(table_rows)
+            for j in range(len(columns)):
+                row = sources[int(r() * len(sources))]
+                if row[j] is not None:
+                    nulled[len(table_rows)] = j
+                    table_rows.append((*row[:j], None, *row[j + 1 :]))
+        keys = _key_columns(table.name, [n for n, _ in columns]) if prof.unique_keys else []
+        if keys:
+            # Join ids first (so joins find partners), then ids nothing else uses; a key's own NULL
+            # copy keeps its NULL.
             ids = [*join_pool, *(v for v in range(100, 100 + len(table_rows)))]
-            for j in _key_columns(table.name, [n for n, _ in columns]):
-                table_rows = [(*row[:j], ids[k], *row[j + 1 :]) for k, row in enumerate(table_rows)]
+            for j in keys:
+                table_rows = [
+                    (*row[:j], None if nulled.get(k) == j else ids[k], *row[j + 1 :]) for k, row in enumerate(table_rows)
+                ]
+            if nulled:
+                # The NULL copies got ids of their own, so they join nothing: a NULL also goes into
+                # a row that joins, in a column the queries name (COUNT(name) in a GROUP BY over a
+                # join counts it there).
+                others = [j for j in range(len(columns)) if j not in keys]
+                named = [j for j in others if columns[j][0] in hints.mentioned] or others
+                joined = min(len(join_pool), len(table_rows) - len(nulled))
+                if named and joined:
+                    k, j = int(r() * joined), named[int(r() * len(named))]
+                    table_rows[k] = (*table_rows[k][:j], None, *table_rows[k][j + 1 :])
         rows[table.name] = table_rows
     return rows
 
 
 def identifiers_of(schema: Schema) -> frozenset[str]:
     return frozenset(n.lower() for t in schema.tables for n in (t.name, *(c.name for c in t.columns)))
+
+
+def tables_of(schema: Schema) -> Mapping[str, Sequence[str]]:
+    """Lower-case table name -> its lower-case column names."""
+    return {t.name.lower(): [c.name.lower() for c in t.columns] for t in schema.tables}
 
 
 def siblings_of(schema: Schema) -> Mapping[str, Sequence[str]]:

@@ -241,7 +241,9 @@ def _negation_mutants(tokens: Tokens) -> Iterable[tuple[str, Tokens]]:
                 yield "negation", _splice(tokens, i + 1, i + 1, [_tok("not")])
 
 
-def _aggregate_mutants(tokens: Tokens, siblings: Mapping[str, Sequence[str]]) -> Iterable[tuple[str, Tokens]]:
+def _aggregate_mutants(
+    tokens: Tokens, siblings: Mapping[str, Sequence[str]], tables: Mapping[str, Sequence[str]]
+) -> Iterable[tuple[str, Tokens]]:
     for i, t in enumerate(tokens[:-1]):
         if tokens[i + 1].text != "(":
             continue
@@ -250,8 +252,20 @@ def _aggregate_mutants(tokens: Tokens, siblings: Mapping[str, Sequence[str]]) ->
         elif t.low == "count" and i + 3 < len(tokens):
             if tokens[i + 2].text == "*":
                 column = _countable_column(tokens, siblings)
-                if column is not None:
-                    yield "count(*)/count(col)", _splice(tokens, i + 2, i + 3, [column])
+                columns = [column] if column is not None else []
+                # Columns of the tables the query names, none of them compared: COUNT(any of them)
+                # is a different answer wherever a NULL sits in it.
+                compared = {tokens[c.left[1] - 1].low for c in comparisons(tokens)} | {
+                    tokens[c.right[1] - 1].low for c in comparisons(tokens)
+                }  # fmt: skip
+                named = [tk.low for tk in tokens if tk.kind == "word" and tk.low in tables]
+                for name in dict.fromkeys(c for table in named for c in tables[table]):
+                    if len(columns) >= 3:
+                        break
+                    if name not in compared and all(name != c.low for c in columns) and name.isidentifier():
+                        columns.append(Token("word", name))
+                for col in columns:
+                    yield "count(*)/count(col)", _splice(tokens, i + 2, i + 3, [col])
             elif tokens[i + 3].text == ")" and tokens[i + 2].kind in ("word", "dquoted", "bracketed"):
                 yield "count(*)/count(col)", _splice(tokens, i + 2, i + 3, [_tok("*")])
 
@@ -298,6 +312,51 @@ def _setop_and_join_mutants(tokens: Tokens) -> Iterable[tuple[str, Tokens]]:
             yield "drop group by", _splice(tokens, i, end, [])
 
 
+def _null_and_fraction_mutants(tokens: Tokens) -> Iterable[tuple[str, Tokens]]:
+    """Mistakes that only NULLs, fractions or rows past a LIMIT show: `OR col IS NULL` added to a
+    WHERE, AVG(x) as SUM(x) / COUNT(*), a whole-number literal plus 0.5, OFFSET 1 added to a LIMIT.
+    They make the distillation keep databases with a NULL in a row the rest lets through, a
+    fraction beside each literal and more rows than the LIMIT (issue #27)."""
+    level = depths(tokens)
+    for cond in conditions(tokens):
+        if tokens[cond.keyword].low != "where":
+            continue
+        for comp in comparisons(tokens[cond.start : cond.end])[:2]:
+            left = tokens[cond.start + comp.left[0] : cond.start + comp.left[1]]
+            if all(t.kind in ("word", "dquoted", "bracketed") or t.text == "." for t in left):
+                extra = [_tok("or"), *left, _tok("is"), _tok("null")]
+                yield "or is null", _splice(tokens, cond.end, cond.end, extra)
+    for i, t in enumerate(tokens[:-2]):
+        if t.low == "avg" and tokens[i + 1].text == "(" and tokens[i + 2].low != "distinct":
+            close = next((j for j in range(i + 2, len(tokens)) if level[j] == level[i] and tokens[j].text == ")"), None)
+            if close is not None:
+                new = [_tok("sum"), *tokens[i + 1 : close + 1], _tok("/"), *_words("count(*)")]
+                yield "avg/sum", _splice(tokens, i, close + 1, new)
+    clause = ""
+    for i, t in enumerate(tokens):
+        if t.kind == "word" and t.low in ("select", "where", "having", "on", "limit", "offset", "order", "group"):
+            clause = t.low
+        if t.kind != "number" or clause in ("limit", "offset") or (i and tokens[i - 1].text == "."):
+            continue
+        if "." in t.text or "e" in t.text.lower() or _compares_count(tokens, i):
+            continue  # a fraction already has its half steps; a count is whole, so `> 5.5` is `> 5`
+        yield "literal±0.5", _splice(tokens, i, i + 1, [Token("number", f"{t.text}.5")])
+    limits = [i for i, t in enumerate(tokens) if t.low == "limit" and level[i] == 0]
+    if limits and not any(t.low == "offset" or t.text == "," for t in tokens[limits[-1] :]):
+        end = _end_of_statement(tokens)
+        yield "offset", _splice(tokens, end, end, _words("offset 1"))
+
+
+def _compares_count(tokens: Tokens, i: int) -> bool:
+    """tokens[i] is the right side of `COUNT(...) op`."""
+    if i < 2 or tokens[i - 1].text not in COMPARISONS or tokens[i - 2].text != ")":
+        return False
+    j = i - 2
+    while j > 0 and tokens[j].text != "(":
+        j -= 1
+    return j > 0 and tokens[j - 1].low == "count"
+
+
 def _round_robin(groups: Sequence[Sequence[Variant]], limit: int) -> list[Variant]:
     """Up to `limit` variants, taking one of each kind in turn so that every kind is represented."""
     chosen: list[Variant] = []
@@ -316,16 +375,19 @@ def mutants(
     siblings: Mapping[str, Sequence[str]] | None = None,
     *,
     limit: int = DEFAULT_MAX_MUTANTS,
+    tables: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Variant]:
     """Distinct near-miss variants of `sql`, different in text from it, at most `limit`, every kind
     represented. `identifiers`: lower-case table and column names (a double-quoted word naming one is
-    not a string literal); `siblings`: lower-case column name -> other columns of its table."""
+    not a string literal); `siblings`: lower-case column name -> other columns of its table; `tables`:
+    lower-case table name -> its columns."""
     tokens = tokenize(sql.strip())
     original = render(tokens).lower()
     generators: list[Iterable[tuple[str, Tokens]]] = [
         _op_mutants(tokens), _literal_mutants(tokens, identifiers), _condition_mutants(tokens, identifiers, siblings or {}),
         _limit_mutants(tokens), _distinct_mutants(tokens), _order_mutants(tokens), _negation_mutants(tokens),
-        _aggregate_mutants(tokens, siblings or {}), _column_mutants(tokens, siblings or {}), _setop_and_join_mutants(tokens),
+        _aggregate_mutants(tokens, siblings or {}, tables or {}), _column_mutants(tokens, siblings or {}), _setop_and_join_mutants(tokens),
+        _null_and_fraction_mutants(tokens),
     ]  # fmt: skip
     by_kind: dict[str, list[Variant]] = {}
     seen = {original}

@@ -7,11 +7,17 @@ time, memory and result size are bounded, and a failure is a named outcome, neve
 - time: a budget of SQLite VM instructions (`budget`), counted by a progress handler called every
   1,000 instructions, so the same query stops at the same point however busy the machine is; a
   CPU-time safety net far behind it (`Failure.CLOCK`) is the only outcome that depends on the machine.
-  One instruction can still be long when it is one function call; those are bounded by the size caps:
-  with values of at most 20,000 bytes the slowest built-ins (`instr`, `replace`: quadratic in their
-  arguments) take milliseconds. `printf`/`format` loop over a width or precision (`%.*c` with 1e9 ran
-  8 s in one instruction, whatever the length cap), so they are replaced by a wrapper that refuses a
-  width or precision over the cap and hands everything else to SQLite's own printf.
+  One instruction can still be long when it moves many bytes, so the count is made byte-aware
+  (issue #27: a recursive CTE passing 19 kB strings with `instr` per row ran 10 CPU s and only the
+  safety net stopped it): a query's values are capped at MAX_VALUE_BYTES (1,000), which keeps every
+  linear built-in (concatenation, upper, substr...) under about 0.1 us per byte moved; the built-ins
+  that compare up to len(a) * len(b) bytes (`instr`, `replace`, LIKE, GLOB) and the Python wrappers
+  are charged to the budget for those bytes before they run (`CALL_INSTRUCTIONS`,
+  `BYTES_PER_INSTRUCTION`), through SQLite's own implementation, so their results do not change.
+  `printf`/`format` loop over a width or precision (`%.*c` with 1e9 ran 8 s in one instruction,
+  whatever the length cap), so their wrapper refuses a width or precision over the cap. The context's
+  DDL and the rows scoring draws are trusted and may be longer (up to TRUSTED_VALUE_BYTES) until a
+  connection is locked for queries.
 - memory: SQLite's heap is capped process-wide (`PRAGMA hard_heap_limit`, 128 MiB: SQLite's heap limit
   exists only per process, and a pragma can only lower it); an allocation past it fails the query
   (Failure.MEMORY) instead of growing the process. Rows handed to Python are capped by count and size.
@@ -29,7 +35,7 @@ import re
 import sqlite3
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -40,7 +46,24 @@ DEFAULT_MAX_ROWS = 10_000
 # Bytes of rows handed to Python (text and blobs by length, anything else 8): a result far beyond any
 # answer's, small enough that fetching it costs milliseconds.
 DEFAULT_MAX_RESULT_BYTES = 4_000_000
-MAX_VALUE_BYTES = 20_000
+# The longest string or blob (and table row, sort record) a query may make. Every built-in's work
+# is linear in its values at best (a recursive CTE passing a 19 kB string along copies it each
+# row: 1-5 M VM instructions per CPU second against 20-70 M on short values), so this cap is what
+# keeps an instruction short; 2,000 bytes is far above any value scoring draws or a right answer
+# builds on them (reports/benchmarks/cpu/sql_budget.txt, "bytes per instruction").
+MAX_VALUE_BYTES = 1_000
+MAX_SQL_BYTES = 20_000
+# Until a connection is locked for untrusted queries: the context's DDL (a CREATE TABLE of 100
+# columns is a schema row over 1,000 bytes) and the rows scoring draws are trusted, may be longer,
+# and queries can still read and compare them.
+TRUSTED_VALUE_BYTES = 1_000_000
+# Work of a function that the VM count sees as one instruction, charged to the statement's budget
+# (`ProgressMeter.charge`) as instructions: a Python call (SQLite's own function through the
+# wrapper below) costs some microseconds, and these built-ins compare up to len(a) * len(b) bytes
+# (instr, replace, LIKE, GLOB: a pattern or needle tried at every position). Upper bounds, so the
+# count stays deterministic and above the real work.
+CALL_INSTRUCTIONS = 50
+BYTES_PER_INSTRUCTION = 16
 HEAP_LIMIT_BYTES = 128 * 2**20
 # Pragmas that only read the schema; every other pragma (including those that write a setting,
 # e.g. `query_only = 0`, or touch files, e.g. `wal_checkpoint`) is denied.
@@ -59,8 +82,8 @@ _QUERY_ACTIONS = frozenset(
 # Limits set on every connection: they bound memory and parser work for hostile text. A value (and so
 # a table row or sort record) of at most MAX_VALUE_BYTES keeps every single-instruction function short.
 _LIMITS: Mapping[int, int] = {
-    sqlite3.SQLITE_LIMIT_LENGTH: MAX_VALUE_BYTES,
-    sqlite3.SQLITE_LIMIT_SQL_LENGTH: MAX_VALUE_BYTES,
+    sqlite3.SQLITE_LIMIT_LENGTH: TRUSTED_VALUE_BYTES,  # lowered to MAX_VALUE_BYTES by `_lock`
+    sqlite3.SQLITE_LIMIT_SQL_LENGTH: MAX_SQL_BYTES,
     sqlite3.SQLITE_LIMIT_COLUMN: 500,
     sqlite3.SQLITE_LIMIT_EXPR_DEPTH: 200,
     sqlite3.SQLITE_LIMIT_COMPOUND_SELECT: 50,
@@ -193,11 +216,12 @@ _helper = threading.local()
 
 
 def _printf_helper() -> sqlite3.Connection:
-    """A plain connection that still has SQLite's own printf, under the same length cap."""
+    """A plain connection that still has SQLite's own printf, instr, LIKE..., under the same limits."""
     conn = getattr(_helper, "conn", None)
     if conn is None:
         conn = sqlite3.connect(":memory:")
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        for limit, value in {**_LIMITS, sqlite3.SQLITE_LIMIT_LENGTH: MAX_VALUE_BYTES}.items():
+            conn.setlimit(limit, value)
         _helper.conn = conn
     return conn
 
@@ -215,6 +239,7 @@ def _safe_printf(*args: object) -> object:
         return None
     fmt = args[0] if isinstance(args[0], str) else str(args[0])
     next_arg = 1
+    _charge(CALL_INSTRUCTIONS + len(fmt) // BYTES_PER_INSTRUCTION)
     for spec in _PRINTF_SPEC.finditer(fmt):
         width, precision, conversion = spec.groups()
         for part in (width, precision):
@@ -227,7 +252,48 @@ def _safe_printf(*args: object) -> object:
                 raise ValueError(f"printf width or precision {size} over the {MAX_VALUE_BYTES} cap")
         next_arg += conversion != "%"
     marks = ", ".join("?" * len(args))
-    return _printf_helper().execute(f"SELECT printf({marks})", args).fetchone()[0]
+    result = _printf_helper().execute(f"SELECT printf({marks})", args).fetchone()[0]
+    _charge(_text_length(result) // BYTES_PER_INSTRUCTION)
+    return result
+
+
+_running = threading.local()  # the meter of the statement this thread runs now (`run_query`)
+
+
+class _OverBudget(Exception):
+    """Raised inside a charged function: SQLite stops the statement, `run_query` names the budget."""
+
+
+def _charge(instructions: int) -> None:
+    meter = getattr(_running, "meter", None)
+    if meter is not None and not meter.charge(instructions):
+        raise _OverBudget
+
+
+def _text_length(value: object) -> int:
+    return len(value) if isinstance(value, str | bytes) else 24  # a number as text: at most 24 characters
+
+
+def _product_cost(args: tuple[object, ...]) -> int:
+    """instr(h, n), replace(x, y, z), like(p, x), glob(p, x): the second argument (or the first for
+    instr's haystack) tried at every position of the other."""
+    a, b = (_text_length(v) for v in args[:2])
+    rest = sum(_text_length(v) for v in args[2:])
+    return CALL_INSTRUCTIONS + (max(1, a) * max(1, b) + rest) // BYTES_PER_INSTRUCTION
+
+
+def _charged_builtin(name: str, n_args: int) -> Callable[..., object]:
+    """SQLite's own `name` (run by the helper connection, same semantics), charged first."""
+    sql = f"SELECT {name}({', '.join('?' * n_args)})"
+
+    def call(*args: object) -> object:
+        _charge(_product_cost(args))
+        return _printf_helper().execute(sql, args).fetchone()[0]
+
+    return call
+
+
+_CHARGED_BUILTINS = (("instr", 2), ("replace", 3), ("like", 2), ("like", 3), ("glob", 2))
 
 
 def _connect(uri: str = ":memory:") -> sqlite3.Connection:
@@ -243,6 +309,8 @@ def _connect(uri: str = ":memory:") -> sqlite3.Connection:
         conn.setlimit(limit, value)
     for name in ("printf", "format"):
         conn.create_function(name, -1, _safe_printf, deterministic=True)
+    for name, n_args in _CHARGED_BUILTINS:
+        conn.create_function(name, n_args, _charged_builtin(name, n_args), deterministic=True)
     conn.set_authorizer(_setup_authorizer)
     return conn
 
@@ -285,6 +353,7 @@ def _lock(conn: sqlite3.Connection) -> None:
     # Belt and braces behind the authorizer: the connection refuses writes even if a read slips by.
     conn.set_authorizer(None)  # the setup authorizer denies every pragma, this trusted one included
     conn.execute("PRAGMA query_only = ON")
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     conn.set_authorizer(_query_authorizer)
 
 
@@ -393,6 +462,7 @@ def run_query(
         return QueryResult(failure=Failure.BUDGET, message=f"no instructions left of the {budget.instructions:,} budget")
     meter = budget.progress_handler()
     conn.set_progress_handler(meter, TICK)
+    _running.meter = meter
     cursor: sqlite3.Cursor | None = None
     try:
         cursor = conn.execute(sql)
@@ -428,6 +498,7 @@ def run_query(
         if cursor is not None:
             cursor.close()  # an unfinished statement would keep its shared-cache table locks
         conn.set_progress_handler(None, 0)
+        _running.meter = None
         meter.settle()
 
 

@@ -3,13 +3,17 @@ built from the context's schema, the way test-suite accuracy does (Zhong, Yu, Kl
 Evaluation for Text-to-SQL with Distilled Test Suites"), per question and in milliseconds:
 
 1. the gold's distilled suite (`suite`): databases kept because they tell the gold apart from its
-   near-miss mutants (an operator changed, a literal off by one, a condition dropped or added, LIMIT,
-   DISTINCT, ORDER BY direction, a column or aggregate swapped, COUNT(*) vs COUNT(col), ...);
+   near-miss mutants (an operator changed, a literal off by one or by a half, a condition dropped or
+   added, `OR col IS NULL`, LIMIT, OFFSET, DISTINCT, ORDER BY direction, a column or aggregate
+   swapped, COUNT(*) vs COUNT(col), AVG vs SUM/COUNT(*), ...);
 2. databases drawn for this answer, aimed at the literals of both queries, so that a mistake no
    mutant anticipated still meets data that shows it.
 
-Data is drawn with NULLs, negative numbers, text in numeric columns and numbers in text columns,
-duplicated rows and near-miss copies of rows (`fill`). A query whose result could depend on the order
+Data is drawn with NULLs (in most databases a copy of a row with a NULL in each column in turn, so
+a NULL sits in every column the gold reads, in a row the rest of the query lets through), negative
+numbers, fractions beside each numeric literal, text in numeric columns and numbers in text columns,
+duplicated rows, near-miss copies of rows, empty tables, and more rows than the queries' LIMIT +
+OFFSET or HAVING COUNT threshold, some with values used nowhere else (no ties) (`fill`). A query whose result could depend on the order
 tables are scanned in (LIMIT, ORDER BY, GROUP BY, MIN/MAX...) runs in both scan orders; the answer
 matches when, on every database and in every order run, its result equals one of the gold's (see
 `suite` for why). Equal results on finitely many databases do not prove equivalence; they make a
@@ -29,13 +33,15 @@ Decisions, and why:
   SQLite itself treats them differently (no column involved: `COUNT(*) = '1'`), they do not match.
 - Double-quoted text is a string literal unless it names a column or table: SQLite's own rule.
 - NULLs are generated, so COUNT(col) and COUNT(*) differ (they do on any table with a NULL in col),
-  and so do `x != 5` and `NOT x IS 5`. Before issue #18 no NULLs were drawn and such pairs matched.
+  and so do `x != 5` and `NOT x IS 5`, AVG(x) and SUM(x) / COUNT(*), `x > 5` and `x > 5 OR x IS
+  NULL`. Before issue #18 no NULLs were drawn and such pairs matched; issue #27 measured the rest on
+  databases from another generator (`benchmarks/bench_matcher_kinds.py`).
 - With ORDER BY in the gold's outer query, order counts, except among rows the gold itself leaves
   in any order: ties under its sort keys (`ordering`: under LIMIT, any of the tied rows will do), and
   whatever changes with the scan order.
 Not covered: a prediction that is wrong only on data unlike anything drawn (huge values, long text,
-many rows); answers that run past the per-answer budget (SQLite VM instructions, `budget`) count
-as wrong.
+many rows); answers that run past the per-answer budget (SQLite VM instructions, `budget`) or
+build a value over the sandbox's 1,000-byte cap count as wrong.
 """
 
 from __future__ import annotations

@@ -24,7 +24,16 @@ from functools import lru_cache
 
 from harness.tasks.sql.budget import DISTIL_INSTRUCTIONS, Budget
 from harness.tasks.sql.compare import Answer, accepted, answer_size, canonical_rows
-from harness.tasks.sql.fill import Rows, collect_hints, fill, identifiers_of, perturb, profile, siblings_of
+from harness.tasks.sql.fill import (
+    Rows,
+    collect_hints,
+    fill,
+    identifiers_of,
+    perturb,
+    profile,
+    siblings_of,
+    tables_of,
+)
 from harness.tasks.sql.mutants import RULE_KINDS, Variant, equivalence_rule, mutants
 from harness.tasks.sql.ordering import blocks_of, keyed_query
 from harness.tasks.sql.sandbox import (
@@ -219,7 +228,7 @@ def distil(
         order_matters = top_level_order_by(tokenize(gold))
         alive: list[Variant] = []
         equivalent: list[tuple[Variant, str]] = []
-        for variant in mutants(gold, ids, siblings_of(schema)) if use_mutants else ():
+        for variant in mutants(gold, ids, siblings_of(schema), tables=tables_of(schema)) if use_mutants else ():
             rule = equivalence_rule(gold, variant.sql) if variant.kind in RULE_KINDS else None
             if rule is not None:
                 equivalent.append((variant, rule))
