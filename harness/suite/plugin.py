@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,12 +21,14 @@ from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
 from harness.results import RunRecord, record_path
 from harness.suite.cache import DEFAULT_RERUN
+from harness.suite.claims import NotEvaluable
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
 from harness.suite.progress import Mode, ProgressView, Sink, followed_run
 from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSettings
 from harness.suite.setups import BenchSetup
 
 DEFAULT_SEEDS = "3407,42,1234"
+PUBLISHED = "reports/results"
 STACK_ENV = "LORABENCH_STACK"
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 RUN_FIXTURES = frozenset({"lorabench_run", "lorabench_record"})
@@ -87,6 +89,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="results",
         metavar="DIR",
         help="results folder records are read from and written to (default: results)",
+    )
+    group.addoption(
+        "--lorabench-published",
+        default=PUBLISHED,
+        metavar="DIR",
+        help="published (committed) records: read, never written; one whose fingerprint matches stands in "
+        f"for a run (default: {PUBLISHED}; an empty value reads none)",
     )
     group.addoption(
         "--lorabench-set",
@@ -150,6 +159,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(RunLog(), "lorabench-runlog")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A claim the records cannot judge (`NotEvaluable`: one seed for a spread, a number a record lacks)
+    is skipped with its reason: it neither passed nor failed, as the scorecard says."""
+    try:
+        return (yield)
+    except NotEvaluable as exc:
+        pytest.skip(str(exc))
+
+
 def settings_from_config(config: pytest.Config) -> SuiteSettings:
     """The options, checked together; any misuse is a `pytest.UsageError` that names the fix."""
     here = config.invocation_params.dir
@@ -173,6 +192,10 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
     results = here / config.getoption("lorabench_results")
     if results.exists() and not results.is_dir():
         problems.append(f"--lorabench-results: {results} is a file; give a folder")
+    published_option = config.getoption("lorabench_published")
+    published = (here / published_option).resolve() if published_option else None
+    if published is not None and (not published.is_dir() or published == results.resolve()):
+        published = None  # none there, or the results folder itself: nothing more to read
     stack = config.getoption("lorabench_stack")
     other = config.getoption("lorabench_other_stack")
     if other and other == stack:
@@ -185,7 +208,7 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
     if problems:
         raise pytest.UsageError("lorabench options:\n  " + "\n  ".join(problems))
     return SuiteSettings(
-        stack=stack, seeds=seeds, results_dir=results.resolve(), model=model, data=data, overrides=overrides,
+        stack=stack, seeds=seeds, results_dir=results.resolve(), published_dir=published, model=model, data=data, overrides=overrides,
         allow_noisy=config.getoption("lorabench_allow_noisy"), rerun=config.getoption("lorabench_rerun"),
         inline=config.getoption("lorabench_inline"), quiet=config.getoption("capture") != "no", other_stack=other,
         progress=config.getoption("lorabench_progress"), progress_every_s=every,
@@ -415,6 +438,8 @@ class RunLog:
         counts = {
             how: sum(line.startswith(how) for line in self.lines) for how in ("trained", "re-ran", "reused")
         }
+        published = sum(line.startswith("reused") and "[published" in line for line in self.lines)
         terminalreporter.write_line(
             f"lorabench: {counts['trained']} trained, {counts['re-ran']} re-ran, {counts['reused']} reused from cache"
+            + (f" ({published} of them published records)" if published else "")
         )
