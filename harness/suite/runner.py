@@ -219,7 +219,7 @@ class SuiteRunner:
         with self._pinned(), self.follow(label, header) if self.follow else nullcontext() as view:
             record, path = run_on_hosts(setup, options)
             if view is not None:
-                view.finish(summary_line(record, path))
+                view.finish(summary_line(record, shown(path)))
         if record.host != self.host:
             warnings.warn(
                 f"run_setup recorded host {record.host!r} but the suite looks records up under {self.host!r}: "

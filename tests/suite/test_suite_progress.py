@@ -92,7 +92,7 @@ def test_a_record_of_another_host_of_this_kind_stands_in(
     result = pytester.runpytest(*bench_args, "--lorabench-inline")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
-        f"reused  {LABEL}: ok → *cpu-twin-2c*seed-3407.json [[]stands in: made on host cpu-twin-2c, of this host's kind {host_kind}]",
+        f"reused  {LABEL}: ok → *cpu-twin-2c*seed-3407.json [[]yours; stands in: made on host cpu-twin-2c, of this host's kind {host_kind}]",
         "lorabench: 0 trained, 0 re-ran, 1 reused from cache",
     ])  # fmt: skip
 
@@ -115,6 +115,6 @@ def test_records_of_another_kind_or_an_older_fingerprint_say_why_they_do_not_sta
     result = pytester.runpytest(*bench_args, "--lorabench-inline", "--lorabench-progress=off")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
-        f"trained {LABEL}: ok → * [[]not standing in: cpu-older-2c: made before fingerprint version 3 (no host "
+        f"trained {LABEL}: ok → * [[]yours; not standing in: cpu-older-2c: made before fingerprint version 3 (no host "
         f"kind recorded); cpu-other-2c: host kind {other_kind}, this host is {host_kind}]",
     ])  # fmt: skip
