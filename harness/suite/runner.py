@@ -20,7 +20,8 @@ from typing import Literal
 
 from harness.config import Override, SetupConfig
 from harness.locks import exclusive_lock
-from harness.results import RunRecord, record_lock_path, run_fingerprint
+from harness.results import RunRecord, record_dir, record_lock_path, run_fingerprint
+from harness.run.checkpoint import CHECKPOINT_ENV, is_resumable, latest, remove
 from harness.suite.cache import (
     DEFAULT_RERUN,
     HostKey,
@@ -216,10 +217,16 @@ class SuiteRunner:
             f" ({note})" if note else ""
         )
         # A timed run takes the host-wide timed lock itself (harness.run.parent).
-        with self._pinned(), self.follow(label, header) if self.follow else nullcontext() as view:
+        checkpoints = self.checkpoint_dir(setup)
+        resumes = latest(checkpoints) if is_resumable(setup) else None
+        if resumes:
+            header += f"; resuming from step {resumes[1].step} ({shown(resumes[0])})"
+        with self._pinned(), self._checkpoints_in(checkpoints), self.follow(label, header) if self.follow else nullcontext() as view:
             record, path = run_on_hosts(setup, options)
             if view is not None:
                 view.finish(summary_line(record, shown(path)))
+        if record.status != "killed":
+            remove(checkpoints)  # a killed seed keeps its checkpoint: the next session resumes from it
         if record.host != self.host:
             warnings.warn(
                 f"run_setup recorded host {record.host!r} but the suite looks records up under {self.host!r}: "
@@ -227,6 +234,26 @@ class SuiteRunner:
                 stacklevel=2,
             )
         return record, path
+
+    def checkpoint_dir(self, setup: SetupConfig) -> Path:
+        """Where this run's resumable checkpoints live: beside the results, outside any work folder, keyed
+        by the fingerprint (a checkpoint never resumes a run of other settings)."""
+        fp = run_fingerprint(setup, self.settings.stack, self.host_key.kind)
+        where = record_dir(self.settings.results_dir / ".checkpoints", self.settings.stack, self.host,
+                           setup.experiment, setup.name)  # fmt: skip
+        return where / f"s{setup.recipe.seed}-{fp}"
+
+    @contextmanager
+    def _checkpoints_in(self, folder: Path) -> Generator[None]:
+        before = os.environ.get(CHECKPOINT_ENV)
+        os.environ[CHECKPOINT_ENV] = str(folder)  # the trainer child inherits it (harness.run.checkpoint)
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(CHECKPOINT_ENV, None)
+            else:
+                os.environ[CHECKPOINT_ENV] = before
 
     @contextmanager
     def _pinned(self) -> Generator[None]:
