@@ -139,8 +139,14 @@ class SaveTracker:
 def replay(state: SavedState, observers: Any, outcome: Any) -> None:
     """The saved steps once more through the observers (smoke, divergence, progress, the step journal), so
     a resumed run is checked and journaled as a whole, and its loss curve starts at step 1."""
+    # Progress jumps to the saved step in one event: shown step by step, the ETA would be taken from
+    # steps replayed in a millisecond (an observer with a `progress` only shows it).
+    shown = [o for o in observers if hasattr(o, "progress")]
     for step, (loss, norm) in enumerate(zip_longest(state.losses, state.grad_norms), start=1):
         outcome.losses.append(loss)
         for observer in observers:
-            if observer.on_step(step, loss, norm):
+            if observer not in shown and observer.on_step(step, loss, norm):
                 break  # it stopped the run once already; it would not have been saved past that
+    for observer in shown:
+        if state.losses:
+            observer.progress.advance(len(state.losses), loss=state.losses[-1])

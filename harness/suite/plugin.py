@@ -219,8 +219,9 @@ def progress_follower(config: pytest.Config, settings: SuiteSettings, worker: st
     """How the runner shows a training run's progress: through the terminal, past the capture."""
     sink = terminal_sink(config, worker)
 
-    def follow(label: str, header: str) -> AbstractContextManager[ProgressView | None]:
-        return followed_run(label, sink, progress_mode(config, settings, worker), settings.progress_every_s, header)
+    def follow(label: str, header: str, more_runs: int = 0) -> AbstractContextManager[ProgressView | None]:
+        mode = progress_mode(config, settings, worker)
+        return followed_run(label, sink, mode, settings.progress_every_s, header, more_runs)
 
     return follow
 

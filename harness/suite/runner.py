@@ -36,8 +36,8 @@ from harness.suite.progress import ProgressView
 from harness.suite.setups import BenchSetup, load_bench_setup
 
 How = Literal["trained", "re-ran", "reused"]
-# (label, header) → a block in which a trainer child's progress is shown (harness.suite.progress).
-FollowRun = Callable[[str, str], AbstractContextManager[ProgressView | None]]
+# (label, header, seeds of the setup after this one) → a block in which a trainer child's progress is shown.
+FollowRun = Callable[[str, str, int], AbstractContextManager[ProgressView | None]]
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ class SuiteRunner:
         resumes = latest(checkpoints) if is_resumable(setup) else None
         if resumes:
             header += f"; resuming from step {resumes[1].step} ({shown(resumes[0])})"
-        with self._pinned(), self._checkpoints_in(checkpoints), self.follow(label, header) if self.follow else nullcontext() as view:
+        with self._pinned(), self._checkpoints_in(checkpoints), self.follow(label, header, self._seeds_after(setup)) if self.follow else nullcontext() as view:
             record, path = run_on_hosts(setup, options)
             if view is not None:
                 view.finish(summary_line(record, shown(path)))
@@ -234,6 +234,10 @@ class SuiteRunner:
                 stacklevel=2,
             )
         return record, path
+
+    def _seeds_after(self, setup: SetupConfig) -> int:
+        seeds = self.settings.seeds
+        return len(seeds) - seeds.index(setup.recipe.seed) - 1 if setup.recipe.seed in seeds else 0
 
     def checkpoint_dir(self, setup: SetupConfig) -> Path:
         """Where this run's resumable checkpoints live: beside the results, outside any work folder, keyed
