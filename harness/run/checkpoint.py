@@ -12,8 +12,9 @@ outside the run's work folder, so a killed run's sweep keeps it; the suite remov
 record that is not `killed`. Keyed by the fingerprint: a checkpoint never resumes a run of other settings.
 
 On CPU a resumed run gives the same losses and adapter, bit for bit, as one never stopped
-(tests/run/test_checkpoint.py). Not covered: several processes (DDP, nodes: they train from step 0), and
-the dead-adapter check, which counts gradients from the resumed step on.
+(tests/suite/test_bench_interrupt.py). Not covered: several processes (DDP, nodes), and timed runs (the
+saves would be in their time): those train from step 0 again. The dead-adapter check counts gradients from
+the resumed step on; the Trainer's own save time is inside `train_s`.
 """
 
 from __future__ import annotations

@@ -217,15 +217,17 @@ class SuiteRunner:
             f" ({note})" if note else ""
         )
         # A timed run takes the host-wide timed lock itself (harness.run.parent).
-        checkpoints = self.checkpoint_dir(setup)
-        resumes = latest(checkpoints) if is_resumable(setup) else None
+        # A timed run saves no checkpoints (the saves would be in its time): stopped, it runs again from step 0.
+        checkpoints = None if timed else self.checkpoint_dir(setup)
+        resumes = latest(checkpoints) if checkpoints and is_resumable(setup) else None
         if resumes:
             header += f"; resuming from step {resumes[1].step} ({shown(resumes[0])})"
-        with self._pinned(), self._checkpoints_in(checkpoints), self.follow(label, header, self._seeds_after(setup)) if self.follow else nullcontext() as view:
+        follow = self.follow(label, header, self._seeds_after(setup)) if self.follow else nullcontext()
+        with self._pinned(), self._checkpoints_in(checkpoints), follow as view:
             record, path = run_on_hosts(setup, options)
             if view is not None:
                 view.finish(summary_line(record, shown(path)))
-        if record.status != "killed":
+        if checkpoints and record.status != "killed":
             remove(checkpoints)  # a killed seed keeps its checkpoint: the next session resumes from it
         if record.host != self.host:
             warnings.warn(
@@ -248,9 +250,12 @@ class SuiteRunner:
         return where / f"s{setup.recipe.seed}-{fp}"
 
     @contextmanager
-    def _checkpoints_in(self, folder: Path) -> Generator[None]:
+    def _checkpoints_in(self, folder: Path | None) -> Generator[None]:
         before = os.environ.get(CHECKPOINT_ENV)
-        os.environ[CHECKPOINT_ENV] = str(folder)  # the trainer child inherits it (harness.run.checkpoint)
+        if folder is None:
+            os.environ.pop(CHECKPOINT_ENV, None)
+        else:
+            os.environ[CHECKPOINT_ENV] = str(folder)  # the trainer child inherits it (harness.run.checkpoint)
         try:
             yield
         finally:
