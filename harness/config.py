@@ -332,7 +332,10 @@ class SetupConfig(Frozen):
         # Fields at their default stay out, so adding a field whose default keeps the old behaviour
         # leaves every cached record valid. Changing what a default does must bump FINGERPRINT_VERSION.
         body = self.model_dump(mode="json", exclude_defaults=True)
-        body.get("recipe", {}).pop("checkpoint_every", None)  # when progress is saved, not what is trained
+        if "recipe" in body:  # when progress is saved, not what is trained
+            body["recipe"].pop("checkpoint_every", None)
+            if not body["recipe"]:
+                del body["recipe"]
         if data_identity is not None and "source" in body.get("data", {}):
             body["data"]["source"] = data_identity
         return json.dumps({"fingerprint_version": FINGERPRINT_VERSION, **body}, sort_keys=True, separators=(",", ":"))

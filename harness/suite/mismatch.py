@@ -17,7 +17,7 @@ from harness.config import SetupConfig
 from harness.results import RunRecord, data_identity
 
 MAX_SHOWN = 4  # fields named in one reason; the rest are counted
-DEFAULT = "(default)"
+MISSING = "(not a field)"
 
 
 def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -30,39 +30,32 @@ def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _payload(setup: SetupConfig) -> dict[str, Any]:
-    body = json.loads(setup.fingerprint_payload(data_identity(setup.data.source)))
-    return _flat(body)
-
-
-def _recorded_payload(record: RunRecord) -> dict[str, Any] | None:
-    """The record's setup as the fingerprint saw it, or None when today's schema cannot read it."""
-    try:
-        return _payload(SetupConfig.model_validate(record.setup))
-    except (ValidationError, TypeError, ValueError):
-        return None
+def _sides(setup: SetupConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the fields the fingerprint sees: those not at their default, data by content; every field's value)."""
+    seen = _flat(json.loads(setup.fingerprint_payload(data_identity(setup.data.source))))
+    seen.pop("fingerprint_version", None)
+    return seen, _flat(setup.model_dump(mode="json"))
 
 
 def _shown(value: Any) -> str:
-    if value is DEFAULT:
-        return DEFAULT
     text = json.dumps(value) if not isinstance(value, str) else value
     return text if len(text) <= 40 else text[:18] + "…" + text[-18:]
 
 
 def setup_changes(record: RunRecord, setup: SetupConfig) -> list[str]:
     """`field recorded → now` for each setup field the fingerprint sees that differs (data by content)."""
-    now = _payload(setup)
-    then = _recorded_payload(record)
-    if then is None:
-        # A record of another lorabench whose setup no longer validates: diff the raw fields.
-        then = _flat({k: v for k, v in record.setup.items() if k not in ("name", "experiment")})
-        now = _flat(setup.model_dump(mode="json", exclude={"name", "experiment"}))
+    now_seen, now_all = _sides(setup)
+    try:
+        then_seen, then_all = _sides(SetupConfig.model_validate(record.setup))
+    except (ValidationError, TypeError, ValueError):
+        # A record of another lorabench whose setup no longer validates: its raw fields against today's.
+        then_all = _flat({k: v for k, v in record.setup.items() if k not in ("name", "experiment")})
+        then_seen = then_all
+        now_seen = {k: v for k, v in now_all.items() if k not in ("name", "experiment")}
     changes = []
-    for key in sorted(set(now) | set(then)):
-        if key == "fingerprint_version":
-            continue
-        old, new = then.get(key, DEFAULT), now.get(key, DEFAULT)
+    for key in sorted(set(now_seen) | set(then_seen)):
+        # A field at its default on one side is not in that side's fingerprint: its value is the default.
+        old, new = then_seen.get(key, then_all.get(key, MISSING)), now_seen.get(key, now_all.get(key, MISSING))
         if old != new:
             what = "data.source (by content)" if key == "data.source" else key
             changes.append(f"{what} {_shown(old)} → {_shown(new)}")
@@ -74,8 +67,9 @@ def fingerprint_changes(record: RunRecord, setup: SetupConfig, stack: str, host_
     parts: list[str] = []
     kind = record.provenance.get("host", {}).get("kind")
     if kind is None:
-        return "made before fingerprint version 3 (no host kind recorded)"
-    if kind != host_kind:
+        # Its fingerprint cannot match whatever the settings; those that differ too are named after it.
+        parts.append("made before fingerprint version 3 (no host kind recorded)")
+    elif kind != host_kind:
         parts.append(f"host kind {kind}, this host is {host_kind}")
     if record.stack != stack:
         parts.append(f"stack {record.stack} → {stack}")
