@@ -79,7 +79,10 @@ def run_suite(command: list[str], grace_s: float = 60.0) -> tuple[int, bool]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    if args.reports.resolve() == Path("reports").resolve() or args.results.resolve() == DEFAULT_PUBLISHED.resolve():
+    # In a checkout (a container's mounted folders are no checkout: there `reports` may be the host's
+    # reports-local/), writing into the committed folders is said out loud.
+    in_checkout = Path(".git").exists()
+    if in_checkout and (args.reports.resolve() == Path("reports").resolve() or args.results.resolve() == DEFAULT_PUBLISHED.resolve()):
         print(
             "lorabench bench: writing into the committed reports/ folder; that replaces published results "
             "(`lorabench publish` copies chosen records there instead)", file=sys.stderr,

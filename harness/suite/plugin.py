@@ -24,7 +24,7 @@ from harness.suite.cache import DEFAULT_RERUN
 from harness.suite.claims import NotEvaluable
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
 from harness.suite.progress import Mode, ProgressView, Sink, followed_run
-from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSettings
+from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSettings, shown
 from harness.suite.setups import BenchSetup
 
 DEFAULT_SEEDS = "3407,42,1234"
@@ -386,7 +386,7 @@ def lorabench_record(
         record, path = runner.cached(setup, stack)
         if record is None:
             pytest.skip(f"no record of {setup.experiment}/{setup.name} seed {seed} on stack {stack!r} for this host "
-                        f"at {path}: run the suite on stack {stack!r} first")  # fmt: skip
+                        f"at {shown(path)}: run the suite on stack {stack!r} first")  # fmt: skip
         return _ok_or_fail(RunResult(record, path, "reused"))
 
     return read
@@ -414,7 +414,7 @@ def _ok_or_fail(result: RunResult) -> RunRecord:
     if record.status != "ok":
         pytest.fail(
             f"{record.experiment}/{record.setup_name} seed {record.seed}: run {record.status}: {record.reason} "
-            f"(record: {result.path}; it runs again in the next session unless --lorabench-rerun=no)",
+            f"(record: {shown(result.path)}; it runs again in the next session unless --lorabench-rerun=no)",
             pytrace=False,
         )
     return record
