@@ -16,10 +16,12 @@ $(VENV)/.installed-$(STACK): lockfiles/$(STACK).txt scripts/install.sh pyproject
 setup: $(VENV)/.installed-$(STACK)
 
 # `make bench PYTEST_ARGS="--lorabench-seeds=42 -x"`: more pytest arguments (see `pytest benchmarks --help`,
-# group lorabench). Interrupted (Ctrl-C), the run in progress is recorded as killed; `make bench` again
-# resumes: ok records are reused, killed and failed seeds run again.
-RESULTS ?= reports/results
-REPORTS ?= reports
+# group lorabench). Your records go to results/ and scorecards to reports-local/ (both untracked); the
+# committed records in reports/results/ stand in where their fingerprint matches and are never replaced
+# (`lorabench publish` copies records there on purpose). Interrupted (Ctrl-C), the run in progress is
+# recorded as killed with its last checkpoint kept; `make bench` again resumes that seed from it.
+RESULTS ?= results
+REPORTS ?= reports-local
 PYTEST_ARGS ?=
 
 bench: setup  ## the suite's CPU cases (Exp A: SmolLM2, 3 seeds), then the scorecard

@@ -125,6 +125,13 @@ class RecipeConfig(Frozen):
     # numpy, torch and transformers' set_seed take 0 … 2**32 − 1; anything else failed only after the
     # model had loaded (and the baseline had been scored).
     seed: int = Field(3407, ge=0, le=SEED_MAX)
+    checkpoint_every: int = Field(
+        50,
+        ge=0,
+        description="save the adapter, optimizer, scheduler, RNG states and data position every N steps beside "
+        "the results (<results>/.checkpoints/), so a stopped seed resumes from its last checkpoint with the same "
+        "result (harness/run/checkpoint.py); 0 = never. Not in the fingerprint: it changes when, not what",
+    )
 
 
 class DataConfig(Frozen):
@@ -325,6 +332,10 @@ class SetupConfig(Frozen):
         # Fields at their default stay out, so adding a field whose default keeps the old behaviour
         # leaves every cached record valid. Changing what a default does must bump FINGERPRINT_VERSION.
         body = self.model_dump(mode="json", exclude_defaults=True)
+        if "recipe" in body:  # when progress is saved, not what is trained
+            body["recipe"].pop("checkpoint_every", None)
+            if not body["recipe"]:
+                del body["recipe"]
         if data_identity is not None and "source" in body.get("data", {}):
             body["data"]["source"] = data_identity
         return json.dumps({"fingerprint_version": FINGERPRINT_VERSION, **body}, sort_keys=True, separators=(",", ":"))

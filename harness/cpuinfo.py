@@ -2,14 +2,19 @@
 tier that decides how fast bf16 runs and which kernels a run meets.
 
 Parsing takes the text, so tests feed a recorded /proc/cpuinfo; `read_cpuinfo()` is the only reader.
+$LORABENCH_CPUINFO_FILE names a recorded text to read instead, so a test drives a whole run down the path
+another CPU takes (bf16 in hardware or not), whatever CPU the CI runner has; the run's record then describes
+that CPU, so it is for tests, never for records anyone keeps.
 Not covered: non-Linux hosts and ARM feature names (their tier is "base"; auto settings stay fp32).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 CPUINFO = Path("/proc/cpuinfo")
+CPUINFO_ENV = "LORABENCH_CPUINFO_FILE"
 
 # bf16 matmuls in hardware: AMX tiles (Sapphire Rapids and later) or AVX512-BF16 dot products (Cooper
 # Lake, Zen 4). Without either, torch emulates bf16 on CPU and fp32 is faster.
@@ -19,9 +24,9 @@ TIERS = (("amx", "amx_bf16"), ("avx512bf16", "avx512_bf16"), ("avx512", "avx512f
 
 
 def read_cpuinfo() -> str:
-    """/proc/cpuinfo's text, or "" where there is none (the tier is then "base")."""
+    """/proc/cpuinfo's text (or $LORABENCH_CPUINFO_FILE's), or "" where there is none (the tier is then "base")."""
     try:
-        return CPUINFO.read_text(encoding="utf-8", errors="replace")
+        return Path(os.environ.get(CPUINFO_ENV) or CPUINFO).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
 

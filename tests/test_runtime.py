@@ -75,3 +75,31 @@ def test_micro_batches_auto_is_one_batch_and_a_number_is_kept() -> None:
     with pytest.raises(ConfigError, match=r"'graphs' cannot run with recipe\.micro_batches = 2"):
         load_setup(None, ["recipe.compile=graphs", "recipe.micro_batches=2", "device=cuda"])
     assert ("recipe.micro_batches", 2, "'auto'") in load_setup(None, ["recipe.micro_batches=2"]).graph_conflicts()
+
+
+@pytest.mark.parametrize(
+    ("text", "precision", "attention", "kind"),
+    [("amd-epyc-zen4.txt", "bf16", "eager", "avx512bf16"), ("intel-broadwell-avx2.txt", "fp32", "sdpa", "avx2")],
+)
+def test_a_whole_run_takes_the_path_of_the_cpu_it_is_given(
+    text: str, precision: str, attention: str, kind: str, tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Both runtime paths run here whatever this CI runner's CPU is (Intel or AMD, bf16 in hardware or
+    not): the CPU is forced through $LORABENCH_CPUINFO_FILE, and the record says which path ran."""
+    from harness.provenance import collect_host
+    from harness.run.parent import RunOptions, run_setup
+
+    monkeypatch.setenv("LORABENCH_CPUINFO_FILE", str(CPUINFO / text))
+    assert collect_host()["kind"].endswith(f"-{kind}")
+    setup = load_setup(None, [
+        f"model.source={tiny_model_dir}", f"data.source={sql_rows_file}", "device=cpu", "data.test_size=4",
+        "recipe.steps=2", "recipe.batch_size=2", "eval.max_new_tokens=4", "checks.smoke.enabled=false",
+        "checks.preflight=false",
+    ])  # fmt: skip
+    assert (setup.precision, setup.model.attention) == ("auto", "auto")
+    record, _ = run_setup(setup, RunOptions(results_dir=tmp_path, isolate=False))
+    assert record.status == "ok", record.reason
+    assert record.model is not None and (record.model.precision, record.model.attention) == (precision, attention)
+    assert record.provenance["host"]["kind"].endswith(f"-{kind}")
+    assert record.train is not None and record.train.steps_done == 2

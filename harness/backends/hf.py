@@ -24,6 +24,8 @@ from harness.backends.common import StepObserver, TrainOutcome, count_params
 from harness.backends.graphed_layers import PAD_MULTIPLE, compile_mode, decoder_layers, graphed_layers
 from harness.config import SetupConfig
 from harness.errors import UserError
+from harness.results import CheckVerdict
+from harness.run import checkpoint
 from harness.runtime import Runtime
 from harness.tasks.encoding import tokenize_examples
 from harness.tasks.registry import Example
@@ -132,9 +134,11 @@ def resolve_optimizer(name: str, runtime: Runtime) -> str:
 
 
 def build_trainer(
-    model: Any, tokenizer: Any, examples: Sequence[Example], setup: SetupConfig, runtime: Runtime, callbacks: list
+    model: Any, tokenizer: Any, examples: Sequence[Example], setup: SetupConfig, runtime: Runtime, callbacks: list,
+    checkpoints: Path | None = None,
 ) -> Any:
-    """The TRL SFTTrainer exactly as `train` uses it (preflight checks are handed it to audit its batches)."""
+    """The TRL SFTTrainer exactly as `train` uses it (preflight checks are handed it to audit its batches).
+    `checkpoints`: the folder it saves resumable checkpoints in every `recipe.checkpoint_every` steps."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
     from trl import SFTConfig
@@ -148,8 +152,12 @@ def build_trainer(
     # removed with the trainer, not `.trainer-scratch/` in whatever folder the user ran from (which a
     # container may mount read-only).
     scratch = tempfile.mkdtemp(prefix="lorabench-trainer-")
+    saving: dict[str, Any] = {"save_strategy": "no"}
+    if checkpoints is not None:
+        # Rotation is harness.run.checkpoint's: the older checkpoint goes only once the newer is complete.
+        saving = {"save_strategy": "steps", "save_steps": recipe.checkpoint_every, "save_total_limit": None}
     args = SFTConfig(
-        output_dir=scratch,
+        output_dir=str(checkpoints) if checkpoints is not None else scratch,
         max_steps=recipe.steps,
         per_device_train_batch_size=recipe.batch_size,
         gradient_accumulation_steps=recipe.grad_accum,
@@ -177,7 +185,7 @@ def build_trainer(
         # log, 0.0 when every step is logged, and a diverged run looked healthy. Off, it also spares the
         # host sync its isnan/isinf test costs every micro-step.
         logging_nan_inf_filter=False,
-        save_strategy="no",
+        **saving,
         report_to=[],
         disable_tqdm=True,
         dataloader_num_workers=0,
@@ -264,7 +272,15 @@ def run_sft(
     tracker = checks.DeadAdapterTracker(model) if setup.checks.dead_adapters else None
     if tracker:
         callbacks.append(tracker.callback())
-    trainer = build_trainer(model, tokenizer, examples, setup, runtime, callbacks)
+    # Resumable: checkpoints every recipe.checkpoint_every steps; the newest complete one is resumed from.
+    checkpoints = checkpoint.checkpoint_root(setup)
+    resume = checkpoint.latest(checkpoints)
+    saves = checkpoint.SaveTracker(outcome, resume[1] if resume else None) if checkpoints else None
+    if saves:
+        callbacks.append(saves.callback())
+    trainer = build_trainer(model, tokenizer, examples, setup, runtime, callbacks, checkpoints)
+    if saves:
+        saves.trainer = trainer
     if setup.checks.preflight:
         started = time.perf_counter()
         found = checks.run_preflight(model, tokenizer, examples, setup, trainer)
@@ -288,14 +304,20 @@ def run_sft(
             f"recipe.compile: 'graphs' needs a CUDA (or ROCm) GPU, this run is on {runtime.device!r}; "
             "set recipe.compile = 'none'"
         )
+    if resume:
+        checkpoint.replay(resume[1], observers, outcome)
+        outcome.checks["resumed"] = CheckVerdict(
+            "pass", f"resumed from step {resume[1].step} of {setup.recipe.steps} (checkpoint {resume[0].name}); "
+            f"steps 1–{resume[1].step} are the stopped attempt's", {"from_step": resume[1].step},
+        )  # fmt: skip
     with compiled_layers(model, mode == "layers"), graphed_layers(model, graphs) as graph_stats:
-        trainer.train()
+        trainer.train(resume_from_checkpoint=str(resume[0]) if resume else None)
     if runtime.device == "cuda":
         torch.cuda.synchronize()
-    outcome.train_s = time.perf_counter() - started
+    outcome.train_s = time.perf_counter() - started + (resume[1].train_s if resume else 0.0)
     outcome.graphs = graph_stats
 
-    outcome.tokens = trainer.tokens_seen() or None
+    outcome.tokens = (saves.tokens() if saves else trainer.tokens_seen()) or None
     outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.world_size
     if tracker:
         outcome.checks["dead_adapters"] = tracker.verdict(model)

@@ -1,15 +1,22 @@
-"""`lorabench bench`: the benchmark suite (`pytest benchmarks`), then the report; exit status = the suite's."""
+"""`lorabench bench`: the benchmark suite (`pytest benchmarks`), then the report; exit status = the suite's.
+
+Your runs are yours: records go to `results/` and scorecards to `reports-local/` (both untracked), never
+into the committed `reports/`. The committed records (`reports/results/`) are read as published results:
+one whose fingerprint matches stands in for a run, and the scorecard is rendered from both folders.
+`lorabench publish` is the separate, explicit step that copies records into `reports/results/`."""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 DEFAULT_SUITE = Path("benchmarks")
+DEFAULT_RESULTS = Path("results")
+DEFAULT_PUBLISHED = Path("reports/results")
+DEFAULT_REPORTS = Path("reports-local")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,22 +28,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "or `lorabench bench -- --lorabench-seeds=42`; see `pytest benchmarks --help`, group lorabench.",
     )
     parser.add_argument(
-        "--results", type=Path, default=Path("results"), help="results folder (default: results)"
+        "--results", type=Path, default=DEFAULT_RESULTS, help=f"your results folder (default: {DEFAULT_RESULTS})"
     )
+    parser.add_argument(
+        "--published", type=Path, default=DEFAULT_PUBLISHED,
+        help=f"published records, read only: they stand in where their fingerprint matches (default: {DEFAULT_PUBLISHED})",
+    )  # fmt: skip
     parser.add_argument("--no-report", action="store_true", help="run the suite only")
-    parser.add_argument("--reports", type=Path, default=Path("reports"), help="where the scorecards go (default: reports)")
+    parser.add_argument(
+        "--reports", type=Path, default=DEFAULT_REPORTS, help=f"where the scorecards go (default: {DEFAULT_REPORTS})"
+    )
     parser.add_argument(
         "pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST ARGS", help="passed to pytest"
     )
     parser.set_defaults(func=cmd_bench)
 
 
-def pytest_command(pytest_args: list[str], results: Path) -> list[str]:
+def pytest_command(pytest_args: list[str], results: Path, published: Path = DEFAULT_PUBLISHED) -> list[str]:
     args = pytest_args[1:] if pytest_args[:1] == ["--"] else list(pytest_args)
     # With no test path given, the suite is benchmarks/ (a path is any argument naming an existing file or folder).
     if not any(Path(a.split("::", 1)[0]).exists() for a in args if not a.startswith("-")):
         args.append(str(DEFAULT_SUITE))
-    return [sys.executable, "-m", "pytest", f"--lorabench-results={results}", *args]
+    return [sys.executable, "-m", "pytest", f"--lorabench-results={results}", f"--lorabench-published={published}", *args]
+
+
+def report_sources(published: Path, results: Path) -> list[Path]:
+    """The folders the scorecard reads: the published records, then yours (those that exist)."""
+    same = published.exists() and results.exists() and published.resolve() == results.resolve()
+    return [p for p in ([published] if not same else []) + [results] if p.is_dir()]
 
 
 def run_suite(command: list[str], grace_s: float = 60.0) -> tuple[int, bool]:
@@ -66,20 +85,33 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if blocked := gate(args.results):
         return blocked
-    command = pytest_command(args.pytest_args, args.results)
+    # In a checkout (a container's mounted folders are no checkout: there `reports` may be the host's
+    # reports-local/), writing into the committed folders is said out loud.
+    in_checkout = Path(".git").exists()
+    if in_checkout and (args.reports.resolve() == Path("reports").resolve() or args.results.resolve() == DEFAULT_PUBLISHED.resolve()):
+        print(
+            "lorabench bench: writing into the committed reports/ folder; that replaces published results "
+            "(`lorabench publish` copies chosen records there instead)", file=sys.stderr,
+        )  # fmt: skip
+    command = pytest_command(args.pytest_args, args.results, args.published)
     print("lorabench bench: " + " ".join(command[1:]), flush=True)
     status, interrupted = run_suite(command)
     if interrupted:
-        print(f"lorabench bench: interrupted; records so far are in {args.results} (run it again to resume)", file=sys.stderr)
+        print(
+            f"lorabench bench: interrupted; records so far are in {args.results} (run it again to resume: "
+            "a stopped seed continues from its last checkpoint)", file=sys.stderr,
+        )  # fmt: skip
         return 130
     if args.no_report:
         return status
-    if importlib.util.find_spec("harness.commands.report") is None:
-        print(
-            f"lorabench bench: the report step is not available in this lorabench yet; records are in {args.results}"
-        )
+    sources = report_sources(args.published, args.results)
+    if not sources:
+        print(f"lorabench bench: no records in {args.results} or {args.published}: no scorecard")
         return status
     from harness.cli import main
 
-    report_status = main(["report", str(args.results), "-o", str(args.reports)])
+    print("lorabench bench: scorecards from " + " and ".join(
+        f"{p} ({'published' if p == args.published else 'yours'})" for p in sources
+    ), flush=True)  # fmt: skip
+    report_status = main(["report", *map(str, sources), "-o", str(args.reports)])
     return status or report_status

@@ -13,9 +13,13 @@ another host stands in when (1) its fingerprint matches, i.e. it was made with f
 later on a host of the same kind (`harness.provenance.host_kind`: for a GPU host its GPU model × count;
 for a CPU host its architecture, logical cores and instruction tier, which decide what `auto` resolves
 to and which kernels run), from the same data bytes, setup and stack; and (2) the claim is untimed.
-Accuracy travels between hosts of one kind; timings never leave their host. Records of other hosts that
-do not qualify are named with the reason (`why_not_standing_in`), so nobody wonders why a committed
-record was not reused.
+Accuracy travels between hosts of one kind; timings never leave their host. Records that do not qualify,
+this host's own included, are named with what changed (`why_not_standing_in`: "recipe.steps 300 → 20"),
+so nobody wonders why a committed record was not reused.
+
+Two folders are read: the user's results folder (read and written) and the published records
+(`reports/results/`, committed; read only). The runner asks the user's folder first, then the published one
+(`harness.suite.runner`); a run always writes into the user's folder, so a committed record is never replaced.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Literal, get_args
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.results import RunRecord, Status, load_record, run_fingerprint, seed_record_path, slug
+from harness.suite.mismatch import fingerprint_changes
 
 TERMINAL_STATUSES: frozenset[str] = frozenset(get_args(Status))
 Rerun = Literal["no", "failed", "all"]
@@ -89,26 +94,31 @@ def stand_in(results_dir: Path, setup: SetupConfig, stack: str, host: HostKey) -
 
 
 def why_not_standing_in(
-    results_dir: Path, setup: SetupConfig, stack: str, host: HostKey, *, timed: bool = False
+    results_dir: Path, setup: SetupConfig, stack: str, host: HostKey, *, timed: bool = False,
+    tag: str = "",
 ) -> list[str]:
-    """Why each record of this setup × seed made on another host does not stand in here, one phrase each."""
+    """Why each record of this setup × seed in `results_dir` (this host's own included) does not stand in
+    here, one phrase each naming what changed (`harness.suite.mismatch`); `tag` marks the folder's records
+    (e.g. " (published)")."""
     fp = run_fingerprint(setup, stack, host.kind)
+    own = expected_path(results_dir, setup, stack, host.id)
+    paths = ([own] if own.is_file() else []) + other_hosts_records(results_dir, setup, stack, host)
     reasons = []
-    for path in other_hosts_records(results_dir, setup, stack, host):
+    for path in paths:
+        who = ("this host's record" if path == own else path.parents[2].name) + tag
         record = _read(path)
         if record is None:
-            reasons.append(f"{path.parents[2].name}: unreadable or of an unsupported format")
+            reasons.append(f"{who}: unreadable or of an unsupported format")
             continue
-        kind = record.provenance.get("host", {}).get("kind")
-        if record.fingerprint == fp:
-            why = "a timed claim takes this host's own records only" if timed else f"status {record.status}"
-        elif kind is None:
-            why = "made before fingerprint version 3 (no host kind recorded)"
-        elif kind != host.kind:
-            why = f"host kind {kind}, this host is {host.kind}"
+        if record.fingerprint != fp:
+            why = fingerprint_changes(record, setup, stack, host.kind)
+        elif timed and not record.guard.get("timed"):
+            why = "untimed, and a timed claim takes timed records only"
+        elif timed and path != own:
+            why = "a timed claim takes this host's own records only"
         else:
-            why = "same host kind, but another setup, data or stack"
-        reasons.append(f"{record.host}: {why}")
+            why = f"status {record.status}"
+        reasons.append(f"{who}: {why}")
     return reasons
 
 

@@ -4,7 +4,8 @@ or not evaluable, with the numbers behind it), so the suite (`require`, which ra
 `harness.suite.catalogue`.
 
 "Not evaluable" is its own answer: too few seeds for the statistic, or a number the records lack. The
-suite still fails on it (`NotEvaluable` is an AssertionError); a report shows it as neither pass nor fail.
+suite skips the test with its reason (`harness.suite.plugin` turns `NotEvaluable` into a skip; outside the
+plugin it is an AssertionError, so it can never pass unnoticed); a report shows it as neither pass nor fail.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,12 +21,14 @@ from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
 from harness.results import RunRecord, record_path
 from harness.suite.cache import DEFAULT_RERUN
+from harness.suite.claims import NotEvaluable
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
 from harness.suite.progress import Mode, ProgressView, Sink, followed_run
-from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSettings
+from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSettings, shown
 from harness.suite.setups import BenchSetup
 
 DEFAULT_SEEDS = "3407,42,1234"
+PUBLISHED = "reports/results"
 STACK_ENV = "LORABENCH_STACK"
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 RUN_FIXTURES = frozenset({"lorabench_run", "lorabench_record"})
@@ -87,6 +89,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="results",
         metavar="DIR",
         help="results folder records are read from and written to (default: results)",
+    )
+    group.addoption(
+        "--lorabench-published",
+        default=PUBLISHED,
+        metavar="DIR",
+        help="published (committed) records: read, never written; one whose fingerprint matches stands in "
+        f"for a run (default: {PUBLISHED}; an empty value reads none)",
     )
     group.addoption(
         "--lorabench-set",
@@ -150,6 +159,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(RunLog(), "lorabench-runlog")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A claim the records cannot judge (`NotEvaluable`: one seed for a spread, a number a record lacks)
+    is skipped with its reason: it neither passed nor failed, as the scorecard says."""
+    try:
+        return (yield)
+    except NotEvaluable as exc:
+        pytest.skip(str(exc))
+
+
 def settings_from_config(config: pytest.Config) -> SuiteSettings:
     """The options, checked together; any misuse is a `pytest.UsageError` that names the fix."""
     here = config.invocation_params.dir
@@ -173,6 +192,10 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
     results = here / config.getoption("lorabench_results")
     if results.exists() and not results.is_dir():
         problems.append(f"--lorabench-results: {results} is a file; give a folder")
+    published_option = config.getoption("lorabench_published")
+    published = (here / published_option).resolve() if published_option else None
+    if published is not None and (not published.is_dir() or published == results.resolve()):
+        published = None  # none there, or the results folder itself: nothing more to read
     stack = config.getoption("lorabench_stack")
     other = config.getoption("lorabench_other_stack")
     if other and other == stack:
@@ -185,7 +208,7 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
     if problems:
         raise pytest.UsageError("lorabench options:\n  " + "\n  ".join(problems))
     return SuiteSettings(
-        stack=stack, seeds=seeds, results_dir=results.resolve(), model=model, data=data, overrides=overrides,
+        stack=stack, seeds=seeds, results_dir=results.resolve(), published_dir=published, model=model, data=data, overrides=overrides,
         allow_noisy=config.getoption("lorabench_allow_noisy"), rerun=config.getoption("lorabench_rerun"),
         inline=config.getoption("lorabench_inline"), quiet=config.getoption("capture") != "no", other_stack=other,
         progress=config.getoption("lorabench_progress"), progress_every_s=every,
@@ -196,8 +219,9 @@ def progress_follower(config: pytest.Config, settings: SuiteSettings, worker: st
     """How the runner shows a training run's progress: through the terminal, past the capture."""
     sink = terminal_sink(config, worker)
 
-    def follow(label: str, header: str) -> AbstractContextManager[ProgressView | None]:
-        return followed_run(label, sink, progress_mode(config, settings, worker), settings.progress_every_s, header)
+    def follow(label: str, header: str, more_runs: int = 0) -> AbstractContextManager[ProgressView | None]:
+        mode = progress_mode(config, settings, worker)
+        return followed_run(label, sink, mode, settings.progress_every_s, header, more_runs)
 
     return follow
 
@@ -362,7 +386,7 @@ def lorabench_record(
         record, path = runner.cached(setup, stack)
         if record is None:
             pytest.skip(f"no record of {setup.experiment}/{setup.name} seed {seed} on stack {stack!r} for this host "
-                        f"at {path}: run the suite on stack {stack!r} first")  # fmt: skip
+                        f"at {shown(path)}: run the suite on stack {stack!r} first")  # fmt: skip
         return _ok_or_fail(RunResult(record, path, "reused"))
 
     return read
@@ -390,7 +414,7 @@ def _ok_or_fail(result: RunResult) -> RunRecord:
     if record.status != "ok":
         pytest.fail(
             f"{record.experiment}/{record.setup_name} seed {record.seed}: run {record.status}: {record.reason} "
-            f"(record: {result.path}; it runs again in the next session unless --lorabench-rerun=no)",
+            f"(record: {shown(result.path)}; it runs again in the next session unless --lorabench-rerun=no)",
             pytrace=False,
         )
     return record
@@ -415,6 +439,8 @@ class RunLog:
         counts = {
             how: sum(line.startswith(how) for line in self.lines) for how in ("trained", "re-ran", "reused")
         }
+        published = sum(line.startswith("reused") and "[published" in line for line in self.lines)
         terminalreporter.write_line(
             f"lorabench: {counts['trained']} trained, {counts['re-ran']} re-ran, {counts['reused']} reused from cache"
+            + (f" ({published} of them published records)" if published else "")
         )

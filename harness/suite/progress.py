@@ -7,6 +7,9 @@ writes lines through a sink that gets past the capture (see `harness.suite.plugi
 
     [lorabench] exp_a/smollm2-135m-lora seed 3407 · train 120/300 · loss 0.412 · 4:58 · eta 7:27
 
+Five training steps in, one lasting line estimates the whole run (and the seeds of the setup still to
+run) from the steps and the baseline eval measured so far (`Estimate`), while Ctrl-C still costs little.
+
 Two modes: `live` (a terminal) rewrites one status line in place, at most once a second, and leaves a
 line per phase; `lines` (CI logs, files) writes a line when a phase starts and then every `every_s`
 seconds, so a log stays short. Not covered: progress of runs in other pytest processes.
@@ -76,14 +79,44 @@ class PhaseState:
         return " · ".join(parts)
 
 
+ESTIMATE_STEPS = 5  # training steps timed before the estimate of the whole is shown
+
+
+@dataclass
+class Estimate:
+    """The whole run's time, from what has been measured so far: the training steps after the first (a
+    first step pays for warm-up) and the baseline eval, which the final eval repeats on the same questions."""
+
+    elapsed_s: float
+    step_s: float
+    steps_left: int
+    eval_s: float | None  # the baseline eval's duration; None when its answers came from the cache
+    more_runs: int = 0
+
+    def line(self) -> str:
+        left = self.step_s * self.steps_left + (self.eval_s or 0.0)
+        whole = self.elapsed_s + left
+        evals = (f"the baseline eval {clock(self.eval_s)} (the final eval about as long)" if self.eval_s is not None
+                 else "the final eval not measured (the baseline came from the cache)")  # fmt: skip
+        text = (f"estimate from {ESTIMATE_STEPS} steps ({self.step_s:.2f} s/step) and {evals}: this run ~{clock(whole)} "
+                f"in all, ~{clock(left)} to go")  # fmt: skip
+        if self.more_runs:
+            text += f"; up to {self.more_runs} more seed(s) of this setup: ~{clock(whole * self.more_runs)} more"
+        return text + " (Ctrl-C stops; run it again to resume from the last checkpoint)"
+
+
 class ProgressView:
     """Turns the child's events into lines for the sink, at the pace of its mode."""
 
-    def __init__(self, label: str, sink: Sink, mode: Mode, every_s: float) -> None:
+    def __init__(self, label: str, sink: Sink, mode: Mode, every_s: float, more_runs: int = 0) -> None:
         self.label, self.sink, self.mode, self.every_s = label, sink, mode, every_s
+        self.more_runs = more_runs
         self.phase: PhaseState | None = None
         self._shown = 0.0
         self._transient = False
+        self._started: float | None = None
+        self._baseline_s: float | None = None
+        self.estimate: Estimate | None = None
 
     def _write(self, text: str, *, transient: bool) -> None:
         self.sink(f"[lorabench] {self.label} · {text}", transient)
@@ -91,7 +124,11 @@ class ProgressView:
 
     def event(self, event: dict[str, Any]) -> None:
         name = str(event.get("phase", ""))
+        if self._started is None:
+            self._started = float(event["t"])
         if self.phase is None or name != self.phase.name or int(event.get("done", 0)) < self.phase.done:
+            if self.phase is not None and self.phase.name == "baseline eval":
+                self._baseline_s = float(event["t"]) - self.phase.started
             self.close_phase()
             self.phase = PhaseState(name, int(event.get("total", 0)), float(event["t"]))
             self.phase.update(event)
@@ -99,6 +136,22 @@ class ProgressView:
             self._shown = time.monotonic()
             return
         self.phase.update(event)
+        self._maybe_estimate()
+
+    def _maybe_estimate(self) -> None:
+        """Once per run, when the first `ESTIMATE_STEPS` timed steps are in: the whole run's time."""
+        phase = self.phase
+        if self.estimate is not None or phase is None or phase.name != "train" or phase.first is None:
+            return
+        timed = phase.done - phase.first[1]
+        if timed < ESTIMATE_STEPS or self._started is None:
+            return
+        self.estimate = Estimate(
+            elapsed_s=phase.last_t - self._started, step_s=(phase.last_t - phase.first[0]) / timed,
+            steps_left=phase.total - phase.done, eval_s=self._baseline_s, more_runs=self.more_runs,
+        )  # fmt: skip
+        if phase.total > phase.done:
+            self._write(self.estimate.line(), transient=False)
 
     def tick(self, *, force: bool = False) -> None:
         """Show the current phase again when its interval has passed (a clock that moves without events too)."""
@@ -165,14 +218,14 @@ class ProgressFollower:
 
 @contextlib.contextmanager
 def followed_run(
-    label: str, sink: Sink, mode: Mode, every_s: float, header: str | None = None
+    label: str, sink: Sink, mode: Mode, every_s: float, header: str | None = None, more_runs: int = 0
 ) -> Generator[ProgressView | None]:
     """For the block, trainer children started in it report to a progress file that is shown through
     `sink`, after `header`. The caller writes the outcome with `view.finish(...)`. Mode `off`: nothing."""
     if mode == "off":
         yield None
         return
-    view = ProgressView(label, sink, mode, every_s)
+    view = ProgressView(label, sink, mode, every_s, more_runs)
     if header:
         view.note(header)  # before the follower starts: the sink is called from one thread at a time
     with tempfile.TemporaryDirectory(prefix="lorabench-progress-") as tmp:

@@ -20,7 +20,8 @@ from typing import Literal
 
 from harness.config import Override, SetupConfig
 from harness.locks import exclusive_lock
-from harness.results import RunRecord, record_lock_path, run_fingerprint
+from harness.results import RunRecord, record_dir, record_lock_path, run_fingerprint
+from harness.run.checkpoint import CHECKPOINT_ENV, is_resumable, latest, remove
 from harness.suite.cache import (
     DEFAULT_RERUN,
     HostKey,
@@ -35,8 +36,8 @@ from harness.suite.progress import ProgressView
 from harness.suite.setups import BenchSetup, load_bench_setup
 
 How = Literal["trained", "re-ran", "reused"]
-# (label, header) → a block in which a trainer child's progress is shown (harness.suite.progress).
-FollowRun = Callable[[str, str], AbstractContextManager[ProgressView | None]]
+# (label, header, seeds of the setup after this one) → a block in which a trainer child's progress is shown.
+FollowRun = Callable[[str, str, int], AbstractContextManager[ProgressView | None]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class SuiteSettings:
     stack: str
     seeds: tuple[int, ...]
     results_dir: Path
+    published_dir: Path | None = None  # committed records, read only: they stand in, never written
     model: str | None = None
     data: str | None = None
     overrides: tuple[str, ...] = ()
@@ -70,12 +72,23 @@ class RunResult:
     path: Path
     how: How
     note: str | None = None  # a record of another host stood in, or why none could
+    published: bool = False  # read from the published (committed) records, not the user's folder
 
     def line(self) -> str:
         r = self.record
         reason = f" ({r.reason})" if r.reason and r.status != "ok" else ""
-        note = f" [{self.note}]" if self.note else ""
-        return f"{self.how:<7} {r.experiment}/{r.setup_name} seed {r.seed}: {r.status}{reason} → {self.path}{note}"
+        origin = "published" if self.published else "yours"
+        notes = "; ".join(n for n in (origin, self.note) if n)
+        return f"{self.how:<7} {r.experiment}/{r.setup_name} seed {r.seed}: {r.status}{reason} → {shown(self.path)} [{notes}]"
+
+
+def shown(path: Path) -> Path:
+    """A path as the user reads it: relative to where they ran the command when it lies below it (the
+    same words on the host and inside a container whose working folder is the mounted checkout)."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 @dataclass
@@ -128,29 +141,58 @@ class SuiteRunner:
         if key in self._memo:
             return self._memo[key]
         path = expected_path(results, setup, stack, self.host)
+        published = self.settings.published_dir
         with exclusive_lock(record_lock_path(path), what="record lock"):
             cached = lookup(results, setup, stack, self.host_key, timed=timed)
-            # A record of another host of this kind answers an untimed claim (the rule: harness/suite/cache.py).
-            other = stand_in(results, setup, stack, self.host_key) if cached is None and not timed else None
+            # The user's folder first, then the published records: this host's own, then (untimed claims
+            # only) one of another host of this kind (the rule: harness/suite/cache.py).
+            published_own: RunRecord | None = None
+            ours = other = None
+            if cached is None and published is not None:
+                published_own = lookup(published, setup, stack, self.host_key, timed=timed)
+            if cached is None and published_own is None and not timed:
+                other = stand_in(results, setup, stack, self.host_key)
+                ours = other
+                if other is None and published is not None:
+                    other = stand_in(published, setup, stack, self.host_key)
             if cached is not None and not (wants_rerun(cached, self.settings.rerun) and self._older(cached)):
                 result = RunResult(cached, path, "reused")
+            elif published_own is not None and not wants_rerun(published_own, self.settings.rerun):
+                own_path = expected_path(published, setup, stack, self.host)  # type: ignore[arg-type]
+                result = RunResult(published_own, own_path, "reused", published=True)
             elif other is not None and not wants_rerun(other[0], self.settings.rerun):
                 note = f"stands in: made on host {other[0].host}, of this host's kind {self.host_key.kind}"
-                result = RunResult(other[0], other[1], "reused", note)
+                result = RunResult(other[0], other[1], "reused", note, published=other is not ours)
             else:
-                not_used = [] if cached else why_not_standing_in(results, setup, stack, self.host_key, timed=timed)
+                not_used = [] if cached else self._not_standing_in(setup, timed)
                 note = "not standing in: " + "; ".join(not_used) if not_used else None
-                why = f"its record is {cached.status}, running it again" if cached else "no record of this setup on this host"
+                if cached:
+                    why = f"its record is {cached.status}, running it again"
+                elif not_used:
+                    why = "no record of this setup stands in"
+                else:
+                    why = "no record of this setup on this host"
                 record, written = self._train(setup, timed, note, why)
                 result = RunResult(record, written, "re-ran" if cached or other else "trained", note)
         self._memo[key] = result
         return result
 
+    def _not_standing_in(self, setup: SetupConfig, timed: bool) -> list[str]:
+        stack, results, published = self.settings.stack, self.settings.results_dir, self.settings.published_dir
+        reasons = why_not_standing_in(results, setup, stack, self.host_key, timed=timed)
+        if published is not None and published.resolve() != results.resolve():
+            reasons += why_not_standing_in(published, setup, stack, self.host_key, timed=timed, tag=" (published)")
+        return reasons
+
     def cached(self, setup: SetupConfig, stack: str) -> tuple[RunRecord | None, Path]:
-        """A record of another stack on this host, never run here (Exp E compares stacks run in two images)."""
-        return lookup(self.settings.results_dir, setup, stack, self.host_key), expected_path(
-            self.settings.results_dir, setup, stack, self.host
-        )
+        """A record of another stack on this host, never run here (Exp E compares stacks run in two images):
+        the user's, else the published one."""
+        folders = [self.settings.results_dir] + ([self.settings.published_dir] if self.settings.published_dir else [])
+        for folder in folders:
+            record = lookup(folder, setup, stack, self.host_key)
+            if record is not None:
+                return record, expected_path(folder, setup, stack, self.host)
+        return None, expected_path(self.settings.results_dir, setup, stack, self.host)
 
     def _older(self, record: RunRecord) -> bool:
         # A record another worker wrote during this session is the re-run: do not re-run it again.
@@ -175,10 +217,18 @@ class SuiteRunner:
             f" ({note})" if note else ""
         )
         # A timed run takes the host-wide timed lock itself (harness.run.parent).
-        with self._pinned(), self.follow(label, header) if self.follow else nullcontext() as view:
+        # A timed run saves no checkpoints (the saves would be in its time): stopped, it runs again from step 0.
+        checkpoints = None if timed else self.checkpoint_dir(setup)
+        resumes = latest(checkpoints) if checkpoints and is_resumable(setup) else None
+        if resumes:
+            header += f"; resuming from step {resumes[1].step} ({shown(resumes[0])})"
+        follow = self.follow(label, header, self._seeds_after(setup)) if self.follow else nullcontext()
+        with self._pinned(), self._checkpoints_in(checkpoints), follow as view:
             record, path = run_on_hosts(setup, options)
             if view is not None:
-                view.finish(summary_line(record, path))
+                view.finish(summary_line(record, shown(path)))
+        if checkpoints and record.status != "killed":
+            remove(checkpoints)  # a killed seed keeps its checkpoint: the next session resumes from it
         if record.host != self.host:
             warnings.warn(
                 f"run_setup recorded host {record.host!r} but the suite looks records up under {self.host!r}: "
@@ -186,6 +236,33 @@ class SuiteRunner:
                 stacklevel=2,
             )
         return record, path
+
+    def _seeds_after(self, setup: SetupConfig) -> int:
+        seeds = self.settings.seeds
+        return len(seeds) - seeds.index(setup.recipe.seed) - 1 if setup.recipe.seed in seeds else 0
+
+    def checkpoint_dir(self, setup: SetupConfig) -> Path:
+        """Where this run's resumable checkpoints live: beside the results, outside any work folder, keyed
+        by the fingerprint (a checkpoint never resumes a run of other settings)."""
+        fp = run_fingerprint(setup, self.settings.stack, self.host_key.kind)
+        where = record_dir(self.settings.results_dir / ".checkpoints", self.settings.stack, self.host,
+                           setup.experiment, setup.name)  # fmt: skip
+        return where / f"s{setup.recipe.seed}-{fp}"
+
+    @contextmanager
+    def _checkpoints_in(self, folder: Path | None) -> Generator[None]:
+        before = os.environ.get(CHECKPOINT_ENV)
+        if folder is None:
+            os.environ.pop(CHECKPOINT_ENV, None)
+        else:
+            os.environ[CHECKPOINT_ENV] = str(folder)  # the trainer child inherits it (harness.run.checkpoint)
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(CHECKPOINT_ENV, None)
+            else:
+                os.environ[CHECKPOINT_ENV] = before
 
     @contextmanager
     def _pinned(self) -> Generator[None]:

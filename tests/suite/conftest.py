@@ -78,8 +78,10 @@ def bench_args() -> tuple[str, ...]:
 def _trainer_imported() -> None:
     # In-process pytester runs drop modules first imported inside them; `datasets` then registers its
     # pyarrow extension types a second time on the next inline run and fails. Importing the trainer's
-    # stack here, once, keeps it loaded across runs.
-    for name in ("datasets", "peft", "trl"):
+    # stack here, once, keeps it loaded across runs. trl's config module too: `trl.SFTConfig`, cached on
+    # the kept `trl`, would otherwise be another class than the re-imported module's, and a checkpoint
+    # (which pickles the trainer's arguments) fails to save.
+    for name in ("datasets", "peft", "trl", "trl.trainer.sft_config", "trl.trainer.sft_trainer"):
         importlib.import_module(name)
 
 

@@ -50,7 +50,7 @@ def test_exit_status_follows_the_claims(
 
 
 def test_suite_folder_is_the_default_path() -> None:
-    assert pytest_command([], Path("r"))[-2:] == ["--lorabench-results=r", "benchmarks"]
+    assert pytest_command([], Path("r"))[-3:] == ["--lorabench-results=r", "--lorabench-published=reports/results", "benchmarks"]
     assert pytest_command(["--", "-k", "exp_a"], Path("r"))[-3:] == ["-k", "exp_a", "benchmarks"]
     here = str(Path(__file__))
     assert pytest_command([f"{here}::test_suite_folder_is_the_default_path"], Path("r"))[-1].startswith(here)
@@ -69,3 +69,10 @@ def test_make_bench_passes_pytest_arguments_and_folders_through() -> None:
     assert shown.stdout.strip().splitlines()[-1].endswith(
         "lorabench bench --results /tmp/r --reports /tmp/p -- -m cpu_ok --lorabench-seeds=42 -x"
     )
+    # By default your runs go to untracked folders, never into the committed reports/ (issue 29).
+    plain = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(REPO), "bench"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    assert plain.stdout.strip().splitlines()[-1].endswith("lorabench bench --results results --reports reports-local -- -m cpu_ok")
+    ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "results/x", "reports-local/x"],
+                             capture_output=True, text=True)  # fmt: skip
+    assert ignored.stdout.split() == ["results/x", "reports-local/x"]

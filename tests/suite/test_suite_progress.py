@@ -56,6 +56,38 @@ def test_lines_mode_writes_a_line_per_phase_and_an_eta_from_the_first_step() -> 
     assert not any(transient for _, transient in written)
 
 
+def test_five_steps_in_the_whole_run_is_estimated_once() -> None:
+    written: list[str] = []
+    view = ProgressView(LABEL, lambda text, _: written.append(text), "lines", every_s=3600, more_runs=2)
+    view.event({"t": 0.0, "phase": "data", "done": 0, "total": 0})
+    view.event({"t": 10.0, "phase": "baseline eval", "done": 0, "total": 300})
+    view.event({"t": 130.0, "phase": "train", "done": 0, "total": 300})  # the baseline eval took 2:00
+    view.event({"t": 150.0, "phase": "train", "done": 1, "total": 300, "loss": 1.5})  # warm-up: not timed
+    for done in range(2, 7):
+        view.event({"t": 150.0 + 3 * (done - 1), "phase": "train", "done": done, "total": 300, "loss": 1.0})
+        assert (view.estimate is None) == (done < 6)
+    # 3 s a step; 165 s gone, 294 steps (882 s) and a final eval as long as the baseline's (120 s) to go.
+    assert view.estimate is not None and view.estimate.step_s == pytest.approx(3.0)
+    shown = [t for t in written if "estimate" in t]
+    assert shown == [f"[lorabench] {LABEL} · estimate from 5 steps (3.00 s/step) and the baseline eval 2:00 (the "
+                     "final eval about as long): this run ~19:27 in all, ~16:42 to go; up to 2 more seed(s) of this "
+                     "setup: ~38:54 more (Ctrl-C stops; run it again to resume from the last checkpoint)"]  # fmt: skip
+    view.event({"t": 200.0, "phase": "train", "done": 20, "total": 300, "loss": 0.5})
+    assert sum("estimate" in t for t in written) == 1
+
+
+def test_a_resumed_run_is_estimated_from_its_own_steps_not_the_replayed_ones() -> None:
+    view = ProgressView(LABEL, lambda text, _: None, "lines", every_s=3600)
+    view.event({"t": 0.0, "phase": "train", "done": 0, "total": 300})
+    view.event({"t": 0.001, "phase": "train", "done": 40, "total": 300})  # the checkpoint's 40 steps, at once
+    for done in range(41, 46):
+        view.event({"t": 10.0 + 2 * (done - 40), "phase": "train", "done": done, "total": 300})
+    # Timed from the jump, not from step 0: 20 s for 5 steps (the first resumed one loaded the checkpoint);
+    # from step 0 it would have been 22 s for 45 steps, an estimate nine times too short.
+    assert view.estimate is not None and view.estimate.step_s == pytest.approx(4.0, abs=0.01)
+    assert view.estimate.eval_s is None and view.estimate.steps_left == 255
+
+
 def test_live_mode_rewrites_one_line_and_keeps_a_line_per_phase() -> None:
     written: list[tuple[str, bool]] = []
     view = ProgressView(LABEL, lambda text, transient: written.append((text, transient)), "live", every_s=30)
@@ -92,7 +124,7 @@ def test_a_record_of_another_host_of_this_kind_stands_in(
     result = pytester.runpytest(*bench_args, "--lorabench-inline")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
-        f"reused  {LABEL}: ok → *cpu-twin-2c*seed-3407.json [[]stands in: made on host cpu-twin-2c, of this host's kind {host_kind}]",
+        f"reused  {LABEL}: ok → *cpu-twin-2c*seed-3407.json [[]yours; stands in: made on host cpu-twin-2c, of this host's kind {host_kind}]",
         "lorabench: 0 trained, 0 re-ran, 1 reused from cache",
     ])  # fmt: skip
 
@@ -115,6 +147,6 @@ def test_records_of_another_kind_or_an_older_fingerprint_say_why_they_do_not_sta
     result = pytester.runpytest(*bench_args, "--lorabench-inline", "--lorabench-progress=off")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
-        f"trained {LABEL}: ok → * [[]not standing in: cpu-older-2c: made before fingerprint version 3 (no host "
+        f"trained {LABEL}: ok → * [[]yours; not standing in: cpu-older-2c: made before fingerprint version 3 (no host "
         f"kind recorded); cpu-other-2c: host kind {other_kind}, this host is {host_kind}]",
     ])  # fmt: skip

@@ -25,7 +25,7 @@ def test_failing_claim_fails_cached_record_is_reused_changed_setup_reruns(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*AssertionError: gain below 20 points: exp_t/tiny seed 3407: * → * (gain *",
-        "trained exp_t/tiny seed 3407: ok → *seed-3407.json",
+        "trained exp_t/tiny seed 3407: ok → *seed-3407.json [[]yours]",
         "lorabench: 1 trained, 0 re-ran, 0 reused from cache",
     ])  # fmt: skip
     first = load_record(only_record(pytester))
@@ -44,9 +44,10 @@ def test_failing_claim_fails_cached_record_is_reused_changed_setup_reruns(
     bench_dir(steps=3, min_gain=-100.0)
     result = pytester.runpytest(*bench_args, "--lorabench-inline")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        ["trained exp_t/tiny seed 3407: ok → *", "lorabench: 1 trained, 0 re-ran, 0 reused from cache"]
-    )
+    result.stdout.fnmatch_lines([
+        "trained exp_t/tiny seed 3407: ok → * [[]yours; not standing in: this host's record: recipe.steps 2 → 3]",
+        "lorabench: 1 trained, 0 re-ran, 0 reused from cache",
+    ])  # fmt: skip
     second = load_record(only_record(pytester))
     assert second.run_id != first.run_id and second.train is not None and second.train.steps_done == 3
     # Same model and split: the untrained model's answers come from the cache, and no time is booked for them.

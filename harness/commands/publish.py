@@ -1,0 +1,111 @@
+"""`lorabench publish RECORD…`: copy chosen records (with their predictions) into the published results.
+
+The published results (`reports/results/`, committed) are what the suite reads as a stand-in and what
+the committed scorecards are rendered from; `make bench` never writes there. Publishing is this separate
+step: a record already published under the same fingerprint is replaced by the new one (same question,
+newer answer); a record of another fingerprint (other settings, data, stack or host kind) is kept unless
+`--replace` is given, and then nothing is copied at all. Adapters are not copied (too large to commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import atomic
+from harness.errors import UserError
+from harness.results import RunRecord, find_records, load_record, predictions_path, record_path
+from harness.suite.mismatch import fingerprint_changes
+
+DEFAULT_PUBLISHED = Path("reports/results")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "publish", help="copy chosen records into the published results (reports/results/)", description=__doc__
+    )
+    parser.add_argument("records", nargs="+", type=Path, metavar="RECORD", help="seed-N.json files or folders of them")
+    parser.add_argument("--to", type=Path, default=DEFAULT_PUBLISHED, metavar="DIR",
+                        help=f"published results folder (default: {DEFAULT_PUBLISHED})")  # fmt: skip
+    parser.add_argument("--replace", action="store_true",
+                        help="replace a published record of another fingerprint (it is otherwise kept and nothing is copied)")  # fmt: skip
+    parser.add_argument("-n", "--dry-run", action="store_true", help="say what would be copied; copy nothing")
+    parser.set_defaults(func=cmd_publish)
+
+
+@dataclass(frozen=True)
+class Copy:
+    record: RunRecord
+    source: Path
+    target: Path
+    action: str  # "new", "same fingerprint", "replaces another fingerprint", "already published"
+    why: str = ""  # for a record of another fingerprint: what differs
+
+
+def plan(sources: list[Path], to: Path) -> list[Copy]:
+    copies: list[Copy] = []
+    for source in find_records(sources):
+        record = load_record(source)
+        target = record_path(to, record)
+        if source.resolve() == target.resolve():
+            copies.append(Copy(record, source, target, "already published"))
+        elif not target.is_file():
+            copies.append(Copy(record, source, target, "new"))
+        else:
+            old = load_record(target)
+            if old.fingerprint == record.fingerprint:
+                same = target.read_bytes() == source.read_bytes()
+                copies.append(Copy(record, source, target, "already published" if same else "same fingerprint"))
+            else:
+                why = _what_changed(old, record)
+                copies.append(Copy(record, source, target, "replaces another fingerprint", why))
+    return copies
+
+
+def _what_changed(old: RunRecord, new: RunRecord) -> str:
+    from harness.config import SetupConfig
+
+    try:
+        setup = SetupConfig.model_validate(new.setup)
+    except ValueError:
+        return "the new record's setup does not validate"
+    kind = str(new.provenance.get("host", {}).get("kind"))
+    return fingerprint_changes(old, setup, new.stack, kind)
+
+
+def copy_record(copy: Copy) -> None:
+    copy.target.parent.mkdir(parents=True, exist_ok=True)
+    predictions = predictions_path(copy.source)
+    target_predictions = predictions_path(copy.target)
+    if predictions.is_file():
+        tmp = target_predictions.with_name(target_predictions.name + ".tmp")
+        shutil.copyfile(predictions, tmp)
+        tmp.replace(target_predictions)
+    else:
+        target_predictions.unlink(missing_ok=True)  # a replaced record's answers are not this one's
+    atomic.write_text(copy.target, copy.source.read_text(encoding="utf-8"))
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    copies = plan(args.records, args.to)
+    conflicts = [c for c in copies if c.action == "replaces another fingerprint"]
+    if conflicts and not args.replace:
+        listed = "; ".join(f"{c.target} ({c.why})" for c in conflicts)
+        raise UserError(
+            f"{len(conflicts)} published record(s) of another fingerprint would be replaced: {listed}. "
+            "Nothing was copied; give --replace to replace them, or publish under another setup name"
+        )
+    for c in copies:
+        label = f"{c.record.experiment}/{c.record.setup_name} seed {c.record.seed} ({c.record.status})"
+        note = f": {c.why}" if c.why else ""
+        print(f"{'would copy' if args.dry_run else 'copied'} {c.source} → {c.target} [{c.action}{note}] {label}"
+              if c.action != "already published" else f"already published: {c.target} {label}")  # fmt: skip
+        if not args.dry_run and c.action != "already published":
+            copy_record(c)
+    if not args.dry_run:
+        print(f"publish: {sum(c.action != 'already published' for c in copies)} record(s) copied into {args.to}; "
+              "render the committed scorecards with `lorabench report reports/results`")  # fmt: skip
+    return 0

@@ -1,0 +1,153 @@
+"""Resume that resumes: a seed stopped mid-training continues from its last saved step.
+
+Every `recipe.checkpoint_every` steps the trainer saves a checkpoint (transformers' own: the LoRA adapter,
+the optimizer, the scheduler, every RNG state and the step, from which it skips the batches already seen)
+and, written last, `lorabench.json` with what the Trainer does not keep: each step's loss and grad norm (so
+the checks that ride along training see the whole run again), the training seconds and the token count so
+far. A checkpoint without that file was cut short and is never resumed from.
+
+Where: a folder the suite names per run ($LORABENCH_CHECKPOINT_DIR, set by `harness.suite.runner` to
+`<results>/.checkpoints/<stack>/<host>/<experiment>/<setup>/s<seed>-<fingerprint>`), beside the results and
+outside the run's work folder, so a killed run's sweep keeps it; the suite removes it once the seed has a
+record that is not `killed`. Keyed by the fingerprint: a checkpoint never resumes a run of other settings.
+
+On CPU a resumed run gives the same losses and adapter, bit for bit, as one never stopped
+(tests/suite/test_bench_interrupt.py). Not covered: several processes (DDP, nodes), and timed runs (the
+saves would be in their time): those train from step 0 again. The dead-adapter check counts gradients from
+the resumed step on; the Trainer's own save time is inside `train_s`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+from harness import atomic
+
+CHECKPOINT_ENV = "LORABENCH_CHECKPOINT_DIR"
+STATE_FILE = "lorabench.json"
+PREFIX = "checkpoint-"
+
+
+@dataclass
+class SavedState:
+    """What a checkpoint adds to transformers' own: the steps so far as lorabench observed them."""
+
+    step: int
+    losses: list[float] = field(default_factory=list)
+    grad_norms: list[float | None] = field(default_factory=list)
+    train_s: float = 0.0  # training seconds of the steps kept (the steps after the last save are lost)
+    tokens: int = 0
+
+
+def is_resumable(setup: Any) -> bool:
+    """Checkpoints are saved unless disabled (`recipe.checkpoint_every = 0`) or the run has several processes."""
+    return setup.recipe.checkpoint_every > 0 and setup.world_size == 1 and getattr(setup, "nodes", 1) == 1
+
+
+def checkpoint_root(setup: Any) -> Path | None:
+    """This run's checkpoint folder, or None: not asked for (outside the suite) or not resumable."""
+    name = os.environ.get(CHECKPOINT_ENV)
+    return Path(name) if name and is_resumable(setup) else None
+
+
+def _step_of(path: Path) -> int:
+    try:
+        return int(path.name.removeprefix(PREFIX))
+    except ValueError:
+        return -1
+
+
+def latest(root: Path | None) -> tuple[Path, SavedState] | None:
+    """The newest complete checkpoint under `root` and its saved state."""
+    if root is None or not root.is_dir():
+        return None
+    for path in sorted(root.glob(f"{PREFIX}*"), key=_step_of, reverse=True):
+        try:
+            state = SavedState(**json.loads((path / STATE_FILE).read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            continue  # cut short while saving, or unreadable: an older one may be whole
+        if state.step == _step_of(path):
+            return path, state
+    return None
+
+
+def mark_complete(checkpoint: Path, state: SavedState) -> None:
+    """Written after transformers has saved everything else; then the older checkpoints go."""
+    atomic.write_text(checkpoint / STATE_FILE, json.dumps(asdict(state)))
+    for other in checkpoint.parent.glob(f"{PREFIX}*"):
+        if other != checkpoint:
+            shutil.rmtree(other, ignore_errors=True)
+
+
+def remove(root: Path) -> None:
+    """The run ended (not killed): its checkpoints are of no further use."""
+    shutil.rmtree(root, ignore_errors=True)
+    # Empty parents up to .checkpoints go too, so a finished suite leaves no empty folders behind.
+    for parent in root.parents:
+        if parent.name == ".checkpoints" or not parent.is_dir() or any(parent.iterdir()):
+            if parent.name == ".checkpoints" and parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
+            break
+        parent.rmdir()
+
+
+class SaveTracker:
+    """Trainer callback: after each checkpoint transformers saved, the state lorabench keeps with it."""
+
+    def __init__(self, outcome: Any, resumed: SavedState | None) -> None:
+        self.outcome = outcome
+        self.base_s = resumed.train_s if resumed else 0.0
+        self.base_tokens = resumed.tokens if resumed else 0
+        self.grad_norms: list[float | None] = list(resumed.grad_norms) if resumed else []
+        self.started = time.perf_counter()
+        self.trainer: Any = None  # set once the trainer exists (the token count lives on it)
+
+    def callback(self) -> Any:
+        from transformers import TrainerCallback
+
+        tracker = self
+
+        class SaveState(TrainerCallback):
+            def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+                if logs and "loss" in logs:
+                    norm = logs.get("grad_norm")
+                    tracker.grad_norms.append(float(norm) if norm is not None else None)
+
+            def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                tracker.saved(Path(args.output_dir) / f"{PREFIX}{state.global_step}", state.global_step)
+
+        return SaveState()
+
+    def saved(self, checkpoint: Path, step: int) -> None:
+        state = SavedState(
+            step=step, losses=list(self.outcome.losses), grad_norms=list(self.grad_norms),
+            train_s=round(self.base_s + time.perf_counter() - self.started, 3), tokens=self.tokens(),
+        )  # fmt: skip
+        mark_complete(checkpoint, state)
+
+    def tokens(self) -> int:
+        """Tokens of every step kept: the attempts before this one, and this one's."""
+        return self.base_tokens + (self.trainer.tokens_seen() if self.trainer is not None else 0)
+
+
+def replay(state: SavedState, observers: Any, outcome: Any) -> None:
+    """The saved steps once more through the observers (smoke, divergence, progress, the step journal), so
+    a resumed run is checked and journaled as a whole, and its loss curve starts at step 1."""
+    # Progress jumps to the saved step in one event: shown step by step, the ETA would be taken from
+    # steps replayed in a millisecond (an observer with a `progress` only shows it).
+    shown = [o for o in observers if hasattr(o, "progress")]
+    for step, (loss, norm) in enumerate(zip_longest(state.losses, state.grad_norms), start=1):
+        outcome.losses.append(loss)
+        for observer in observers:
+            if observer not in shown and observer.on_step(step, loss, norm):
+                break  # it stopped the run once already; it would not have been saved past that
+    for observer in shown:
+        if state.losses:
+            observer.progress.advance(len(state.losses), loss=state.losses[-1])

@@ -1,0 +1,83 @@
+"""Why a record's fingerprint is not this run's: the inputs of the fingerprint, diffed field by field.
+
+A fingerprint is a hash (`harness.results.run_fingerprint`): it says *that* a record answers another
+question, never *which* part differs. The inputs are kept in the record (its setup, stack and host kind),
+so they are rebuilt here and compared: "recipe.steps 300 → 20" tells a user why this host's committed
+record did not stand in; "no record" would have had them look for a bug.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.config import SetupConfig
+from harness.results import RunRecord, data_identity
+
+MAX_SHOWN = 4  # fields named in one reason; the rest are counted
+MISSING = "(not a field)"
+
+
+def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _sides(setup: SetupConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the fields the fingerprint sees: those not at their default, data by content; every field's value)."""
+    seen = _flat(json.loads(setup.fingerprint_payload(data_identity(setup.data.source))))
+    seen.pop("fingerprint_version", None)
+    return seen, _flat(setup.model_dump(mode="json"))
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 40 else text[:18] + "…" + text[-18:]
+
+
+def setup_changes(record: RunRecord, setup: SetupConfig) -> list[str]:
+    """`field recorded → now` for each setup field the fingerprint sees that differs (data by content)."""
+    now_seen, now_all = _sides(setup)
+    try:
+        then_seen, then_all = _sides(SetupConfig.model_validate(record.setup))
+    except (ValidationError, TypeError, ValueError):
+        # A record of another lorabench whose setup no longer validates: its raw fields against today's.
+        then_all = _flat({k: v for k, v in record.setup.items() if k not in ("name", "experiment")})
+        then_seen = then_all
+        now_seen = {k: v for k, v in now_all.items() if k not in ("name", "experiment")}
+    changes = []
+    for key in sorted(set(now_seen) | set(then_seen)):
+        # A field at its default on one side is not in that side's fingerprint: its value is the default.
+        old, new = then_seen.get(key, then_all.get(key, MISSING)), now_seen.get(key, now_all.get(key, MISSING))
+        if old != new:
+            what = "data.source (by content)" if key == "data.source" else key
+            changes.append(f"{what} {_shown(old)} → {_shown(new)}")
+    return changes
+
+
+def fingerprint_changes(record: RunRecord, setup: SetupConfig, stack: str, host_kind: str) -> str:
+    """One phrase: what differs between the record's fingerprint inputs and this run's."""
+    parts: list[str] = []
+    kind = record.provenance.get("host", {}).get("kind")
+    if kind is None:
+        # Its fingerprint cannot match whatever the settings; those that differ too are named after it.
+        parts.append("made before fingerprint version 3 (no host kind recorded)")
+    elif kind != host_kind:
+        parts.append(f"host kind {kind}, this host is {host_kind}")
+    if record.stack != stack:
+        parts.append(f"stack {record.stack} → {stack}")
+    changes = setup_changes(record, setup)
+    if len(changes) > MAX_SHOWN:
+        changes = [*changes[:MAX_SHOWN], f"and {len(changes) - MAX_SHOWN} more"]
+    parts += changes
+    if not parts:
+        # Same inputs, another hash: made by a lorabench whose fingerprint was computed differently.
+        return "same settings, but made by a lorabench whose fingerprint version differs"
+    return ", ".join(parts)
