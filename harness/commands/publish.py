@@ -5,18 +5,20 @@ the committed scorecards are rendered from; `make bench` never writes there. Pub
 step: a record already published under the same fingerprint is replaced by the new one (same question,
 newer answer); a record of another fingerprint (other settings, data, stack or host kind) is kept unless
 `--replace` is given, and then nothing is copied at all. Adapters are not copied (too large to commit).
+What is published is public: machine paths in a record (its data file, model cache, a traceback) are cut to
+`…/<name>` (`harness.report.settings.public_json`); the miss analysis finds the data through `$LORABENCH_DATA`.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import atomic
 from harness.errors import UserError
+from harness.report.settings import public_json
 from harness.results import RunRecord, find_records, load_record, predictions_path, record_path
 from harness.suite.mismatch import fingerprint_changes
 
@@ -57,7 +59,7 @@ def plan(sources: list[Path], to: Path) -> list[Copy]:
         else:
             old = load_record(target)
             if old.fingerprint == record.fingerprint:
-                same = target.read_bytes() == source.read_bytes()
+                same = target.read_text(encoding="utf-8") == public_json(source.read_text(encoding="utf-8"))
                 copies.append(Copy(record, source, target, "already published" if same else "same fingerprint"))
             else:
                 why = _what_changed(old, record)
@@ -80,13 +82,12 @@ def copy_record(copy: Copy) -> None:
     copy.target.parent.mkdir(parents=True, exist_ok=True)
     predictions = predictions_path(copy.source)
     target_predictions = predictions_path(copy.target)
+    # Published records are public: machine paths (data files, caches, tracebacks) are cut to their names.
     if predictions.is_file():
-        tmp = target_predictions.with_name(target_predictions.name + ".tmp")
-        shutil.copyfile(predictions, tmp)
-        tmp.replace(target_predictions)
+        atomic.write_text(target_predictions, public_json(predictions.read_text(encoding="utf-8")))
     else:
         target_predictions.unlink(missing_ok=True)  # a replaced record's answers are not this one's
-    atomic.write_text(copy.target, copy.source.read_text(encoding="utf-8"))
+    atomic.write_text(copy.target, public_json(copy.source.read_text(encoding="utf-8")))
 
 
 def cmd_publish(args: argparse.Namespace) -> int:

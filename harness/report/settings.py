@@ -12,6 +12,7 @@ live in two folders). No setting is shown with an absolute path (`public`): repo
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -60,6 +61,22 @@ def public(text: str) -> str:
         return path if path.startswith(SYSTEM_ROOTS) else "…/" + re.split(r"[/\\]", path.rstrip("/\\"))[-1]
 
     return ABSOLUTE_PATH.sub(cut, text)
+
+
+# A JSON string literal, escapes included: paths inside one are cut without touching the escapes around them.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def public_json(text: str) -> str:
+    """JSON text (a record, a predictions line) with machine paths cut inside its strings, every other byte
+    as it was: what `lorabench publish` writes into the committed reports/."""
+
+    def cut(found: re.Match[str]) -> str:
+        value = json.loads(found.group(0))
+        cleaned = public(value)
+        return found.group(0) if cleaned == value else json.dumps(cleaned, ensure_ascii=False)
+
+    return _JSON_STRING.sub(cut, text)
 
 
 def _text(value: Any) -> str:

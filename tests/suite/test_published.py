@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.report.settings import public_json
 from harness.results import load_record
 
 LABEL = "exp_t/tiny seed 3407"
@@ -94,6 +95,9 @@ def test_publish_refuses_another_fingerprint_unless_told(
     bench_dir(steps=3)
     new = write_cached(setup, mine, trained=45.0)
     new.with_name("seed-3407.predictions.jsonl").write_text('{"index": 0, "exact": true}\n')
+    record = json.loads(new.read_text())  # the run's data file named by a machine path, as a real record does
+    record["setup"]["data"] = {**record["setup"].get("data", {}), "source": str(tmp_path / "rows.jsonl")}
+    new.write_text(json.dumps(record, indent=2))
 
     assert main(["publish", str(mine), "--to", str(published)]) == 2
     err = capsys.readouterr().err
@@ -101,8 +105,11 @@ def test_publish_refuses_another_fingerprint_unless_told(
     assert old.read_bytes() == old_bytes  # kept
 
     assert main(["publish", str(mine), "--to", str(published), "--replace"]) == 0
-    assert "replaces another fingerprint: recipe.steps 2 → 3" in capsys.readouterr().out
-    assert old.read_bytes() == new.read_bytes()
+    out = capsys.readouterr().out
+    assert "replaces another fingerprint: " in out and "recipe.steps 2 → 3" in out
+    # The published copy is the record with machine paths cut (its data file lies in tmp_path here).
+    assert old.read_text() == public_json(new.read_text())
+    assert str(tmp_path) in new.read_text() and str(tmp_path) not in old.read_text()
     assert old.with_name("seed-3407.predictions.jsonl").is_file()
 
     # Again: nothing to do; a record of the same fingerprint replaces its older copy without --replace.
