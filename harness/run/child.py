@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.errors import InputRefused, RunStopped, UserError, describe_os_error
 from harness.results import MemoryStats
 from harness.run.lifeline import watch_parent
-from harness.run.outcome import EVENTS_FILE, Events, Job, Outcome, write_outcome
+from harness.run.outcome import EVENTS_FILE, Events, Job, Outcome, unwritten_exit, write_outcome
 from harness.run.progress import Progress
 from harness.run.ranks import bind_local_gpu, is_main_process, rank_name
 from harness.run.workdir import mark_trainer
@@ -74,9 +74,9 @@ def main(argv: list[str]) -> int:
     if is_main_process():
         try:
             write_outcome(outcome, job.work_dir)
-        except OSError as exc:  # the parent records the run killed, with what partial.json kept
+        except OSError as exc:  # the exit status tells the parent why (see harness.run.outcome)
             print(f"lorabench trainer: could not write its outcome: {describe_os_error(exc)}", file=sys.stderr)
-            return 1
+            return unwritten_exit(exc)
     return 0 if outcome.status == "ok" else 1
 
 

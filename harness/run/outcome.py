@@ -13,7 +13,10 @@ next run's sweep) knows how far the run got:
   record that cannot be written now (a full disk, a lock folder that is a file, a signal while waiting
   for the record's lock) is written later from it, as the run ended.
 A full disk must not take the run's outcome with it: the work folder holds a reserve file that the
-first write to fail with ENOSPC deletes before it tries again (`write_durable`).
+first write to fail with ENOSPC deletes before it tries again (`write_durable`). Should even that be
+taken (another process filling the disk as it frees), the status and the errno go into the name of
+an empty file, `ended.<status>.<ERRNO>`, which needs no free block, and a trainer that cannot write its
+outcome says why by its exit status (`UNWRITTEN_EXIT` + errno).
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ RESERVE_FILE = "reserve"
 # Room for the final outcome, the parent's ended.json and a traceback once the disk is full (a
 # 300-step outcome is about 10 KB; a traceback a few KB).
 RESERVE_BYTES = 1 << 20
+# A trainer that could not write its outcome exits with this plus the errno (ENOSPC: 92).
+UNWRITTEN_EXIT = 64
 
 
 class Job(BaseModel):
@@ -219,3 +224,31 @@ def train_progress(work_dir: Path) -> TrainStats | None:
         return None
     losses = recordable_losses(raw)
     return TrainStats(steps_done=len(raw), loss=losses, first_loss=losses[0] if losses else None)
+
+
+def unwritten_exit(exc: OSError) -> int:
+    return UNWRITTEN_EXIT + (exc.errno or 0) if exc.errno and exc.errno < 190 else 1
+
+
+def unwritten_error(returncode: int, work_dir: Path) -> OSError | None:
+    """The error of a trainer that exited with `unwritten_exit`, rebuilt to be named."""
+    number = returncode - UNWRITTEN_EXIT
+    if returncode <= UNWRITTEN_EXIT or number not in errno.errorcode:
+        return None
+    return OSError(number, os.strerror(number), str(work_dir / OUTCOME_FILE))
+
+
+def mark_unwritten(work_dir: Path, status: str, exc: OSError) -> None:
+    """The last resort when not even `ended.json` fits: status and errno in an empty file's name."""
+    name = errno.errorcode.get(exc.errno or 0, "EIO")
+    with contextlib.suppress(OSError):
+        (work_dir / f"ended.{status}.{name}").touch()
+
+
+def read_unwritten_mark(work_dir: Path) -> tuple[str, OSError] | None:
+    for mark in work_dir.glob("ended.*.E*"):
+        _, status, name = mark.name.split(".", 2)
+        number = getattr(errno, name, None)
+        if status in ("ok", "failed", "refused", "diverged", "killed") and isinstance(number, int):
+            return status, OSError(number, os.strerror(number))
+    return None

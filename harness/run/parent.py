@@ -38,10 +38,12 @@ from harness.run.memory_env import check_memory_settings, name_the_cap, parse_by
 from harness.run.outcome import (
     Job,
     Outcome,
+    mark_unwritten,
     read_events,
     read_outcome,
     read_partial,
     train_progress,
+    unwritten_error,
     write_ended,
 )
 from harness.run.workdir import create_work_dir, remove_work_dir, sweep_stale_runs
@@ -187,8 +189,10 @@ def land_record(
     """The outcome first, durable in the work folder (`ended.json`), then the record from it: a record
     that cannot be written now (a full disk, a lock that cannot be taken, a stop while waiting for the
     lock) is written by the next run's sweep as the run ended, never guessed from a dead process."""
-    with contextlib.suppress(OSError):  # on a disk too full even for this, the trainer's outcome.json stands in
+    try:
         write_ended(work_dir, outcome, guard)
+    except OSError as exc:  # a disk too full even for this: the status and the errno in a file's name
+        mark_unwritten(work_dir, outcome.status, exc)
     try:
         with stop_signals_raise():
             landed = land_run(results_dir, base, outcome, guard, work_dir)
@@ -263,9 +267,12 @@ def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None 
     )
     outcome = read_outcome(job.work_dir)
     if outcome is None:
-        # Died without a word: killed, with what it had computed so far.
+        # Died without a word: killed, with what it had computed so far; or it could not write its
+        # outcome (a full disk), which its exit status names.
         outcome = read_partial(job.work_dir) or Outcome()
-        outcome.status, outcome.reason = "killed", None
+        error = unwritten_error(child.returncode, job.work_dir)
+        outcome.status = "failed" if error else "killed"
+        outcome.reason = f"the trainer could not write its outcome: {describe_os_error(error)}" if error else None
     if outcome.status == "killed" and child.reason and not outcome.reason:
         outcome.reason = f"trainer {child.reason} before reporting an outcome"
     if options.memory_cap_bytes is not None and outcome.status in ("failed", "killed") and not outcome.refused_input:

@@ -31,7 +31,15 @@ from harness.errors import UserError, describe_os_error
 from harness.results import RunRecord
 from harness.run.landing import land_run
 from harness.run.lifeline import identity, is_alive
-from harness.run.outcome import Outcome, read_ended, read_outcome, read_partial, reserve_space, train_progress
+from harness.run.outcome import (
+    Outcome,
+    read_ended,
+    read_outcome,
+    read_partial,
+    read_unwritten_mark,
+    reserve_space,
+    train_progress,
+)
 
 WORK = ".work"
 RUN_FILE = "run.json"
@@ -150,6 +158,8 @@ def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
     guard: dict[str, Any] = {}
     if ended is not None:
         outcome, guard, unwritten = ended
+        if unwritten is None and (mark := read_unwritten_mark(work_dir)) is not None:
+            unwritten = describe_os_error(mark[1])
         why = f"its record could not be written then: {unwritten}" if unwritten else f"its parent (pid {pid}) died before writing it"
         note = f"recorded by a later run at {found}; {why}"
         said = "a run that ended without its record; recorded it as it ended"
@@ -157,6 +167,15 @@ def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
         outcome = final
         note = f"recorded by a later run at {found}: the trainer had finished, its parent (pid {pid}) died before writing the record"
         said = "a run whose parent died after its trainer finished; recorded it as it ended"
+    elif (mark := read_unwritten_mark(work_dir)) is not None:
+        # The disk was too full for any outcome file: the status and the cause survive in a name.
+        outcome = read_partial(work_dir) or Outcome()
+        outcome.status, outcome.reason = mark[0], (
+            f"the run ended ({mark[0]}) with its disk full: {describe_os_error(mark[1])}; neither its outcome nor "
+            f"its record could be written then; recorded by a later run at {found} with what it had kept"
+        )  # fmt: skip
+        said = "a run that ended on a full disk; recorded it with its cause"
+        note = ""
     else:
         outcome = read_partial(work_dir) or Outcome()
         outcome.status, outcome.reason = "killed", (
