@@ -49,13 +49,16 @@ def test_a_sigkilled_parent_takes_its_trainer_along_and_the_next_run_records_it(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "a run whose parent died left no record; recorded it as killed" in done.stderr
-    assert not [p for p in (results / ".work").iterdir()], "the stale work folder is still there"
+    assert not (results / ".work").exists(), "the stale work folder (or an empty .work/) is still there"
     records = {load_record(p).status: load_record(p) for p in results.rglob("seed-3407*.json")}
     assert set(records) == {"ok", "killed"}
     killed = records["killed"]
     assert killed.run_id == stale[0]
     assert f"parent process (pid {parent.pid}) died without writing its record" in (killed.reason or "")
     assert killed.train is not None and killed.train.steps_done >= 3 and len(killed.train.loss) == killed.train.steps_done
+    # Issue 29: what the trainer had computed stays (before: data, model, baseline, checks, load_s were null).
+    assert killed.data is not None and killed.model is not None and killed.baseline is not None
+    assert killed.checks and killed.timings.load_s is not None
     assert not (tmp_path / ".trainer-scratch").exists()  # Trainer's output folder is a temp folder now
 
 
@@ -70,11 +73,12 @@ def test_a_sigtermed_run_is_recorded_as_killed_with_its_progress(
     assert parent.returncode == 130, stderr[-2000:]
     record = load_record(next(results.rglob("seed-3407.json")))
     assert record.status == "killed" and "stopped from outside by SIGTERM" in (record.reason or "")
+    assert record.data is not None and record.model is not None and record.baseline is not None  # issue 29
     # Before: train was empty; the steps done and their losses are what the run learned so far.
     assert record.train is not None and record.train.steps_done >= 3
     assert len(record.train.loss) == record.train.steps_done and record.train.first_loss == record.train.loss[0]
     assert not find_trainers(tmp_path)
-    assert not list((results / ".work").iterdir())
+    assert not (results / ".work").exists()
 
 
 def test_two_runs_started_in_the_same_second_both_leave_a_record(
@@ -101,7 +105,7 @@ def test_two_runs_started_in_the_same_second_both_leave_a_record(
         records = [load_record(p) for p in results.rglob("seed-3407*.json")]
         assert len(records) == 2 and all(r.status == "ok" for r in records), [(r.status, r.reason) for r in records]
         assert records[0].run_id != records[1].run_id
-        assert not list((results / ".work").iterdir())
+        assert not (results / ".work").exists()
         if records[0].created == records[1].created:
             shared_a_second = True
             break
@@ -160,5 +164,5 @@ def test_a_disk_filling_up_mid_run_leaves_a_failed_record_and_no_partial_adapter
     assert record.train is not None and record.train.steps_done == 40  # trained, then the save failed
     assert not record_file.with_name("seed-3407.adapter").exists()
     assert not [p for p in small_disk.rglob("*.tmp")], "a half-written folder was left"
-    assert not list((small_disk / ".work").iterdir())
+    assert not (small_disk / ".work").exists()
     assert json.loads(record_file.read_text())["predictions_file"] is None

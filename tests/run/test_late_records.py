@@ -222,3 +222,21 @@ def test_a_sweep_sets_aside_a_work_folder_of_another_version_and_says_why(tmp_pa
     assert "could not be read as this version's" in str(swept[0]) and ".unrecorded-" in str(swept[0])
     assert not work.exists() and (tmp_path / ".work" / f".unrecorded-{work.name}").is_dir()
     assert sweep_stale_runs(tmp_path) == []  # set aside once, not again
+
+
+def test_a_sigterm_just_after_the_trainer_finished_does_not_mark_the_run_killed(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    with started_run(tmp_path, cli_args(tiny_model_dir, sql_rows_file, results, steps=2)) as run:
+        # The trainer's final outcome is on disk: the run is over, whatever the parent does next.
+        wait_for(lambda: any((w / "outcome.json").is_file() for w in work_folders(results)), run)
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=120)
+    assert "Traceback" not in stderr
+    swept = sweep_stale_runs(results)  # whatever the signal interrupted, a later run finishes it
+    (record,) = records(results)
+    # Before: `killed`, "stopped from outside by SIGTERM", though training and eval had finished.
+    assert record.status == "ok", (run.returncode, record.reason, swept)
+    assert record.trained is not None and record.predictions_file
+    assert not (results / ".work").exists()
