@@ -70,7 +70,7 @@ def name_the_cap(reason: str | None, child: ChildOutcome, cap_bytes: int) -> str
     a SIGSEGV or SIGABRT of an allocator that did not check) is told so, with the cap and the fix."""
     text = f"{reason or ''} {child.reason or ''}"
     died = child.returncode < 0 and not child.killed_by_watchdog
-    if not died and not any(word in text for word in ALLOCATION_FAILED):
+    if "LORABENCH_MEM_CAP" in text or (not died and not any(word in text for word in ALLOCATION_FAILED)):
         return reason
     note = (
         f"the memory cap $LORABENCH_MEM_CAP = {_size(cap_bytes)} ({child.cap_method}) was reached"
