@@ -19,10 +19,25 @@ from pathlib import Path
 from typing import Any
 
 
+def umask() -> int:
+    """This process's umask, read without changing it (Linux ≥ 4.7 shows it in /proc); elsewhere set
+    and restored at once."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
 def write_text(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes it 0600
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -50,6 +65,7 @@ def building_dir(target: Path) -> Generator[Path]:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
     try:
+        tmp.chmod(0o777 & ~umask())  # mkdtemp makes it 0700
         yield tmp
         os.replace(tmp, target)
     except BaseException:

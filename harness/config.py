@@ -8,7 +8,10 @@ each, as `field.path: what is wrong, got VALUE`.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
+import types
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +23,7 @@ from pydantic import (
     Field,
     PositiveInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -48,14 +52,55 @@ SEED_MAX = 2**32 - 1
 DATA_ENV = "LORABENCH_DATA"
 
 
+# Upper bounds: far above any setup that makes sense, low enough that a typo is refused instead of
+# running until killed (`recipe.steps = 2**64`) or asking for 100 million rows per step.
+MAX_STEPS = 10_000_000
+MAX_BATCH = 65_536
+MAX_LENGTH = 1_048_576
+
+
+def _takes_numbers_not_bools(annotation: Any) -> bool:
+    """An int or float field (alone or in a union) that does not also take a bool."""
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) else ()
+    kinds = set(args) if args else {annotation}
+    return bool(kinds & {int, float}) and bool not in kinds and not any(typing.get_origin(k) is Literal and True in typing.get_args(k) for k in kinds)
+
+
+def _expands(path: str) -> str:
+    """`~user/x` names a user this host must know (Path.expanduser raised RuntimeError: an internal error)."""
+    if path.startswith("~"):
+        try:
+            Path(path).expanduser()
+        except RuntimeError:
+            user = path[1:].split("/", 1)[0]
+            who = f"no user {user!r} on this host" if user else "no home folder to expand ~ to"
+            raise ValueError(f"cannot expand {path!r}: {who}; give the path in full") from None
+    return path
+
+
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # No NaN or infinity in a setup: JSON cannot hold them, so a record of `recipe.lr = inf` could not be written.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic takes `true` for 1 in an int field: `recipe.steps = true` trained one step.
+        if isinstance(value, bool) and info.field_name and _takes_numbers_not_bools(cls.model_fields[info.field_name].annotation):
+            raise ValueError(f"must be a number, not {str(value).lower()}")
+        return value
 
 
 class ModelConfig(Frozen):
     """Where the weights come from: a preset name, a hub id, a local folder, or a .gguf file."""
 
     source: str = Field("smollm2-135m", min_length=1)
+
+    @field_validator("source")
+    @classmethod
+    def _source_expands(cls, value: str) -> str:
+        return _expands(value)
+
     gguf_file: str | None = Field(None, description="file name inside `source` when it is a folder or hub id holding GGUFs")
     revision: str | None = None
     random_weights: bool = Field(False, description="build from the config with random weights: speed/memory cases only")
@@ -81,13 +126,20 @@ class LoraConfig(Frozen):
     def _targets_not_empty(cls, value: list[str] | str) -> list[str] | str:
         if not value:
             raise ValueError("must name at least one module (or be a regex)")
+        if isinstance(value, str):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"{value!r} is not a regular expression ({exc}); give a list of module names or a valid regex") from None
+        elif any(not name.strip() for name in value):
+            raise ValueError("a module name is empty; give names such as q_proj")
         return value
 
 
 class RecipeConfig(Frozen):
-    steps: int = Field(300, gt=0)
-    batch_size: int = Field(8, gt=0, description="per device")
-    grad_accum: int = Field(1, gt=0)
+    steps: int = Field(300, gt=0, le=MAX_STEPS)
+    batch_size: int = Field(8, gt=0, le=MAX_BATCH, description="per device")
+    grad_accum: int = Field(1, gt=0, le=MAX_BATCH)
     lr: float = Field(2e-4, gt=0)
     warmup_steps: int = Field(10, ge=0)
     scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "linear"
@@ -121,7 +173,7 @@ class RecipeConfig(Frozen):
         "attend across the examples they hold and an example may be cut in two: a speed shape (random weights, "
         "no eval), never an accuracy setup",
     )
-    max_length: int = Field(512, gt=8)
+    max_length: int = Field(512, gt=8, le=MAX_LENGTH)
     # numpy, torch and transformers' set_seed take 0 … 2**32 − 1; anything else failed only after the
     # model had loaded (and the baseline had been scored).
     seed: int = Field(3407, ge=0, le=SEED_MAX)
@@ -148,6 +200,11 @@ class DataConfig(Frozen):
         "answers",
     )
 
+    @field_validator("source")
+    @classmethod
+    def _source_expands(cls, value: str) -> str:
+        return _expands(value)
+
 
 class EvalConfig(Frozen):
     enabled: bool = True
@@ -172,7 +229,7 @@ class EvalConfig(Frozen):
         "bf16/fp16 model of backend 'hf' on a GPU (there also faster: 4.92x the peer's generate with the "
         "adapter merged), train elsewhere (CPU: not measured; 4-bit and Unsloth cannot be lifted)",
     )
-    max_new_tokens: int = Field(64, gt=0)
+    max_new_tokens: int = Field(64, gt=0, le=MAX_LENGTH)
     limit: int | None = Field(None, gt=0, description="score only the first N test questions")
     adapter: str | None = Field(
         None,
@@ -413,7 +470,8 @@ def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
     if not error["loc"] and error["type"] == "value_error":
         # A rule across fields (a model validator): its message names the fields, values and fix itself.
         return str(error["ctx"]["error"])
-    return f"{loc}: {error['msg'][0].lower()}{error['msg'][1:]}, got {error['input']!r}"
+    msg = error["msg"].removeprefix("Value error, ")
+    return f"{loc}: {msg[0].lower()}{msg[1:]}, got {error['input']!r}"
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

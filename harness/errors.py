@@ -15,6 +15,12 @@ class ConfigError(UserError):
         super().__init__(f"{source}: {len(problems)} problem(s) in the config:\n{lines}")
 
 
+class InputRefused(UserError):
+    """An input the trainer refused before any work was done (a LoRA target that names no module, a
+    rank above the model's width, a row longer than max_length tokens): like any input check, one line
+    and exit 2, and no record — the run never started."""
+
+
 class RunStopped(Exception):
     """A check decided the run must not go on; `status` is the record's status (failed / diverged)."""
 

@@ -1,5 +1,9 @@
 """Network bytes/s per interface from /proc/net/dev: a background download shows up here first.
-In a container with the host's pid namespace the host's counters are read instead (guard/hostview.py)."""
+In a container with the host's pid namespace the host's counters are read instead (guard/hostview.py).
+
+Loopback is watched too, with a higher limit of its own: a download from a local mirror or proxy is
+traffic on `lo` only, while lorabench's own loopback chatter (torch's distributed store) is small.
+Not covered: traffic between two containers on one bridge that this network namespace cannot see."""
 
 from __future__ import annotations
 
@@ -41,6 +45,10 @@ def is_watched(interface: str, config: GuardConfig) -> bool:
     return config.net_interfaces is None or any(fnmatch(interface, p) for p in config.net_interfaces)
 
 
+def is_loopback(interface: str, config: GuardConfig) -> bool:
+    return any(fnmatch(interface, pattern) for pattern in config.net_loopback_interfaces)
+
+
 def net_readings(
     before: dict[str, NetCounters], after: dict[str, NetCounters], seconds: float, config: GuardConfig
 ) -> list[Reading]:
@@ -53,9 +61,12 @@ def net_readings(
         rx = max(0, after[name].rx_bytes - before[name].rx_bytes) / seconds
         tx = max(0, after[name].tx_bytes - before[name].tx_bytes) / seconds
         rate, direction = (rx, "received") if rx >= tx else (tx, "sent")
-        ok = rate <= config.net_bytes_per_s_limit
+        loopback = is_loopback(name, config)
+        limit = config.net_loopback_bytes_per_s_limit if loopback else config.net_bytes_per_s_limit
+        ok = rate <= limit
         detail = f"{format_bytes(rate)}/s {direction} on {name} over {format_seconds(seconds)}"
         if not ok:
-            detail += f" (limit {format_bytes(config.net_bytes_per_s_limit)}/s) — a download?"
-        readings.append(Reading(f"net:{name}", rate, "B/s", config.net_bytes_per_s_limit, ok, detail))
+            what = "a download from a local mirror or proxy?" if loopback else "a download?"
+            detail += f" (limit {format_bytes(limit)}/s) — {what}"
+        readings.append(Reading(f"net:{name}", rate, "B/s", limit, ok, detail))
     return readings

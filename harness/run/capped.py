@@ -201,7 +201,8 @@ def _outcome(
     if returncode < 0:
         name = signal.Signals(-returncode).name
         cap_note = (
-            f"; the memory cap of {cap_bytes // MIB} MiB ({method}) may have been reached"
+            f"; the memory cap $LORABENCH_MEM_CAP = {cap_bytes // MIB} MiB ({method}) may have been reached: "
+            "raise it or unset it"
             if cap_bytes is not None and returncode == -signal.SIGKILL
             else ""
         )

@@ -14,10 +14,10 @@ import sys
 import traceback
 from pathlib import Path
 
-from harness.errors import RunStopped, UserError, describe_os_error
+from harness.errors import InputRefused, RunStopped, UserError, describe_os_error
 from harness.results import MemoryStats
 from harness.run.lifeline import watch_parent
-from harness.run.outcome import EVENTS_FILE, Events, Job, Outcome, write_outcome
+from harness.run.outcome import EVENTS_FILE, Events, Job, Outcome, unwritten_exit, write_outcome
 from harness.run.progress import Progress
 from harness.run.ranks import bind_local_gpu, is_main_process, rank_name
 from harness.run.workdir import mark_trainer
@@ -36,14 +36,16 @@ def execute_job(job: Job) -> Outcome:
             import unsloth  # ruff: ignore[unused-import]
     from harness.run import recipe
 
-    outcome = Outcome()
     main_process = is_main_process()
+    # Rank 0 keeps what it has computed in the work folder as it goes: a killed run's record keeps it.
+    outcome = Outcome().keep_in(job.work_dir) if main_process else Outcome()
     events = Events(job.work_dir / (EVENTS_FILE if main_process else f"events-{rank_name()}.jsonl"))
     progress = Progress(quiet=job.quiet or not main_process)
     try:
         recipe.run_phases(job.setup, job.work_dir, outcome, events, progress)
     except UserError as exc:
         outcome.status, outcome.reason = "failed", str(exc)
+        outcome.refused_input = isinstance(exc, InputRefused)
     except OSError as exc:
         # The environment, not the setup: a full disk, a folder removed under the run. One line says
         # which file and what to do; the traceback is kept all the same.
@@ -70,7 +72,11 @@ def main(argv: list[str]) -> int:
     bind_local_gpu()
     outcome = execute_job(job)
     if is_main_process():
-        write_outcome(outcome, job.work_dir)
+        try:
+            write_outcome(outcome, job.work_dir)
+        except OSError as exc:  # the exit status tells the parent why (see harness.run.outcome)
+            print(f"lorabench trainer: could not write its outcome: {describe_os_error(exc)}", file=sys.stderr)
+            return unwritten_exit(exc)
     return 0 if outcome.status == "ok" else 1
 
 

@@ -2,8 +2,10 @@
 
 A mistake found after the model has loaded (and the baseline was scored, and 300 steps trained) costs
 minutes to hours; found here it costs a second. `check_inputs` runs in the parent before the run
-starts (no record: nothing started), `check_token_lengths` in the trainer as soon as the tokenizer
-exists, before the baseline and training. Validation of the setup's own fields is `harness.config`'s.
+starts (no record: nothing started), `check_model_inputs` in the trainer once the model's files are
+at hand and before any weight loads (its config, its module tree built on the meta device, its
+tokenizer); the trainer's refusals are `InputRefused`, answered like the parent's (exit 2, no record).
+Validation of the setup's own fields is `harness.config`'s.
 
 Not covered: a hub dataset's rows are checked by the trainer when it loads them (the same checks, in
 the task's `load_split`), not here, so that the parent never downloads.
@@ -18,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import VERDICT_CORPUS, SetupConfig
-from harness.errors import UserError, describe_os_error
-from harness.models import check_model_source
+from harness.errors import InputRefused, UserError, describe_os_error
+from harness.locks import lock_dir
+from harness.models import cache_dir, check_model_source
 from harness.run.adapter import eval_adapter_source
 from harness.tasks.registry import Example, Split, task_module
 
@@ -35,7 +38,10 @@ MAX_CHARS_PER_TOKEN = 128
 def check_inputs(setup: SetupConfig, results_dir: Path, min_free_bytes: int | None) -> None:
     """Raise UserError naming the field, the value and the fix for the first input that cannot work."""
     check_results_dir(results_dir, min_free_bytes)
+    check_writable_dir(cache_dir(), "$LORABENCH_CACHE", "set LORABENCH_CACHE to a folder you may write, or unset it")
+    check_writable_dir(lock_dir(), "$LORABENCH_LOCK_DIR", "set LORABENCH_LOCK_DIR to a folder, or unset it")
     check_gpu_devices(setup)
+    check_host_can_run(setup)
     check_model_source(setup.model)
     task = task_module(setup.task)
     task.check_source(setup.data)
@@ -51,12 +57,51 @@ def check_gpu_devices(setup: SetupConfig) -> None:
     """A setup that needs GPUs on a host with no GPU device node at all (the parent never imports torch;
     the trainer counts the GPUs it can use, precisely, before it loads anything)."""
     wanted = setup.gpus if setup.gpus > 1 else (1 if setup.device == "cuda" else 0)
-    if wanted and not (any(Path("/dev").glob("nvidia[0-9]*")) or Path("/dev/kfd").exists()):
+    if wanted and not has_gpu_device():
         field, value = ("gpus", setup.gpus) if setup.gpus > 1 else ("device", setup.device)
         raise UserError(
             f"{field}: {value!r} needs {wanted} GPU(s), this host has none (no /dev/nvidia* nor /dev/kfd); "
             f"run on a GPU host, or set gpus = 1 and device = 'auto'"
         )
+
+
+def has_gpu_device() -> bool:
+    return any(Path("/dev").glob("nvidia[0-9]*")) or Path("/dev/kfd").exists()
+
+
+def check_host_can_run(setup: SetupConfig) -> None:
+    """Settings that need a GPU, refused on a host without one (or a setup pinned to the CPU) before
+    anything loads: each used to load the model, then fail after 6-40 s."""
+    if has_gpu_device() and setup.device != "cpu":
+        return
+    where = "device = 'cpu'" if setup.device == "cpu" else "this host has no GPU (no /dev/nvidia* nor /dev/kfd)"
+    needs_gpu = [
+        ("precision", setup.precision, setup.precision == "4bit", "4-bit needs bitsandbytes on a GPU; set precision = 'auto'"),
+        ("backend", setup.backend, setup.backend == "unsloth", "Unsloth runs on a GPU only; set backend = 'hf'"),
+        ("recipe.compile", setup.recipe.compile, setup.recipe.compile == "graphs",
+         "CUDA graphs need a GPU; set recipe.compile = 'none' (or 'auto')"),
+        ("recipe.optimizer", setup.recipe.optimizer, setup.recipe.optimizer == "adamw_8bit",
+         "the 8-bit optimizer is bitsandbytes' GPU kernel; set recipe.optimizer = 'auto'"),
+    ]  # fmt: skip
+    for name, value, wrong, fix in needs_gpu:
+        if wrong:
+            raise UserError(f"{name}: {value!r} cannot run here: {where}; {fix}, or run on a GPU host")
+
+
+def check_writable_dir(folder: Path, label: str, fix: str) -> None:
+    """A folder lorabench will write into (a cache, the locks): a folder, or creatable, and writable."""
+    try:
+        existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    except OSError as exc:
+        raise UserError(f"{label}: {folder} cannot be used: {describe_os_error(exc)}; {fix}") from None
+    if not existing.is_dir():
+        where = "is a file" if existing == folder else f"is under a file, {existing}"
+        raise UserError(f"{label}: {folder} {where}; {fix}")
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".lorabench-probe-"):
+            pass
+    except OSError as exc:
+        raise UserError(f"{label}: {folder} cannot be written: {describe_os_error(exc)}; {fix}") from None
 
 
 def is_local_file(source: str) -> bool:
@@ -92,12 +137,29 @@ def _row_chars(example: Example) -> int:
     return sum(len(m["content"]) for m in example.prompt_messages()) + len(example.answer)
 
 
+def _is_text(example: Example) -> bool:
+    """Every character is encodable: JSON's "\\ud800" decodes to a lone surrogate, which no tokenizer,
+    file or terminal can take."""
+    try:
+        for message in example.prompt_messages():
+            message["content"].encode("utf-8")
+        example.answer.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_row_sizes(split: Split, setup: SetupConfig) -> None:
     """Refuse a row that cannot fit in `recipe.max_length` tokens whatever the tokenizer: trained, its
     answer would be cut off; asked, a 50 MB question tries to allocate tens of GB in the eval."""
     limit = setup.recipe.max_length * MAX_CHARS_PER_TOKEN
     for part, rows in (("test", split.test), ("train", split.train)):
         for index, example in enumerate(rows):
+            if not _is_text(example):
+                raise UserError(
+                    f"data.source: {split.source}: {part} row {index} holds a lone UTF-16 surrogate (an escape "
+                    "such as \\ud800 without its pair), which is not text; fix or remove the row"
+                )
             if (chars := _row_chars(example)) > limit:
                 raise UserError(
                     f"data.source: {split.source}: {part} row {index} holds {chars:,} characters, more than "
@@ -114,7 +176,7 @@ def check_token_lengths(tokenizer: Any, train: Sequence[Example], test: Sequence
     for index, example in enumerate(test):
         length = len(tokenizer(render_prompt(tokenizer, example), add_special_tokens=False).input_ids)
         if length > max_length:
-            raise UserError(
+            raise InputRefused(
                 f"data.source: test question {index} is {length} tokens, over recipe.max_length = {max_length}; "
                 "remove it from the data or raise recipe.max_length"
             )
@@ -122,7 +184,58 @@ def check_token_lengths(tokenizer: Any, train: Sequence[Example], test: Sequence
     long_rows = [(i, ex) for i, ex in enumerate(train) if len(training_text(tokenizer, ex).encode()) > max_length]
     for (index, _), tokens in zip(long_rows, tokenize_examples(tokenizer, [ex for _, ex in long_rows]), strict=True):
         if len(tokens.input_ids) > max_length:
-            raise UserError(
+            raise InputRefused(
                 f"data.source: training row {index} is {len(tokens.input_ids)} tokens with its answer, over "
                 f"recipe.max_length = {max_length}: its answer would be cut off; remove it or raise recipe.max_length"
             )
+
+
+def check_model_inputs(setup: SetupConfig, model_path: Path | str, train: Sequence[Example], test: Sequence[Example]) -> None:
+    """In the trainer, before any weight loads: what only the model's own files can tell. LoRA's
+    targets matched against the module names of the model built on the meta device (by PEFT's own
+    rule), its rank against the model's width, and every row against `recipe.max_length` in this
+    tokenizer's tokens. Each refusal is an `InputRefused`: one line, exit 2, no record."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from harness.inspect import build_on_meta, is_wrappable, target_matcher
+
+    config = AutoConfig.from_pretrained(str(model_path))
+    width = getattr(config, "hidden_size", None) or getattr(getattr(config, "text_config", None), "hidden_size", None)
+    if isinstance(width, int) and setup.lora.rank > width:
+        raise InputRefused(
+            f"lora.rank: {setup.lora.rank} is above the model's hidden size ({width}, {setup.model.source}): a LoRA "
+            f"update cannot have a higher rank than the layer it adapts; set lora.rank to at most {width} (e.g. 16)"
+        )
+    if setup.backend == "hf":  # Unsloth picks its own modules from the names it is given
+        check_lora_targets(setup, build_on_meta(config), target_matcher(setup.lora.targets), is_wrappable)
+    tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+    check_token_lengths(tokenizer, train, test, setup.recipe.max_length)
+
+
+def check_lora_targets(setup: SetupConfig, model: Any, matches: Any, is_wrappable: Any) -> None:
+    targets = setup.lora.targets
+    hits = [(name, module) for name, module in model.named_modules() if name and matches(name)]
+    if not hits:
+        names = sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules() if name and is_wrappable(m)})
+        example = next((n for n, m in model.named_modules() if name_ends(n, "q_proj") and is_wrappable(m)), None)
+        if isinstance(targets, str):
+            hint = (f"a string is one regex matched against whole module paths (such as {example!r}); "
+                    if example else "a string is one regex matched against whole module paths; ")
+            fix = f"for module names write a list, e.g. lora.targets = [{targets!r}]"
+        else:
+            hint, fix = "", "name some of them"
+        raise InputRefused(
+            f"lora.targets: {targets!r} matches no module of {setup.model.source}; {hint}its adaptable modules are "
+            f"{', '.join(names[:12])}{' …' if len(names) > 12 else ''}; {fix}"
+        )
+    unwrappable = sorted({type(m).__name__ for _, m in hits if not is_wrappable(m)})
+    if unwrappable:
+        first = next(name for name, m in hits if not is_wrappable(m))
+        raise InputRefused(
+            f"lora.targets: {targets!r} matches {first} ({unwrappable[0]}), a module LoRA cannot adapt; "
+            "target linear layers only (`lorabench inspect MODEL` lists them)"
+        )
+
+
+def name_ends(name: str, suffix: str) -> bool:
+    return name == suffix or name.endswith("." + suffix)

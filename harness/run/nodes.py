@@ -55,6 +55,7 @@ from harness.run.launch import rendezvous_from_env, start_trainer
 from harness.run.nodegroup import LeadLost, Liveness, NodeGroup
 from harness.run.outcome import Job, Outcome, read_outcome
 from harness.run.parent import (
+    STOP_CAUSES,
     RunOptions,
     Stopped,
     check_and_sweep,
@@ -255,7 +256,7 @@ def node_end(
     ended: dict[str, Any] = {"returncode": child.returncode if child else None, "ranks": local_ranks(work_dir)}
     if interrupted is not None:
         name = str(interrupted) if isinstance(interrupted, Stopped) else "SIGINT"
-        ended["reason"] = f"stopped from outside by {name} before the run ended"
+        ended["reason"] = f"stopped from outside by {STOP_CAUSES.get(name, name)} before the run ended"
         ended["stopped"] = True
     elif child is not None and child.returncode != 0:
         ended["reason"] = f"trainer {child.reason}"
@@ -287,7 +288,7 @@ def lead_outcome(work_dir: Path, child: ChildOutcome | None, interrupted: BaseEx
     if interrupted is not None:
         name = str(interrupted) if isinstance(interrupted, Stopped) else "SIGINT"
         outcome.status = "killed"
-        outcome.reason = f"stopped from outside by {name} (a timeout, docker stop, a cancelled job) before the run ended"
+        outcome.reason = f"stopped from outside by {STOP_CAUSES.get(name, name)} before the run ended"
     if child is not None:
         memory = outcome.memory or MemoryStats(device=outcome.model.device if outcome.model else "unknown")
         outcome.memory = memory.model_copy(update={

@@ -2,20 +2,37 @@
 `Outcome` it reports (the record's own models, filled as phases complete, written as `outcome.json`),
 and `Events`, the journal of phases with wall-clock stamps (`events.jsonl`; the guard's sampler reads
 the timed window from it). Plain data: importing this module loads no torch.
+
+Three files, three meanings, so that whoever reads a work folder later (the parent after a kill, the
+next run's sweep) knows how far the run got:
+- `partial.json`: the trainer's outcome so far, rewritten as each field is filled (data, model,
+  baseline, timings, checks): a killed run's record keeps what was already computed.
+- `outcome.json`: the trainer's final outcome, written once when it has finished: the run is over,
+  with this status, whatever happens to the parent next.
+- `ended.json`: the parent's final outcome with the guard's verdict, written before the record: a
+  record that cannot be written now (a full disk, a lock folder that is a file, a signal while waiting
+  for the record's lock) is written later from it, as the run ended.
+A full disk must not take the run's outcome with it: the work folder holds a reserve file that the
+first write to fail with ENOSPC deletes before it tries again (`write_durable`). Should even that be
+taken (another process filling the disk as it frees), the status and the errno go into the name of
+an empty file, `ended.<status>.<ERRNO>`, which needs no free block, and a trainer that cannot write its
+outcome says why by its exit status (`UNWRITTEN_EXIT` + errno).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import math
+import os
 import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from harness import atomic
 from harness.config import SetupConfig
@@ -32,7 +49,15 @@ from harness.results import (
 )
 
 OUTCOME_FILE = "outcome.json"
+PARTIAL_FILE = "partial.json"
+ENDED_FILE = "ended.json"
 EVENTS_FILE = "events.jsonl"
+RESERVE_FILE = "reserve"
+# Room for the final outcome, the parent's ended.json and a traceback once the disk is full (a
+# 300-step outcome is about 10 KB; a traceback a few KB).
+RESERVE_BYTES = 1 << 20
+# A trainer that could not write its outcome exits with this plus the errno (ENOSPC: 92).
+UNWRITTEN_EXIT = 64
 
 
 class Job(BaseModel):
@@ -62,6 +87,28 @@ class Outcome(BaseModel):
     checks: dict[str, CheckVerdict] = {}
     ranks: list[RankInfo] | None = None
     traceback: str | None = None
+    # Set by the trainer when a check of its inputs refused the run before any work was done: the
+    # parent then answers like any input check (one line, exit 2) and writes no record.
+    refused_input: bool = False
+    _sink: Path | None = PrivateAttr(None)
+
+    def keep_in(self, work_dir: Path) -> Outcome:
+        """Rewrite `partial.json` in `work_dir` each time a field is set, so a trainer killed at any
+        point leaves what it had computed."""
+        self._sink = work_dir
+        self._persist()
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if not name.startswith("_"):
+            self._persist()
+
+    def _persist(self) -> None:
+        if self._sink is not None:
+            # Best effort: a full disk shows in the journal and the final outcome, not here.
+            with contextlib.suppress(OSError):
+                atomic.write_text(self._sink / PARTIAL_FILE, self.model_dump_json(indent=1))
 
     def add_timings(self, **seconds: Any) -> None:
         self.timings = self.timings.model_copy(update=seconds)
@@ -96,15 +143,61 @@ class Events:
             self.mark(phase, "end")
 
 
+def reserve_space(work_dir: Path) -> None:
+    """Hold `RESERVE_BYTES` of the disk for the outcome files (see the module's docstring)."""
+    with (work_dir / RESERVE_FILE).open("wb") as handle:
+        handle.write(b"\0" * RESERVE_BYTES)
+
+
+def write_durable(path: Path, text: str) -> None:
+    """Atomically; on a full disk, once more after deleting the work folder's reserve."""
+    try:
+        atomic.write_text(path, text)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        try:
+            os.unlink(path.parent / RESERVE_FILE)
+        except FileNotFoundError:
+            raise exc from None
+        atomic.write_text(path, text)
+
+
 def write_outcome(outcome: Outcome, work_dir: Path) -> None:
-    atomic.write_text(work_dir / OUTCOME_FILE, outcome.model_dump_json(indent=1))
+    write_durable(work_dir / OUTCOME_FILE, outcome.model_dump_json(indent=1))
 
 
-def read_outcome(work_dir: Path) -> Outcome | None:
-    path = work_dir / OUTCOME_FILE
+def _read(path: Path) -> Outcome | None:
     if not path.is_file():
         return None
     return Outcome.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def read_outcome(work_dir: Path) -> Outcome | None:
+    """The trainer's final outcome; None while it has not finished."""
+    return _read(work_dir / OUTCOME_FILE)
+
+
+def read_partial(work_dir: Path) -> Outcome | None:
+    """What the trainer had computed when it last wrote (an unreadable file counts as nothing)."""
+    with contextlib.suppress(OSError, ValueError):
+        return _read(work_dir / PARTIAL_FILE)
+    return None
+
+
+def write_ended(work_dir: Path, outcome: Outcome, guard: dict[str, Any], unwritten: str | None = None) -> None:
+    """The parent's final word on the run, before its record; `unwritten` says why the record could not
+    be written (added when it could not)."""
+    body = {"outcome": outcome.model_dump(mode="json"), "guard": guard, "unwritten": unwritten}
+    write_durable(work_dir / ENDED_FILE, json.dumps(body, indent=1, ensure_ascii=False))
+
+
+def read_ended(work_dir: Path) -> tuple[Outcome, dict[str, Any], str | None] | None:
+    path = work_dir / ENDED_FILE
+    if not path.is_file():
+        return None
+    body = json.loads(path.read_text(encoding="utf-8"))
+    return Outcome.model_validate(body["outcome"]), dict(body.get("guard") or {}), body.get("unwritten")
 
 
 def read_events(work_dir: Path) -> list[dict[str, Any]]:
@@ -131,3 +224,31 @@ def train_progress(work_dir: Path) -> TrainStats | None:
         return None
     losses = recordable_losses(raw)
     return TrainStats(steps_done=len(raw), loss=losses, first_loss=losses[0] if losses else None)
+
+
+def unwritten_exit(exc: OSError) -> int:
+    return UNWRITTEN_EXIT + (exc.errno or 0) if exc.errno and exc.errno < 190 else 1
+
+
+def unwritten_error(returncode: int, work_dir: Path) -> OSError | None:
+    """The error of a trainer that exited with `unwritten_exit`, rebuilt to be named."""
+    number = returncode - UNWRITTEN_EXIT
+    if returncode <= UNWRITTEN_EXIT or number not in errno.errorcode:
+        return None
+    return OSError(number, os.strerror(number), str(work_dir / OUTCOME_FILE))
+
+
+def mark_unwritten(work_dir: Path, status: str, exc: OSError) -> None:
+    """The last resort when not even `ended.json` fits: status and errno in an empty file's name."""
+    name = errno.errorcode.get(exc.errno or 0, "EIO")
+    with contextlib.suppress(OSError):
+        (work_dir / f"ended.{status}.{name}").touch()
+
+
+def read_unwritten_mark(work_dir: Path) -> tuple[str, OSError] | None:
+    for mark in work_dir.glob("ended.*.E*"):
+        _, status, name = mark.name.split(".", 2)
+        number = getattr(errno, name, None)
+        if status in ("ok", "failed", "refused", "diverged", "killed") and isinstance(number, int):
+            return status, OSError(number, os.strerror(number))
+    return None

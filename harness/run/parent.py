@@ -8,9 +8,7 @@ check, or died without a word. Nothing a run learned is lost.
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
-import shutil
 import signal
 import sys
 import threading
@@ -22,29 +20,33 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness import atomic
 from harness.config import SetupConfig
 from harness.errors import UserError, describe_os_error
 from harness.gpu.visibility import hide_integrated_gpus
 from harness.guard import GuardConfig, GuardVerdict, Sampler, offline_env, precheck, timed_lock
-from harness.locks import exclusive_lock
 from harness.provenance import collect_provenance, default_stack
 from harness.results import (
     MemoryStats,
     RunRecord,
-    beside,
-    predictions_path,
-    record_lock_path,
     run_fingerprint,
-    seed_record_path,
-    write_record,
 )
-from harness.run.adapter import keep_adapter
 from harness.run.child import execute_job
 from harness.run.inputs import DEFAULT_MIN_FREE, MIN_FREE_ENV, check_inputs
+from harness.run.landing import land_run
 from harness.run.launch import start_trainer
-from harness.run.outcome import Job, Outcome, read_events, read_outcome, train_progress, write_outcome
-from harness.run.workdir import create_work_dir, sweep_stale_runs
+from harness.run.memory_env import check_memory_settings, name_the_cap, parse_bytes_env
+from harness.run.outcome import (
+    Job,
+    Outcome,
+    mark_unwritten,
+    read_events,
+    read_outcome,
+    read_partial,
+    train_progress,
+    unwritten_error,
+    write_ended,
+)
+from harness.run.workdir import create_work_dir, remove_work_dir, sweep_stale_runs
 
 
 @dataclass(frozen=True)
@@ -64,18 +66,6 @@ class RunOptions:
     min_free_bytes: int | None = field(default_factory=lambda: parse_bytes_env(MIN_FREE_ENV, DEFAULT_MIN_FREE))
 
 
-def parse_bytes_env(name: str, default: str | None = None) -> int | None:
-    raw = os.environ.get(name, default)
-    if not raw:
-        return None
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    text = raw.strip().lower().removesuffix("b").removesuffix("i")
-    try:
-        return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
-    except (ValueError, IndexError):
-        raise UserError(f"${name}: {raw!r} is not a size; use bytes or a number with k, m, g (e.g. 2g)") from None
-
-
 def new_run_id(created: datetime, fp: str, seed: int) -> str:
     # Microseconds and a random tail: two runs of one setup and seed started in the same second (two
     # shells, two suite sessions) shared a work folder, and the first's cleanup deleted the second's.
@@ -84,10 +74,11 @@ def new_run_id(created: datetime, fp: str, seed: int) -> str:
 
 def check_and_sweep(setup: SetupConfig, options: RunOptions) -> None:
     """Before anything starts: every input checked (a UserError, no record, in a second instead of after
-    the model has loaded), and the work folders of runs whose parent died recorded as killed."""
+    the model has loaded), and the work folders of runs that ended without a record recorded."""
+    check_memory_settings(options)
     check_inputs(setup, options.results_dir, options.min_free_bytes)
-    for recovered in sweep_stale_runs(options.results_dir):
-        print(f"lorabench: a run whose parent died left no record; recorded it as killed: {recovered}", file=sys.stderr)
+    for swept in sweep_stale_runs(options.results_dir):
+        print(f"lorabench: {swept}", file=sys.stderr)
 
 
 def record_base(setup: SetupConfig, options: RunOptions) -> dict[str, Any]:
@@ -105,6 +96,14 @@ def record_base(setup: SetupConfig, options: RunOptions) -> dict[str, Any]:
         "host": provenance["host"]["id"], "fingerprint": fp, "setup": setup.model_dump(mode="json"),
         "provenance": provenance,
     }  # fmt: skip
+
+
+# How a stop from outside is named in the record: what the user did, not only the signal.
+STOP_CAUSES = {
+    "SIGINT": "SIGINT (Ctrl-C)",
+    "SIGTERM": "SIGTERM (a timeout, docker stop, a cancelled job)",
+    "SIGHUP": "SIGHUP (the terminal closed)",
+}
 
 
 def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
@@ -126,12 +125,9 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         with stop_signals_raise():
             outcome = run_phases_in_child(job, options, guard)
     except (Stopped, KeyboardInterrupt) as exc:
-        # The trainer's process group is already killed (run_capped); what it reported so far is kept.
+        # The trainer's process group is already killed (run_capped).
         interrupted = exc
-        signal_name = str(exc) if isinstance(exc, Stopped) else "SIGINT"
-        outcome = read_outcome(job.work_dir) or Outcome(status="killed")
-        outcome.status = "killed"
-        outcome.reason = f"stopped from outside by {signal_name} (a timeout, docker stop, a cancelled job) before the run ended"
+        outcome = stopped_outcome(job.work_dir, str(exc) if isinstance(exc, Stopped) else "SIGINT")
     except OSError as exc:
         # The environment failed the parent mid-run (a full disk, the work folder removed): still a record.
         outcome = Outcome(status="failed", reason=describe_os_error(exc), traceback=traceback.format_exc())
@@ -139,6 +135,10 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         outcome = Outcome(status="failed", reason=str(exc))
     except Exception as exc:  # a lorabench bug: the run had started, so it still ends with a record
         outcome = Outcome(status="failed", reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+    if outcome.refused_input and interrupted is None:
+        # The trainer's input check refused the run before any work: an input error, no record.
+        remove_work_dir(work_dir)
+        raise UserError(outcome.reason or "the trainer refused its inputs")
     if outcome.status == "killed" and outcome.train is None:
         outcome.train = train_progress(work_dir)  # the steps the journal kept
 
@@ -150,6 +150,20 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         print(summary_line(record, path), file=sys.stderr)
         raise KeyboardInterrupt(str(interrupted)) from interrupted
     return record, path
+
+
+def stopped_outcome(work_dir: Path, signal_name: str) -> Outcome:
+    """The outcome of a run stopped from outside. A trainer that had written its final outcome had
+    finished: the run is recorded as it ended (the stop still goes on up). Otherwise `killed`, with
+    every field the trainer had computed (data, model, baseline, checks, timings)."""
+    with contextlib.suppress(OSError, ValueError):
+        final = read_outcome(work_dir)
+        if final is not None:
+            return final
+    outcome = read_partial(work_dir) or Outcome()
+    outcome.status = "killed"
+    outcome.reason = f"stopped from outside by {STOP_CAUSES.get(signal_name, signal_name)} before the run ended"
+    return outcome
 
 
 def run_phases_in_child(job: Job, options: RunOptions, guard: dict[str, Any]) -> Outcome:
@@ -172,35 +186,39 @@ def run_phases_in_child(job: Job, options: RunOptions, guard: dict[str, Any]) ->
 def land_record(
     results_dir: Path, base: dict[str, Any], outcome: Outcome, guard: dict[str, Any], work_dir: Path
 ) -> tuple[RunRecord, Path]:
-    """Write the record, then move the run's files beside it, under the record's lock (a second run of
-    the same setup and seed lands its record before or after, never in between); then the work folder goes."""
-    target = seed_record_path(results_dir, base["stack"], base["host"], base["experiment"], base["setup_name"], base["seed"])
-    reason = outcome.reason
-    produced = {".predictions.jsonl": work_dir / "predictions.jsonl", ".traceback.txt": work_dir / "traceback.txt"}
+    """The outcome first, durable in the work folder (`ended.json`), then the record from it: a record
+    that cannot be written now (a full disk, a lock that cannot be taken, a stop while waiting for the
+    lock) is written by the next run's sweep as the run ended, never guessed from a dead process."""
     try:
-        if outcome.traceback:
-            atomic.write_text(produced[".traceback.txt"], outcome.traceback)
-            reason = f"{reason} (traceback: {beside(target, '.traceback.txt')})"
-        record = RunRecord(
-            **base, status=outcome.status, reason=reason, data=outcome.data, model=outcome.model,
-            baseline=outcome.baseline, trained=outcome.trained, train=outcome.train, memory=outcome.memory,
-            timings=outcome.timings, checks=outcome.checks, guard=guard,
-            predictions_file=predictions_path(target).name if produced[".predictions.jsonl"].is_file() else None,
-        )  # fmt: skip
-        with exclusive_lock(record_lock_path(target), what="record lock"):
-            path = write_record(results_dir, record)
-            for suffix, file in produced.items():
-                if file.is_file():
-                    os.replace(file, beside(path, suffix))
-            keep_adapter(work_dir / "adapter", path)
-    except OSError as exc:
-        # Kept: once this process has ended, the next run in this results folder records it (killed).
+        write_ended(work_dir, outcome, guard)
+    except OSError as exc:  # a disk too full even for this: the status and the errno in a file's name
+        mark_unwritten(work_dir, outcome.status, exc)
+    try:
+        with stop_signals_raise():
+            landed = land_run(results_dir, base, outcome, guard, work_dir)
+    except (Stopped, KeyboardInterrupt) as exc:
+        signal_name = str(exc) if isinstance(exc, Stopped) else "SIGINT"
+        cause = f"stopped by {STOP_CAUSES.get(signal_name, signal_name)} while writing its record"
+        with contextlib.suppress(OSError):
+            write_ended(work_dir, outcome, guard, unwritten=cause)
+        print(
+            f"lorabench: the run ended ({outcome.status}) but was {cause}; its outcome is kept in {work_dir}, "
+            f"and the next run in {results_dir} records it",
+            file=sys.stderr,
+        )
+        raise KeyboardInterrupt(signal_name) from exc
+    except (OSError, UserError) as exc:
+        cause = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+        with contextlib.suppress(OSError):
+            write_ended(work_dir, outcome, guard, unwritten=cause)
         raise UserError(
-            f"the run ended ({outcome.status}) but its record could not be written: {describe_os_error(exc)}. "
-            f"Its work folder {work_dir} is kept; the next run in {results_dir} records it"
+            f"the run ended ({outcome.status}{': ' + outcome.reason if outcome.reason else ''}) but its record "
+            f"could not be written: {cause}. Its outcome is kept in {work_dir}; the next run in {results_dir} "
+            "records it"
         ) from exc
-    shutil.rmtree(work_dir, ignore_errors=True)
-    return record, path
+    assert landed is not None  # not late: nothing else lands this run
+    remove_work_dir(work_dir)
+    return landed
 
 
 class Stopped(Exception):
@@ -219,11 +237,12 @@ def stop_signals_raise() -> Generator[None]:
     def raise_stopped(signum: int, _frame: Any) -> None:
         raise Stopped(signal.Signals(signum).name)
 
-    previous = signal.signal(signal.SIGTERM, raise_stopped)
+    previous = {sig: signal.signal(sig, raise_stopped) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def train_window(work_dir: Path) -> tuple[float, float] | None:
@@ -246,15 +265,23 @@ def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None 
     child = start_trainer(
         job, cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes, extra_env=extra_env
     )
-    outcome = read_outcome(job.work_dir) or Outcome(
-        status="killed", reason=f"trainer {child.reason} before reporting an outcome"
-    )
+    outcome = read_outcome(job.work_dir)
+    if outcome is None:
+        # Died without a word: killed, with what it had computed so far; or it could not write its
+        # outcome (a full disk), which its exit status names.
+        outcome = read_partial(job.work_dir) or Outcome()
+        error = unwritten_error(child.returncode, job.work_dir)
+        outcome.status = "failed" if error else "killed"
+        outcome.reason = f"the trainer could not write its outcome: {describe_os_error(error)}" if error else None
+    if outcome.status == "killed" and child.reason and not outcome.reason:
+        outcome.reason = f"trainer {child.reason} before reporting an outcome"
+    if options.memory_cap_bytes is not None and outcome.status in ("failed", "killed") and not outcome.refused_input:
+        outcome.reason = name_the_cap(outcome.reason, child, options.memory_cap_bytes)
     memory = outcome.memory or MemoryStats(device=outcome.model.device if outcome.model else "unknown")
     outcome.memory = memory.model_copy(update={
         "peak_rss_bytes": child.peak_rss_bytes, "cap_method": child.cap_method,
         "watchdog_reading": child.reading or None,
     })  # fmt: skip
-    write_outcome(outcome, job.work_dir)
     return outcome
 
 

@@ -26,7 +26,7 @@ from harness.models import resolve_model
 from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
 from harness.run.adapter import eval_adapter_source, save_adapter
 from harness.run.evaluate import baseline_answers, decoded_in, merges_adapter, timed_answers
-from harness.run.inputs import check_token_lengths
+from harness.run.inputs import check_model_inputs
 from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome, recordable_losses
 from harness.run.progress import Progress
@@ -63,10 +63,11 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
     with events.span("load"), staggered_load() if setup.gpus > 1 else contextlib.nullcontext():
         load_started = time.time()  # wall clock, comparable across ranks; inside the lock
         resolved = resolve_model(setup.model)
+        # Before any weight loads: LoRA's targets and rank against the model, every row against
+        # max_length in its tokens (a refusal ends the run as an input error: no record).
+        check_model_inputs(setup, resolved.path, split.train, test)
         model, tokenizer = backend.load(setup, resolved.path, runtime)
         load_window = (load_started, time.time())
-    # Before the baseline and training: every row fits max_length in this tokenizer's tokens.
-    check_token_lengths(tokenizer, split.train, test, setup.recipe.max_length)
     outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
     outcome.model = ModelInfo(
         source=setup.model.source, resolved=str(resolved.path),

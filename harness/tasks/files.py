@@ -43,6 +43,8 @@ def read_jsonl(path: Path, label: str = "data.source") -> list[tuple[int, Any]]:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
             raise UserError(f"{path}:{number}: not valid JSON ({exc.msg}); one JSON object per line") from None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting deeper than Python recurses
+            raise UserError(f"{path}:{number}: JSON this reader refuses ({_why(exc)}); one flat JSON object per line") from None
     if not rows:
         raise UserError(f"{label}: {path} holds no rows; give a file with one JSON object per line")
     return rows
@@ -54,3 +56,11 @@ def read_json(path: Path, label: str = "data.source") -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); give a JSON list of rows") from None
+    except (ValueError, RecursionError) as exc:
+        raise UserError(f"{path}: JSON this reader refuses ({_why(exc)}); give a JSON list of flat rows") from None
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(";")[0][:120]

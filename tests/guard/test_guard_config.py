@@ -14,7 +14,7 @@ from harness.guard import GuardConfig, load_guard_config
 def test_defaults_and_frozen() -> None:
     config = GuardConfig()
     assert (config.window_s, config.sample_interval_s) == (3, 1)
-    assert config.net_ignore_interfaces == ("lo",)
+    assert config.net_ignore_interfaces == () and config.net_loopback_interfaces == ("lo",)
     with pytest.raises(ValidationError):
         config.window_s = 1.0  # type: ignore[misc]
     with pytest.raises(ValidationError, match="extra"):

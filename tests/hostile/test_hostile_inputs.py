@@ -20,14 +20,15 @@ RUN = (
     "--set", "checks.smoke.enabled=false",
 )  # fmt: skip
 WITH_DATA = (*RUN, "--data", "{data}")
+TRAINER_S = 120.0  # see hostilelib.Case.limit_s
 
 
 def run_with(*extra: str) -> tuple[str, ...]:
     return (*WITH_DATA, *extra)
 
 
-def data_case(kind: str, file: str, content: object, expect: str, *extra: str) -> Case:
-    return Case(kind, (*RUN, "--data", "{tmp}/" + file, *extra), expect, files={file: content})
+def data_case(kind: str, file: str, content: object, expect: str, *extra: str, limit_s: float = 30.0) -> Case:
+    return Case(kind, (*RUN, "--data", "{tmp}/" + file, *extra), expect, files={file: content}, limit_s=limit_s)
 
 
 def rows(n: int = 60) -> str:
@@ -155,6 +156,45 @@ CASES = [
     Case("export: missing", ("export", "{tmp}/nope", "-o", "{tmp}/out"), "not an adapter folder"),
     Case("checks: seed below 0", ("checks", "--model", "{model}", "--data", "{data}", "--seed", "-1"), "recipe.seed"),
     Case("stacks: unknown stack", ("stacks", "verify", "nosuch"), "unknown stack"),
+    # Issue 29: each of these loaded the model, then ended `failed` (exit 1) after 6-40 s, or ran until
+    # killed, or was an internal error; now refused before any weight loads, exit 2, no record.
+    Case("lora.targets naming no module", run_with("--set", "lora.targets=[nosuch_proj]"), "lora.targets", limit_s=TRAINER_S),
+    Case("lora.targets a bad regex", run_with("--set", "lora.targets=(q"), "lora.targets"),
+    Case("lora.targets a string for a list", run_with("--set", "lora.targets=q_proj"), "write a list", limit_s=TRAINER_S),
+    Case("lora.targets a norm layer", run_with("--set", "lora.targets=[input_layernorm]"), "cannot adapt", limit_s=TRAINER_S),
+    Case("lora.targets a number", run_with("--set", "lora.targets=[1]"), "lora.targets"),
+    Case("lora.rank above the hidden size", run_with("--set", "lora.rank=4096"), "lora.rank", limit_s=TRAINER_S),
+    Case("recipe.max_length 9", run_with("--set", "recipe.max_length=9"), "recipe.max_length", limit_s=TRAINER_S),
+    Case("recipe.max_length a billion", run_with("--set", "recipe.max_length=1000000000"), "recipe.max_length"),
+    Case("recipe.batch_size 100000000", run_with("--set", "recipe.batch_size=100000000"), "recipe.batch_size"),
+    Case("recipe.grad_accum a billion", run_with("--set", "recipe.grad_accum=1000000000"), "recipe.grad_accum"),
+    Case("recipe.steps 2**64", run_with("--set", "recipe.steps=18446744073709551616"), "recipe.steps"),
+    Case("recipe.steps true", run_with("--set", "recipe.steps=true"), "recipe.steps"),
+    Case("recipe.seed true", run_with("--set", "recipe.seed=true"), "recipe.seed"),
+    Case("lora.dropout true", run_with("--set", "lora.dropout=true"), "lora.dropout"),
+    Case("recipe.lr nan", run_with("--set", "recipe.lr=.nan"), "recipe.lr"),
+    Case("eval.max_new_tokens a billion", run_with("--set", "eval.max_new_tokens=1000000000"), "eval.max_new_tokens"),
+    Case("config: recipe.lr = inf", ("run", "{tmp}/s.toml", *WITH_DATA[1:]), "recipe.lr", files={"s.toml": "[recipe]\nlr = inf\n"}),
+    Case("4bit on a CPU host", run_with("--set", "precision=4bit"), "precision"),
+    Case("unsloth on a CPU host", run_with("--set", "backend=unsloth"), "backend"),
+    Case("compile graphs on a CPU host", run_with("--set", "recipe.compile=graphs"), "recipe.compile"),
+    Case("8-bit optimizer on a CPU host", run_with("--set", "recipe.optimizer=adamw_8bit"), "recipe.optimizer"),
+    data_case("data: a 10,000-character question", "rows.jsonl", rows(59) + jsonl([sql_row(99, "why " * 2500)]),
+              "recipe.max_length", limit_s=TRAINER_S),
+    data_case("data: a lone surrogate", "rows.jsonl", rows(59) + jsonl([sql_row(99, "what \ud800 is it?")]), "surrogate"),
+    data_case("data: a deeply nested line", "rows.jsonl", rows(60) + "[" * 100_000 + "]" * 100_000 + "\n", "rows.jsonl:61"),
+    data_case("data: a 5,000-digit integer", "rows.jsonl", rows(60) + '{"question": ' + "9" * 5000 + "}\n", "rows.jsonl:61"),
+    data_case("data: a 5,000-digit integer in .json", "rows.json", "[" + "9" * 5000 + "]", "rows.json"),
+    Case("data: path ~nosuchuser/x", (*RUN, "--data", "~nosuchuser/x.jsonl"), "data.source"),
+    Case("model: path ~nosuchuser/m", (*WITH_DATA, "--model", "~nosuchuser/m"), "model.source"),
+    Case("env: cache a file", WITH_DATA, "$LORABENCH_CACHE", files={"afile": "x"}, env={"LORABENCH_CACHE": "{tmp}/afile"}),
+    Case("env: cache under /proc", WITH_DATA, "$LORABENCH_CACHE", env={"LORABENCH_CACHE": "/proc/lorabench-cache"}),
+    Case("env: lock dir a file", WITH_DATA, "$LORABENCH_LOCK_DIR", files={"afile": "x"}, env={"LORABENCH_LOCK_DIR": "{tmp}/afile"}),
+    Case("env: memory floor 100t", WITH_DATA, "$LORABENCH_MEMORY_FLOOR", env={"LORABENCH_MEMORY_FLOOR": "100t"}),
+    Case("env: memory cap 1 byte", WITH_DATA, "$LORABENCH_MEM_CAP", env={"LORABENCH_MEM_CAP": "1"}),
+    Case("env: memory cap negative", WITH_DATA, "$LORABENCH_MEM_CAP", env={"LORABENCH_MEM_CAP": "-5"}),
+    Case("env: memory cap 0", WITH_DATA, "$LORABENCH_MEM_CAP", env={"LORABENCH_MEM_CAP": "0"}),
+    Case("env: min free negative", WITH_DATA, "$LORABENCH_MIN_FREE", env={"LORABENCH_MIN_FREE": "-1g"}),
 ]
 # fmt: on
 
@@ -176,13 +216,14 @@ def test_hostile_input_gets_one_clean_line(
         value = content(ctx) if callable(content) else content
         path.write_bytes(value if isinstance(value, bytes) else value.encode())
     argv = [part.format(**ctx) for part in case.argv]
+    env = {name: value.format(**ctx) for name, value in case.env.items()}
     results = Path(argv[argv.index("--results") + 1]) if "--results" in argv else tmp_path / "results"
     if case.mount:
         with mounted(case.mount, tmp_path / "mnt"):
-            answer = run_cli(argv, tmp_path, case.env)
+            answer = run_cli(argv, tmp_path, env)
             problems = judge(case, answer, results)
     else:
-        answer = run_cli(argv, tmp_path, case.env)
+        answer = run_cli(argv, tmp_path, env)
         problems = judge(case, answer, results)
     if os.environ.get("HOSTILE_VERBOSE"):
         print(answer.stderr[-600:])

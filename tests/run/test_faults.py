@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Generator
@@ -21,76 +20,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from faultlib import cli_args, cli_env, find_trainers, journaled_steps, started_run, wait_for_steps
 
 from harness.results import load_record
 from harness.run.parent import new_run_id
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def cli_args(model: Path, data: Path, results: Path, steps: int) -> list[str]:
-    return [
-        sys.executable, "-m", "harness.cli", "run", "--model", str(model), "--data", str(data),
-        "--steps", str(steps), "--results", str(results), "--quiet",
-        "--set", "data.test_size=6", "--set", "eval.limit=2", "--set", "eval.max_new_tokens=4",
-        "--set", "checks.smoke.enabled=false", "--set", "recipe.batch_size=2",
-    ]  # fmt: skip
-
-
-def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "LORABENCH_DATA"}
-    return {**env, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "LORABENCH_CACHE": str(tmp_path / "cache"), **extra}
-
-
-@contextlib.contextmanager
-def started_run(tmp_path: Path, args: list[str], **env: str) -> Generator[subprocess.Popen[str]]:
-    process = subprocess.Popen(
-        args, cwd=tmp_path, env=cli_env(tmp_path, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        yield process
-    finally:
-        for proc in [process, *find_trainers(tmp_path)]:
-            with contextlib.suppress(ProcessLookupError, psutil.Error):
-                proc.kill()
-        process.wait(timeout=60)
-
-
-def journal(results: Path) -> list[str]:
-    return [line for events in results.glob(".work/*/events.jsonl") for line in events.read_text().splitlines()]
-
-
-def journaled_steps(results: Path) -> int:
-    return sum('"event": "step"' in line for line in journal(results))
-
-
-def wait_for_steps(results: Path, n: int, process: subprocess.Popen[str], timeout_s: float = 300) -> None:
-    """Until the trainer has journaled `n` steps. A journal that never gets a step (the code before issue 17
-    journaled none) gets 120 s from the start of its train phase instead; once one step is journaled the
-    wait is for all `n` (preflight inside the train phase took over 30 s on a loaded 2-core machine, and a
-    shorter give-up killed runs at step 2)."""
-    deadline = time.monotonic() + timeout_s
-    train_started: float | None = None
-    while (steps := journaled_steps(results)) < n:
-        if train_started is None and any('"phase": "train", "event": "start"' in line for line in journal(results)):
-            train_started = time.monotonic()
-        if steps == 0 and train_started is not None and time.monotonic() - train_started > 120:
-            return
-        if process.poll() is not None:
-            pytest.fail(f"the run ended before step {n}: {process.stderr.read()[-2000:] if process.stderr else ''}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"no step {n} within {timeout_s} s")
-        time.sleep(0.2)
-
-
-def find_trainers(where: Path) -> list[psutil.Process]:
-    """Trainer children working under `where` (by their job file), wherever they are in the process tree."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if "harness.run.child" in cmdline and str(where) in cmdline:
-            found.append(proc)
-    return found
 
 
 def test_a_sigkilled_parent_takes_its_trainer_along_and_the_next_run_records_it(
@@ -116,13 +49,16 @@ def test_a_sigkilled_parent_takes_its_trainer_along_and_the_next_run_records_it(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "a run whose parent died left no record; recorded it as killed" in done.stderr
-    assert not [p for p in (results / ".work").iterdir()], "the stale work folder is still there"
+    assert not (results / ".work").exists(), "the stale work folder (or an empty .work/) is still there"
     records = {load_record(p).status: load_record(p) for p in results.rglob("seed-3407*.json")}
     assert set(records) == {"ok", "killed"}
     killed = records["killed"]
     assert killed.run_id == stale[0]
     assert f"parent process (pid {parent.pid}) died without writing its record" in (killed.reason or "")
     assert killed.train is not None and killed.train.steps_done >= 3 and len(killed.train.loss) == killed.train.steps_done
+    # Issue 29: what the trainer had computed stays (before: data, model, baseline, checks, load_s were null).
+    assert killed.data is not None and killed.model is not None and killed.baseline is not None
+    assert killed.checks and killed.timings.load_s is not None
     assert not (tmp_path / ".trainer-scratch").exists()  # Trainer's output folder is a temp folder now
 
 
@@ -137,11 +73,12 @@ def test_a_sigtermed_run_is_recorded_as_killed_with_its_progress(
     assert parent.returncode == 130, stderr[-2000:]
     record = load_record(next(results.rglob("seed-3407.json")))
     assert record.status == "killed" and "stopped from outside by SIGTERM" in (record.reason or "")
+    assert record.data is not None and record.model is not None and record.baseline is not None  # issue 29
     # Before: train was empty; the steps done and their losses are what the run learned so far.
     assert record.train is not None and record.train.steps_done >= 3
     assert len(record.train.loss) == record.train.steps_done and record.train.first_loss == record.train.loss[0]
     assert not find_trainers(tmp_path)
-    assert not list((results / ".work").iterdir())
+    assert not (results / ".work").exists()
 
 
 def test_two_runs_started_in_the_same_second_both_leave_a_record(
@@ -168,7 +105,7 @@ def test_two_runs_started_in_the_same_second_both_leave_a_record(
         records = [load_record(p) for p in results.rglob("seed-3407*.json")]
         assert len(records) == 2 and all(r.status == "ok" for r in records), [(r.status, r.reason) for r in records]
         assert records[0].run_id != records[1].run_id
-        assert not list((results / ".work").iterdir())
+        assert not (results / ".work").exists()
         if records[0].created == records[1].created:
             shared_a_second = True
             break
@@ -227,5 +164,5 @@ def test_a_disk_filling_up_mid_run_leaves_a_failed_record_and_no_partial_adapter
     assert record.train is not None and record.train.steps_done == 40  # trained, then the save failed
     assert not record_file.with_name("seed-3407.adapter").exists()
     assert not [p for p in small_disk.rglob("*.tmp")], "a half-written folder was left"
-    assert not list((small_disk / ".work").iterdir())
+    assert not (small_disk / ".work").exists()
     assert json.loads(record_file.read_text())["predictions_file"] is None

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.config import load_setup
+from harness.errors import UserError
 from harness.run.parent import RunOptions, run_setup
 
 
@@ -17,7 +20,7 @@ def test_a_test_question_longer_than_max_length_stops_the_run_before_the_baselin
         f"model.source={tiny_model_dir}", f"data.source={sql_rows_file}", "data.test_size=6", "recipe.steps=2",
         "recipe.max_length=40", "checks.smoke.enabled=false",
     ])  # fmt: skip
-    record, _ = run_setup(setup, RunOptions(results_dir=tmp_path, isolate=False))
-    assert record.status == "failed"
-    assert record.reason and "tokens, over recipe.max_length = 40" in record.reason
-    assert record.baseline is None and record.train is None  # stopped before the baseline and training
+    # Issue 29: an input error like any other (exit 2 from the CLI), before any weight loads: no record.
+    with pytest.raises(UserError, match=r"tokens, over recipe\.max_length = 40"):
+        run_setup(setup, RunOptions(results_dir=tmp_path, isolate=False))
+    assert not list(tmp_path.rglob("seed-*.json")) and not (tmp_path / ".work").exists()
