@@ -106,6 +106,13 @@ class RecipeConfig(Frozen):
         "whose step is bound by kernel launches. auto = graphs where they can run and were measured "
         "(backend hf on one NVIDIA GPU, the settings above), none elsewhere (CPU, ROCm: not measured yet)",
     )
+    kernels: Literal["none", "liger"] = Field(
+        "none",
+        description="liger = Liger kernel's Triton kernels patched into the model for training (pip install "
+        "liger-kernel; hf backend on a GPU, model types Liger supports): fused linear + cross-entropy (the "
+        "logits are never materialised), RMSNorm, RoPE, SwiGLU. Same math, other rounding; the record's "
+        "train.kernels names what ran. none = the model's own modules",
+    )
     micro_batches: PositiveInt | Literal["auto"] = Field(
         "auto",
         description="run each batch as up to this many micro-batches of rows of similar length, each padded "

@@ -62,6 +62,10 @@ class Outcome(BaseModel):
     checks: dict[str, CheckVerdict] = {}
     ranks: list[RankInfo] | None = None
     traceback: str | None = None
+    # Wall clock (harness.run.timeline): the child's process start and the end of its work, so the parent
+    # can name the seconds between its own stamps and the child's (spawn, child_exit).
+    started_at: float | None = None
+    finished_at: float | None = None
 
     def add_timings(self, **seconds: Any) -> None:
         self.timings = self.timings.model_copy(update=seconds)

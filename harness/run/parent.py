@@ -44,6 +44,7 @@ from harness.run.child import execute_job
 from harness.run.inputs import DEFAULT_MIN_FREE, MIN_FREE_ENV, check_inputs
 from harness.run.launch import start_trainer
 from harness.run.outcome import Job, Outcome, read_events, read_outcome, train_progress, write_outcome
+from harness.run.timeline import bracket_trainer, close_books, command_started, prepend_phases
 from harness.run.workdir import create_work_dir, sweep_stale_runs
 
 
@@ -108,6 +109,8 @@ def record_base(setup: SetupConfig, options: RunOptions) -> dict[str, Any]:
 
 
 def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
+    # Where the record's seconds start (harness/run/timeline.py): the command's process start.
+    process_start, began = command_started(), time.time()
     # Nothing has started yet: what fails here is an input (UserError, no record), found in a second
     # instead of after the model has loaded.
     check_and_sweep(setup, options)
@@ -115,11 +118,16 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         # Several hosts: the same ten steps, with the nodes agreeing through the rendezvous's store.
         raise UserError(f"nodes: {setup.nodes} hosts run through harness.run.start (as `lorabench run` does), not here")
     started = time.perf_counter()
+    stamps = [time.time()]
     base = record_base(setup, options)
+    stamps.append(time.time())
 
     # From here on the run has started: whatever happens, it ends with a record.
     work_dir = create_work_dir(options.results_dir, base["run_id"], base)
     job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet)
+    stamps.append(time.time())
+    before = {"startup": began - process_start if process_start is not None else 0.0, "inputs": stamps[0] - began,
+              "provenance": stamps[1] - stamps[0], "work_dir": stamps[2] - stamps[1]}  # fmt: skip
     guard: dict[str, Any] = {"timed": options.timed}
     interrupted: BaseException | None = None
     try:
@@ -144,6 +152,12 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
 
     # 10. The record, atomically, its predictions, adapter and traceback beside it.
     outcome.add_timings(total_s=round(time.perf_counter() - started, 2))
+    # Between the job written and now, what the trainer's phases do not cover: the guard's pre-check and
+    # sampler on a timed run, the parent's own reading of the outcome on any.
+    trainer_s = sum((outcome.timings.phases or {}).values())
+    around = "guard" if options.timed else "parent"
+    prepend_phases(outcome, {**before, around: max(0.0, time.time() - stamps[2] - trainer_s)})
+    close_books(outcome, process_start, began)
     record, path = land_record(options.results_dir, base, outcome, guard, work_dir)
     if interrupted is not None:
         # The record is written; the stop goes on up, so a suite or a shell loop stops too.
@@ -243,12 +257,15 @@ def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: P
 
 def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:
     # One process, or torchrun on this host (harness.run.launch); several hosts: harness.run.nodes.
+    launched = time.time()
     child = start_trainer(
         job, cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes, extra_env=extra_env
     )
+    returned = time.time()
     outcome = read_outcome(job.work_dir) or Outcome(
         status="killed", reason=f"trainer {child.reason} before reporting an outcome"
     )
+    bracket_trainer(outcome, launched, returned)
     memory = outcome.memory or MemoryStats(device=outcome.model.device if outcome.model else "unknown")
     outcome.memory = memory.model_copy(update={
         "peak_rss_bytes": child.peak_rss_bytes, "cap_method": child.cap_method,
