@@ -66,6 +66,7 @@ class Outcome(BaseModel):
     # can name the seconds between its own stamps and the child's (spawn, child_exit).
     started_at: float | None = None
     finished_at: float | None = None
+    trainer_wall_s: float | None = None  # the parent's: from asking for the child until it had ended
 
     def add_timings(self, **seconds: Any) -> None:
         self.timings = self.timings.model_copy(update=seconds)

@@ -44,7 +44,7 @@ from harness.run.child import execute_job
 from harness.run.inputs import DEFAULT_MIN_FREE, MIN_FREE_ENV, check_inputs
 from harness.run.launch import start_trainer
 from harness.run.outcome import Job, Outcome, read_events, read_outcome, train_progress, write_outcome
-from harness.run.timeline import bracket_trainer, close_books, command_started, prepend_phases
+from harness.run.timeline import bracket_trainer, close_books, command_started, prepend_phases, trainer_window
 from harness.run.workdir import create_work_dir, sweep_stale_runs
 
 
@@ -152,11 +152,8 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
 
     # 10. The record, atomically, its predictions, adapter and traceback beside it.
     outcome.add_timings(total_s=round(time.perf_counter() - started, 2))
-    # Between the job written and now, what the trainer's phases do not cover: the guard's pre-check and
-    # sampler on a timed run, the parent's own reading of the outcome on any.
-    trainer_s = sum((outcome.timings.phases or {}).values())
-    around = "guard" if options.timed else "parent"
-    prepend_phases(outcome, {**before, around: max(0.0, time.time() - stamps[2] - trainer_s)})
+    # The parent's own seconds around the trainer: the guard (timed runs), reading the outcome.
+    prepend_phases(outcome, {**before, "parent": time.time() - stamps[2] - trainer_window(outcome)})
     close_books(outcome, process_start, began)
     record, path = land_record(options.results_dir, base, outcome, guard, work_dir)
     if interrupted is not None:

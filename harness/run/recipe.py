@@ -51,10 +51,11 @@ def preload(setup: SetupConfig) -> None:
 
 
 def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress) -> None:
-    runtime = resolve_setup_runtime(setup)
-    backend = backend_module(setup.backend)
-    main_process = is_main_process()
-    check_gpus(setup, runtime)
+    with phase(outcome, "runtime"):
+        runtime = resolve_setup_runtime(setup)
+        backend = backend_module(setup.backend)
+        main_process = is_main_process()
+        check_gpus(setup, runtime)
 
     # 3. Data: the story's split, hashed so runs compare only on equal splits. The task reads and scores it.
     progress.phase("data")
@@ -80,6 +81,7 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         # Before the baseline and training: every row fits max_length in this tokenizer's tokens.
         check_token_lengths(tokenizer, split.train, test, setup.recipe.max_length)
     outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
+    named = time.time()
     outcome.model = ModelInfo(
         source=setup.model.source, resolved=str(resolved.path),
         weights="random" if setup.model.random_weights else "pretrained",
@@ -87,6 +89,7 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         auto_settings=runtime.reasons or None,
     )  # fmt: skip
     outcome.add_checks({"end_of_turn": end_of_turn_check(tokenizer)})
+    add_phase(outcome, "end_of_turn", time.time() - named)
 
     # The untrained model, scored the same way (its answers cached per model + split + eval settings).
     base_answers: list[str] | None = None
@@ -95,9 +98,10 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
             base_answers, seconds, cached = baseline_answers(
                 setup, runtime, resolved.path, split, test, model, tokenizer, progress
             )
-        outcome.baseline = Metrics(
-            **task.score(base_answers, test), eval_s=seconds, cached=cached, decoded_in=decoded_in(setup, runtime)
-        )
+        with phase(outcome, "baseline_score"):
+            outcome.baseline = Metrics(
+                **task.score(base_answers, test), eval_s=seconds, cached=cached, decoded_in=decoded_in(setup, runtime)
+            )
         # Time spent in this run: none when the answers came from the cache.
         outcome.add_timings(baseline_eval_s=0.0 if cached else seconds)
 

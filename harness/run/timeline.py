@@ -85,6 +85,7 @@ def bracket_trainer(outcome: Outcome, launched: float, returned: float) -> None:
     interpreter started) before them, `child_exit` (its last phase until the parent had control back: the
     outcome written, CUDA and the interpreter torn down) after. A child that reported no stamps (killed,
     crashed) leaves what its phases do not cover as `trainer_unreported`."""
+    outcome.trainer_wall_s = returned - launched
     phases = dict(outcome.timings.phases or {})
     if outcome.started_at is not None and outcome.finished_at is not None:
         phases = {"spawn": round(max(0.0, outcome.started_at - launched), 3), **phases,
@@ -100,3 +101,10 @@ def prepend_phases(outcome: Outcome, before: dict[str, float]) -> None:
     for name, seconds in (outcome.timings.phases or {}).items():
         phases[name] = round(phases.get(name, 0.0) + seconds, 3)
     outcome.add_timings(phases=phases)
+
+
+def trainer_window(outcome: Outcome) -> float:
+    """Wall seconds the trainer took as the parent saw them (its phases' sum when it ran inline)."""
+    if outcome.trainer_wall_s is not None:
+        return outcome.trainer_wall_s
+    return sum((outcome.timings.phases or {}).values())
