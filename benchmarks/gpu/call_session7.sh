@@ -7,11 +7,15 @@
 #   call 1: bash benchmarks/gpu/call_session7.sh setup mfu      (carry code, whl, a)
 #   call 2: bash benchmarks/gpu/call_session7.sh expa 3407      (carry code, b)
 #   call 3: bash benchmarks/gpu/call_session7.sh expa 42 three  (carry code)
+# After the overhead cuts, on a fresh machine (device time left for no second peer run):
+#   call 4: bash benchmarks/gpu/call_session7.sh setup           (carry code, whl, a)
+#   call 5: bash benchmarks/gpu/call_session7.sh join alone 3407 alone 42 three   (carry code, b)
 # setup: wheels into /tmp/site, part A, data, peer and the 4B folder to /root.
 # mfu: the 4B packed shape (exp_c_speed_packed.toml, 20 steps, timed) with the model's own modules, with
 #      recipe.kernels = liger, liger with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and
 #      recipe.compile = layers; then benchmarks/bench_mfu_table.py (steady MFU, attention counted, loss curves).
 # expa SEED: join + convert the GGUF once, then Exp A beside the peer for SEED on GPU 0, one after the other.
+# join: the GGUF joined and converted once. alone SEED: Exp A alone, the whole command timed from outside.
 # three: Exp A's three seeds started at once (fresh results), then the phase breakdown of every record.
 set -uo pipefail
 source benchmarks/gpu/env.sh
@@ -51,6 +55,20 @@ from harness.config import ModelConfig; from harness.models import resolve_model
 resolve_model(ModelConfig(source='smollm2-135m')); print(f'GGUF conversion (0 s when cached) {time.perf_counter() - t:.1f} s')
 " 2>&1 | tail -1 | tee -a "$OUT/convert.txt"
       exp_a_vs_peer "$seed" 450 ;;
+    join)
+      bash benchmarks/gpu/join_model.sh ../b/part-b || exit 1
+      python3 -c "
+import time; t = time.perf_counter()
+from harness.config import ModelConfig; from harness.models import resolve_model
+resolve_model(ModelConfig(source='smollm2-135m')); print(f'GGUF conversion (0 s when cached) {time.perf_counter() - t:.1f} s')
+" 2>&1 | tail -1 | tee -a "$OUT/convert.txt" ;;
+    alone)
+      # Exp A for one seed, the whole command timed from outside (as bench_vs_peer.py times it).
+      shift; seed=$1; start=$(date +%s.%N)
+      timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed "$seed" --results "$R" --quiet \
+        > "$OUT/exp_a_$seed.log" 2>&1
+      echo "Exp A seed $seed alone: whole command $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s" | tee -a "$OUT/alone.txt"
+      tail -n 1 "$OUT/exp_a_$seed.log" | tee -a "$OUT/alone.txt" ;;
     three)
       exp_a_three_at_once
       python3 benchmarks/bench_breakdown.py "$R"/h200-image/*/exp_a/*/seed-*.json /root/results3/h200-image/*/exp_a/*/seed-*.json \
