@@ -27,7 +27,8 @@ from harness.errors import UserError
 
 # One capture costs ~1.1 s on the H200 (30 layers' forward and backward, warmed up and captured). Exp A's
 # batches of 8 rows end at 128, 192 or 256 tokens padded to 64 (four shapes, 4.3-5.4 s of capture a run),
-# all at 256 padded to 256 (one shape): the step is bound by the host, not by the padded tokens.
+# all at 256 padded to 256 (one length; the epoch's last, shorter batch makes a second shape: 2.0-2.1 s on
+# the H200, reports/benchmarks/h200/session7.txt): the step is bound by the host, not by the padded tokens.
 PAD_MULTIPLE = 256
 MAX_SHAPES = 12
 
@@ -180,7 +181,8 @@ class GraphedLayers:
 def _cache_kept() -> Generator[None]:
     """torch.cuda.graph empties the allocator's cache before every capture (two per layer: 60 for SmolLM2,
     per shape), so every capture gives back the blocks the warm-up just made and allocates them anew. The
-    graphs are the same without it (empty_cache frees only unused cached blocks); only time is saved."""
+    graphs are the same without it (empty_cache frees only unused cached blocks). Its own saving was not
+    measured apart: session 7's captures ran with it (before and after the padding change)."""
     kept = torch.cuda.empty_cache, torch._C._host_emptyCache
     torch.cuda.empty_cache = torch._C._host_emptyCache = lambda: None  # type: ignore[assignment]
     try:
