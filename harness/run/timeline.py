@@ -108,3 +108,29 @@ def trainer_window(outcome: Outcome) -> float:
     if outcome.trainer_wall_s is not None:
         return outcome.trainer_wall_s
     return sum((outcome.timings.phases or {}).values())
+
+
+# Phases whose seconds grow with the steps trained or the questions decoded; every other phase is paid once
+# per run whatever its length (start-up, imports, load, preflight, graph capture, ...).
+PER_STEP = ("steps",)
+PER_QUESTION = ("eval", "score")
+PER_QUESTION_ONCE = ("baseline", "baseline_score")  # the baseline's answers are cached after the first run
+
+
+def projected_wall_s(
+    phases: dict[str, float], *, steps_done: int, steps: int, questions_done: int, questions: int, runs: int = 1,
+    baseline_cached: bool = False,
+) -> float:  # fmt: skip
+    """The wall clock of `runs` full runs (e.g. `make bench`'s seeds, one after another) projected from
+    one shorter run's phases: steps and decoding scale linearly with their counts, the rest repeats per
+    run as measured, and the baseline is decoded once (none when `baseline_cached`). For a short run to
+    stand in, its steps must be past the warm-up (graph capture and compile are their own phases)."""
+    if min(steps_done, questions_done) <= 0 or runs < 1:
+        raise ValueError(f"need steps_done, questions_done and runs >= 1, got {steps_done}, {questions_done}, {runs}")
+    per_step = sum(phases.get(name, 0.0) for name in PER_STEP) / steps_done
+    per_question = sum(phases.get(name, 0.0) for name in PER_QUESTION) / questions_done
+    baseline = sum(phases.get(name, 0.0) for name in PER_QUESTION_ONCE) / questions_done
+    scaled = set(PER_STEP) | set(PER_QUESTION) | set(PER_QUESTION_ONCE)
+    fixed = sum(seconds for name, seconds in phases.items() if name not in scaled)
+    per_run = fixed + per_step * steps + per_question * questions
+    return runs * per_run + (0.0 if baseline_cached else baseline * questions)

@@ -12,7 +12,14 @@ import pytest
 
 from harness.run.outcome import Outcome
 from harness.run.parent import RunOptions, run_setup
-from harness.run.timeline import bracket_trainer, close_books, phase, prepend_phases, process_started
+from harness.run.timeline import (
+    bracket_trainer,
+    close_books,
+    phase,
+    prepend_phases,
+    process_started,
+    projected_wall_s,
+)
 from tests.run.test_parent import tiny_setup
 
 PARENT = ("startup", "inputs", "provenance", "work_dir", "parent")
@@ -62,3 +69,18 @@ def test_isolated_run_names_every_phase_in_order(tiny_model_dir: Path, sql_rows_
     # Independent measures: the wall clock from the process's start and the sum of the phases.
     assert timings.wall_s and abs(timings.wall_s - sum(timings.phases.values()) - timings.unaccounted_s) < 0.05
     assert timings.phases["preflight"] == timings.preflight_s
+
+
+def test_projection_scales_steps_and_questions_and_pays_the_rest_per_run() -> None:
+    phases = {"startup": 1.0, "child_start": 10.0, "baseline": 3.0, "baseline_score": 1.0, "preflight": 4.0,
+              "graph_capture": 2.0, "steps": 20.0, "eval": 6.0, "score": 2.0}  # fmt: skip
+    # 10 steps and 30 questions measured; 300 steps and 300 questions asked, three runs, baseline once.
+    fixed = 1.0 + 10.0 + 4.0 + 2.0
+    expected = 3 * (fixed + 2.0 * 300 + (8.0 / 30) * 300) + (4.0 / 30) * 300
+    got = projected_wall_s(phases, steps_done=10, steps=300, questions_done=30, questions=300, runs=3)
+    assert got == pytest.approx(expected)
+    cached = projected_wall_s(phases, steps_done=10, steps=300, questions_done=30, questions=300, runs=3,
+                              baseline_cached=True)  # fmt: skip
+    assert got - cached == pytest.approx(40.0)
+    with pytest.raises(ValueError, match="steps_done"):
+        projected_wall_s(phases, steps_done=0, steps=300, questions_done=30, questions=300)
