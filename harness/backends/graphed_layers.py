@@ -183,12 +183,16 @@ def _cache_kept() -> Generator[None]:
     per shape), so every capture gives back the blocks the warm-up just made and allocates them anew. The
     graphs are the same without it (empty_cache frees only unused cached blocks). Its own saving was not
     measured apart: session 7's captures ran with it (before and after the padding change)."""
-    kept = torch.cuda.empty_cache, torch._C._host_emptyCache
-    torch.cuda.empty_cache = torch._C._host_emptyCache = lambda: None  # type: ignore[assignment]
+    # Only what this torch has (a CPU build lacks the host cache's function).
+    kept = [(owner, name, getattr(owner, name)) for owner, name in ((torch.cuda, "empty_cache"), (torch._C, "_host_emptyCache"))
+            if hasattr(owner, name)]  # fmt: skip
+    for owner, name, _ in kept:
+        setattr(owner, name, lambda: None)
     try:
         yield
     finally:
-        torch.cuda.empty_cache, torch._C._host_emptyCache = kept
+        for owner, name, function in kept:
+            setattr(owner, name, function)
 
 
 @contextlib.contextmanager

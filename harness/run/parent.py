@@ -152,8 +152,11 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
 
     # 10. The record, atomically, its predictions, adapter and traceback beside it.
     outcome.add_timings(total_s=round(time.perf_counter() - started, 2))
-    # The parent's own seconds around the trainer: the guard (timed runs), reading the outcome.
-    prepend_phases(outcome, {**before, "parent": time.time() - stamps[2] - trainer_window(outcome)})
+    # The parent's own seconds around the trainer: the guard (timed runs), reading the outcome. A trainer
+    # stopped from outside never reported its window: its seconds are named as such, not as the parent's.
+    unreported = options.isolate and outcome.trainer_wall_s is None
+    around = "trainer_unreported" if unreported else "parent"
+    prepend_phases(outcome, {**before, around: time.time() - stamps[2] - trainer_window(outcome)})
     close_books(outcome, process_start, began)
     record, path = land_record(options.results_dir, base, outcome, guard, work_dir)
     if interrupted is not None:
