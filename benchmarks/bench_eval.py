@@ -9,6 +9,9 @@ Ways (same model, same adapter, same prompts, greedy, 64 new tokens at most, fir
   merged        the harness's batching, adapter merged (in fp32 merging changes sums by rounding only;
                 H200, fp32: 4.92× the peer with 300/300 answers identical, bench_eval_fp32.txt)
   one-at-a-time `generate_answers` with batch 1, unmerged: the reference for equivalence
+  generate      the harness's batching and merging, decoded by `generate` (the GPU's way)
+  shrinking     the same, decoded by `greedy_shrinking` (the CPU's way: a stopped row leaves the batch)
+--interleave runs the ways in turn, one repeat each, round after round (a shared machine slows all alike).
 
 Usage: python benchmarks/bench_eval.py RECORD [--ways peer,harness,unmerged,merged,one-at-a-time]
        [--repeats 3] [--limit N] [--one-at-a-time-limit N] [--device auto] [--precision P] [--json OUT]
@@ -39,7 +42,7 @@ from harness.tasks.encoding import end_of_turn, render_prompt
 from harness.tasks.sql.resolve import resolve_test_rows
 from harness.tasks.sql.scoring import exact_match
 
-WAYS = ("peer", "harness", "unmerged", "merged", "one-at-a-time")
+WAYS = ("peer", "harness", "unmerged", "merged", "one-at-a-time", "generate", "shrinking")
 PEER_BATCH = 64
 
 
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", choices=("fp32", "bf16", "fp16"), help="decode in this precision (default: the run's)")
     parser.add_argument("--json", type=Path, help="also write the figures and answers here")
+    parser.add_argument("--interleave", action="store_true", help="the ways in turn, one repeat each per round")
     args = parser.parse_args(argv)
     ways = [w for w in args.ways.split(",") if w]
     if unknown := set(ways) - set(WAYS):
@@ -115,11 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     batch = eval_batch_size(setup.eval.batch_size, runtime.device)
     merge = merges_adapter(setup, runtime)
 
-    def ours(batch_size: int, merged: bool, subset: Sequence[str]) -> Callable[[], list[str]]:
+    def ours(batch_size: int, merged: bool, subset: Sequence[str], shrink: bool | None = None) -> Callable[[], list[str]]:
         def run() -> list[str]:
             with adapter_merged(model, merged):
                 return generate_answers(model, tokenizer, subset, batch_size=batch_size,
-                                        max_new_tokens=setup.eval.max_new_tokens, end_of_turn=eot)  # fmt: skip
+                                        max_new_tokens=setup.eval.max_new_tokens, end_of_turn=eot, shrink=shrink)  # fmt: skip
 
         return run
 
@@ -130,13 +134,21 @@ def main(argv: list[str] | None = None) -> int:
         "unmerged": (ours(batch, False, prompts), args.repeats),
         "merged": (ours(batch, True, prompts), args.repeats),
         "one-at-a-time": (ours(1, False, prompts[:one_n]), 1),
+        "generate": (ours(batch, merge, prompts, shrink=False), args.repeats),
+        "shrinking": (ours(batch, merge, prompts, shrink=True), args.repeats),
     }
     # Warm-up (kernels, allocator), not timed.
     ours(8, False, prompts[:8])()
     results: dict[str, dict[str, Any]] = {}
+    runs: dict[str, tuple[list[str], list[float]]] = {}
+    if args.interleave:
+        for _ in range(args.repeats):
+            for way in ways:
+                answers, times = timed(plans[way][0], 1, runtime.device)
+                runs[way] = (answers, runs.get(way, ([], []))[1] + times)
     for way in ways:
         fn, repeats = plans[way]
-        answers, times = timed(fn, repeats, runtime.device)
+        answers, times = runs[way] if args.interleave else timed(fn, repeats, runtime.device)
         em = 100.0 * sum(exact_match(a, ex.answer) for a, ex in zip(answers, test, strict=False)) / len(answers)
         results[way] = {"answers": answers, "times_s": [round(t, 2) for t in times],
                         "median_s": round(statistics.median(times), 2), "n": len(answers), "exact_match": round(em, 1)}  # fmt: skip

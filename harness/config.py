@@ -153,10 +153,17 @@ class RecipeConfig(Frozen):
         description="layers = torch.compile every decoder layer for training, shapes dynamic so one compile "
         "serves every batch length (hf backend only; eval decodes uncompiled). Same math, fused kernels: "
         "sums are not bitwise the same. graphs = replay every decoder layer's forward and backward from "
-        "CUDA graphs, one capture per batch shape, batches padded to a multiple of 64 tokens (hf, one "
+        "CUDA graphs, one capture per batch shape, batches padded to a multiple of 256 tokens (hf, one "
         "CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). Both are for a small model "
         "whose step is bound by kernel launches. auto = graphs where they can run and were measured "
         "(backend hf on one NVIDIA GPU, the settings above), none elsewhere (CPU, ROCm: not measured yet)",
+    )
+    kernels: Literal["none", "liger"] = Field(
+        "none",
+        description="liger = Liger kernel's Triton kernels patched into the model for training (pip install "
+        "liger-kernel; hf backend on a GPU, model types Liger supports): fused linear + cross-entropy (the "
+        "logits are never materialised), RMSNorm, RoPE, SwiGLU. Same math, other rounding; the record's "
+        "train.kernels names what ran. none = the model's own modules",
     )
     micro_batches: PositiveInt | Literal["auto"] = Field(
         "auto",

@@ -92,6 +92,10 @@ class TrainStats(Record):
     mfu: float | None = Field(None, description="model FLOPs utilisation against the GPU's bf16 dense peak, 0..1")
     trainable_params: int | None = None
     total_params: int | None = None
+    kernels: list[str] | None = Field(
+        None, description="recipe.kernels: the fused kernels patched in for training, e.g. liger:swiglu",
+        exclude_if=lambda value: value is None,
+    )  # fmt: skip
     graphs: dict[str, float | int] | None = Field(
         None,
         description="recipe.compile = 'graphs': shapes captured, capture_s (inside train_s), graphed_calls "
@@ -118,7 +122,21 @@ class Timings(Record):
     )
     train_s: float | None = None
     eval_s: float | None = None
-    total_s: float | None = None
+    total_s: float | None = Field(None, description="the parent's run, from its input checks to the record")
+    wall_s: float | None = Field(
+        None, description="the whole command: its process's start (interpreter, imports) to the record's content "
+        "final (harness/run/timeline.py)", exclude_if=lambda value: value is None,
+    )  # fmt: skip
+    phases: dict[str, float] | None = Field(
+        None, description="wall seconds of every phase of the command, in order, parent and trainer child: "
+        "startup (interpreter, imports, config), inputs, provenance, guard, spawn, child_start (the child's "
+        "interpreter and imports), data, load, baseline, lora, trainer, preflight, graph_capture, steps, "
+        "post_checks, save_adapter, eval, score, child_exit, record", exclude_if=lambda value: value is None,
+    )  # fmt: skip
+    unaccounted_s: float | None = Field(
+        None, description="wall_s minus the sum of phases: the seconds no phase covers",
+        exclude_if=lambda value: value is None,
+    )  # fmt: skip
 
 
 class CheckVerdict(Record):

@@ -31,6 +31,10 @@ class TrainOutcome:
     total_params: int = 0
     checks: dict[str, Any] = field(default_factory=dict)  # name → CheckResult, from preflight and post checks
     graphs: Any = None  # GraphStats (harness/backends/graphed_layers.py) of a recipe.compile = "graphs" span
+    # Wall seconds of the backend's own spans, in order (lora, trainer, preflight, graph_capture, steps,
+    # after_steps): the record's phases (harness/run/timeline.py).
+    phases: dict[str, float] = field(default_factory=dict)
+    kernels: list[str] | None = None  # recipe.kernels: the fused kernels that ran (e.g. Liger's), None for none
 
 
 def steady_step_seconds(step_ends: Sequence[float]) -> float | None:

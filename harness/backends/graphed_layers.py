@@ -25,7 +25,11 @@ import torch
 
 from harness.errors import UserError
 
-PAD_MULTIPLE = 64
+# One capture costs ~1.1 s on the H200 (30 layers' forward and backward, warmed up and captured). Exp A's
+# batches of 8 rows end at 128, 192 or 256 tokens padded to 64 (four shapes, 4.3-5.4 s of capture a run),
+# all at 256 padded to 256 (one length; the epoch's last, shorter batch makes a second shape: 2.0-2.1 s on
+# the H200, reports/benchmarks/h200/session7.txt): the step is bound by the host, not by the padded tokens.
+PAD_MULTIPLE = 256
 MAX_SHAPES = 12
 
 
@@ -166,11 +170,29 @@ class GraphedLayers:
         # into the graph instead, so the arithmetic is the same.
         autocast = torch.is_autocast_enabled("cuda")
         dtype = torch.get_autocast_dtype("cuda")
-        with torch.autocast("cuda", dtype=dtype, enabled=autocast, cache_enabled=False):
+        with torch.autocast("cuda", dtype=dtype, enabled=autocast, cache_enabled=False), _cache_kept():
             graphed = self.capture(tuple(calls), tuple(samples), allow_unused_input=True)
         self.graphs[key] = tuple(graphed)
         self.stats.shapes = len(self.graphs)
         self.stats.capture_s += time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def _cache_kept() -> Generator[None]:
+    """torch.cuda.graph empties the allocator's cache before every capture (two per layer: 60 for SmolLM2,
+    per shape), so every capture gives back the blocks the warm-up just made and allocates them anew. The
+    graphs are the same without it (empty_cache frees only unused cached blocks). Its own saving was not
+    measured apart: session 7's captures ran with it (before and after the padding change)."""
+    # Only what this torch has (a CPU build lacks the host cache's function).
+    kept = [(owner, name, getattr(owner, name)) for owner, name in ((torch.cuda, "empty_cache"), (torch._C, "_host_emptyCache"))
+            if hasattr(owner, name)]  # fmt: skip
+    for owner, name, _ in kept:
+        setattr(owner, name, lambda: None)
+    try:
+        yield
+    finally:
+        for owner, name, function in kept:
+            setattr(owner, name, function)
 
 
 @contextlib.contextmanager

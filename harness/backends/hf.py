@@ -7,6 +7,7 @@ Same two functions as every backend: `load(setup, model_path, runtime)` and
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 import shutil
 import tempfile
@@ -32,6 +33,44 @@ from harness.tasks.registry import Example
 
 # A failure of these means the long run would train the wrong thing: stop before the first step.
 STOPPING_CHECKS = ("mask_audit", "accumulation_parity", "cache_parity")
+
+
+def preload(setup: SetupConfig, runtime: Runtime) -> None:
+    """The child's start-up, once: the GPU runtime started in a thread (CUDA's context creation waits on
+    the driver and lets the interpreter go on) while this thread imports transformers, PEFT, TRL and
+    datasets, which every run needs. Only ordering changes: the same work would happen in load/train."""
+    import threading
+
+    warm = threading.Thread(target=_start_gpu, daemon=True) if runtime.device == "cuda" else None
+    if warm is not None:
+        warm.start()
+    _skip_sklearn()
+    import datasets  # ruff: ignore[unused-import]  (imported for its cost, here)
+    import peft  # ruff: ignore[unused-import]
+    import transformers  # ruff: ignore[unused-import]
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # ruff: ignore[unused-import]
+    from trl import SFTConfig, SFTTrainer  # ruff: ignore[unused-import]
+
+    if warm is not None:
+        warm.join()
+
+
+def _start_gpu() -> None:
+    # A failure here is load's to report (with the setup's context), not this warm-up's. One small bf16
+    # product also creates the cuBLAS handle and workspace, which the first forward would otherwise wait for.
+    with contextlib.suppress(Exception):
+        torch.cuda.init()
+        probe = torch.ones(64, 64, device="cuda", dtype=torch.bfloat16)
+        (probe @ probe).sum().item()
+
+
+def _skip_sklearn() -> None:
+    """transformers imports scikit-learn at import time when it is installed (for one metric of assisted
+    generation, which lorabench never uses): 2.2 of the trainer's ~14 s of imports on the H200 image
+    (reports/benchmarks/h200/importtime.txt). Said unavailable to transformers, it is not imported."""
+    import transformers.utils
+
+    transformers.utils.is_sklearn_available = lambda: False
 
 
 def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[Any, Any]:
@@ -247,10 +286,54 @@ def train(
     runtime: Runtime,
     observers: Sequence[StepObserver] = (),
 ) -> TrainOutcome:
+    started = time.time()
+    kernels = fused_kernels(model, setup, runtime)
     model = wrap_lora(model, setup)
     if setup.recipe.gradient_checkpointing:
         model.enable_input_require_grads()
-    return run_sft(model, tokenizer, examples, setup, runtime, observers)
+    lora_s = time.time() - started
+    outcome = run_sft(model, tokenizer, examples, setup, runtime, observers)
+    outcome.phases = {"lora": lora_s, **outcome.phases}
+    outcome.kernels = kernels
+    return outcome
+
+
+def fused_kernels(model: Any, setup: SetupConfig, runtime: Runtime) -> list[str] | None:
+    """recipe.kernels = "liger": Liger kernel's Triton kernels patched into this model instance before LoRA
+    wraps it (the patched MLP and the fused loss call the LoRA-wrapped projections, so the adapters train
+    through them). Returns the kernels that were patched in, as the record names them.
+
+    Liger patches the model's classes in this process too (its apply functions set module attributes),
+    which is why it runs in the trainer child only; eval decodes through the same patched modules (the
+    fused loss is skipped outside training: no labels)."""
+    if setup.recipe.kernels == "none":
+        return None
+    if runtime.device != "cuda":
+        raise UserError(
+            f"recipe.kernels: 'liger' runs Triton kernels on a GPU (CUDA or ROCm); this run is on "
+            f"{runtime.device!r}; set recipe.kernels = 'none'"
+        )
+    try:
+        from liger_kernel.transformers.monkey_patch import (
+            MODEL_TYPE_TO_APPLY_LIGER_FN,
+            _apply_liger_kernel_to_instance,
+        )
+    except ImportError:
+        raise UserError(
+            "recipe.kernels: 'liger' needs the liger-kernel package, which is not installed; "
+            "pip install liger-kernel, or set recipe.kernels = 'none'"
+        ) from None
+    model_type = getattr(model.config, "model_type", None)
+    apply = MODEL_TYPE_TO_APPLY_LIGER_FN.get(model_type)
+    if apply is None:
+        raise UserError(
+            f"recipe.kernels: liger-kernel has no kernels for model type {model_type!r} "
+            f"(it has: {', '.join(sorted(MODEL_TYPE_TO_APPLY_LIGER_FN))}); set recipe.kernels = 'none'"
+        )
+    _apply_liger_kernel_to_instance(model=model)
+    # The apply function's switches that default to on are the kernels it patched in.
+    switched = [name for name, p in inspect.signature(apply).parameters.items() if p.default is True]
+    return [f"liger:{name}" for name in switched]
 
 
 def run_sft(
@@ -265,6 +348,7 @@ def run_sft(
 
     Preflight checks audit this very trainer before its first step; a failed one stops the run there.
     The dead-adapter tracker rides along every optimizer step."""
+    built = time.time()
     model.config.use_cache = False
     outcome = TrainOutcome(model=model)
     outcome.trainable_params, outcome.total_params = count_params(model)
@@ -281,10 +365,12 @@ def run_sft(
     trainer = build_trainer(model, tokenizer, examples, setup, runtime, callbacks, checkpoints)
     if saves:
         saves.trainer = trainer
+    outcome.phases["trainer"] = time.time() - built
     if setup.checks.preflight:
         started = time.perf_counter()
         found = checks.run_preflight(model, tokenizer, examples, setup, trainer)
         outcome.preflight_s = round(time.perf_counter() - started, 2)
+        outcome.phases["preflight"] = outcome.preflight_s
         outcome.checks.update(found)
         failed = [f"{name}: {v.detail}" for name, v in found.items() if v.verdict == "fail" and name in STOPPING_CHECKS]
         if failed:
@@ -314,15 +400,23 @@ def run_sft(
         trainer.train(resume_from_checkpoint=str(resume[0]) if resume else None)
     if runtime.device == "cuda":
         torch.cuda.synchronize()
-    outcome.train_s = time.perf_counter() - started + (resume[1].train_s if resume else 0.0)
+    trained_here = time.perf_counter() - started
+    # A resumed run's train_s adds the stopped attempt's; its phases are this process's wall clock only.
+    outcome.train_s = trained_here + (resume[1].train_s if resume else 0.0)
     outcome.graphs = graph_stats
+    capture_s = graph_stats.capture_s if graph_stats else 0.0
+    if graph_stats:
+        outcome.phases["graph_capture"] = capture_s
+    outcome.phases["steps"] = trained_here - capture_s
 
+    after = time.time()
     outcome.tokens = (saves.tokens() if saves else trainer.tokens_seen()) or None
     outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.world_size
     if tracker:
         outcome.checks["dead_adapters"] = tracker.verdict(model)
     outcome.model = trainer.model
     outcome.model.config.use_cache = True
+    outcome.phases["after_steps"] = time.time() - after
     return outcome
 
 

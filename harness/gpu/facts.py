@@ -7,7 +7,13 @@ Each function skips quietly what the host cannot tell: no torch, no GPU, no nvid
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
+import os
+import re
 import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -35,6 +41,8 @@ def visible_devices_var() -> str:
 def collect_gpus() -> dict[str, Any]:
     """The runtime and every visible GPU (name, arch, VRAM, multiprocessors); on CUDA also the driver
     and the machine's GPU count."""
+    if "torch" not in sys.modules and (told := nvidia_gpus_without_torch()) is not None:
+        return told
     try:
         import torch
     except ImportError:
@@ -79,3 +87,68 @@ def machine_gpu_count() -> int | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def torch_build() -> tuple[str, str | None] | None:
+    """What this torch was built for, ('cpu' | 'cuda' | 'hip', version), read from torch/version.py without
+    importing torch (a parent process that only records facts need not pay torch's import: 4.2 s on the
+    H200 image, 4.7 s on the 2-core CPU machine); None where the file is missing or says neither plainly."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    try:
+        text = (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    found = {}
+    for name in ("cuda", "hip"):
+        line = re.search(rf"^{name}\s*(?::\s*[\w\[\]]+\s*)?=\s*(.+)$", text, re.MULTILINE)
+        if line is None:
+            return None
+        value = line.group(1).strip()
+        quoted = re.fullmatch(r"['\"]([^'\"]+)['\"]", value)
+        if value != "None" and quoted is None:
+            return None
+        found[name] = quoted.group(1) if quoted else None
+    if found["hip"]:
+        return "hip", found["hip"]
+    return ("cuda", found["cuda"]) if found["cuda"] else ("cpu", None)
+
+
+def nvidia_gpus_without_torch() -> dict[str, Any] | None:
+    """collect_gpus's answer without torch: a CPU build's (no GPUs), or from one nvidia-smi query for a
+    CUDA build on an NVIDIA host; None
+    (ask torch) where it cannot answer the same: no such build or tool, or CUDA_VISIBLE_DEVICES naming
+    GPUs by anything but their index. Same names and count as torch gives, so the host's id and kind
+    (harness/provenance.py) are the same; VRAM is the driver's total, not the part CUDA may allocate, and
+    the multiprocessor count is left out (nvidia-smi does not give it)."""
+    build = torch_build()
+    if build is None or build[0] == "hip":
+        return None
+    if build[0] == "cpu":
+        return {"runtime": "cpu", "runtime_version": None, "gpus": []}  # as torch says it: no GPU to drive
+    cuda = build[1]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and not all(part.strip().isdigit() for part in visible.split(",") if part.strip()):
+        return None
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,name,memory.total,compute_cap,driver_version",
+             "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10, check=True,
+        )  # fmt: skip
+        rows = [[field.strip() for field in line.split(",")] for line in out.stdout.strip().splitlines()]
+        by_index = {int(row[0]): row for row in rows}
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+    order = [int(part) for part in visible.split(",") if part.strip()] if visible is not None else sorted(by_index)
+    # CUDA stops at the first index it cannot find; so does this.
+    chosen = [by_index[i] for i in itertools.takewhile(lambda i: i in by_index, order)]
+    gpus = [
+        {"index": position, "name": row[1], "arch": f"sm_{row[3].replace('.', '')}", "vram_bytes": int(row[2]) * 2**20}
+        for position, row in enumerate(chosen)
+    ]  # fmt: skip
+    info: dict[str, Any] = {"runtime": "cuda", "runtime_version": cuda, "gpus": gpus}
+    if by_index:
+        info["driver"] = rows[0][4]
+        info["machine_gpus"] = len(rows)
+    return info

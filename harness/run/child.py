@@ -9,8 +9,10 @@ here, in the child: it pulls in torch, which the parent never imports.
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from harness.run.lifeline import watch_parent
 from harness.run.outcome import EVENTS_FILE, Events, Job, Outcome, unwritten_exit, write_outcome
 from harness.run.progress import Progress
 from harness.run.ranks import bind_local_gpu, is_main_process, rank_name
+from harness.run.timeline import add_phase, process_started
 from harness.run.workdir import mark_trainer
 
 
@@ -28,8 +31,11 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def execute_job(job: Job) -> Outcome:
-    """Run steps 3–9; never raises for run failures — they become the outcome's status and reason."""
+def execute_job(job: Job, started_at: float | None = None) -> Outcome:
+    """Run steps 3–9; never raises for run failures — they become the outcome's status and reason.
+    `started_at`: this process's start (wall clock) when it is the trainer child, for the record's phases."""
+    outcome = Outcome(started_at=started_at)
+    began = time.time()
     if job.setup.backend == "unsloth":
         # Unsloth patches transformers, PEFT and TRL at import: it must come first.
         with contextlib.suppress(ImportError):
@@ -42,6 +48,10 @@ def execute_job(job: Job) -> Outcome:
     events = Events(job.work_dir / (EVENTS_FILE if main_process else f"events-{rank_name()}.jsonl"))
     progress = Progress(quiet=job.quiet or not main_process)
     try:
+        # The interpreter and the heavy imports (torch, transformers, PEFT, TRL) as one phase, so the load
+        # phase times loading (inline, under tests: only the imports this call made).
+        recipe.preload(job.setup)
+        add_phase(outcome, "child_start", time.time() - (started_at if started_at is not None else began))
         recipe.run_phases(job.setup, job.work_dir, outcome, events, progress)
     except UserError as exc:
         outcome.status, outcome.reason = "failed", str(exc)
@@ -60,17 +70,19 @@ def execute_job(job: Job) -> Outcome:
     device = outcome.model.device if outcome.model else "unknown"
     memory = outcome.memory or MemoryStats(device=device)
     outcome.memory = memory.model_copy(update={"peak_rss_bytes": peak_rss_bytes()})
+    outcome.finished_at = time.time()
     return outcome
 
 
 def main(argv: list[str]) -> int:
+    started_at = process_started()
     # First, before torch loads: a trainer whose parent is gone must not train on unwatched.
     watch_parent()
     job = Job.model_validate_json(Path(argv[0]).read_text(encoding="utf-8"))
     if is_main_process():
         mark_trainer(job.work_dir)
     bind_local_gpu()
-    outcome = execute_job(job)
+    outcome = execute_job(job, started_at)
     if is_main_process():
         try:
             write_outcome(outcome, job.work_dir)
@@ -80,5 +92,16 @@ def main(argv: list[str]) -> int:
     return 0 if outcome.status == "ok" else 1
 
 
+def leave(code: int, world_size: int) -> None:
+    """Ends the trainer once its outcome is on disk. One process: at once (os._exit), skipping the
+    interpreter's teardown of torch, CUDA and every module (seconds the parent waited for nothing: the
+    record's child_exit phase). Under torchrun the ranks end the usual way, so their process group closes."""
+    if world_size > 1:
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    leave(main(sys.argv[1:]), int(os.environ.get("WORLD_SIZE", "1")))

@@ -150,8 +150,10 @@ def generate_answers(
     max_new_tokens: int,
     end_of_turn: str | None = None,
     on_batch: Callable[[int], None] | None = None,
+    shrink: bool | None = None,
 ) -> list[str]:
-    """Greedy answers (first line, stripped) in the order of `prompts`."""
+    """Greedy answers (first line, stripped) in the order of `prompts`. `shrink`: decode with
+    greedy_shrinking (default: where shrinks_batch says), else with generate."""
     model.eval()
     device = next(model.parameters()).device
     tokenizer.padding_side = "left"
@@ -169,19 +171,71 @@ def generate_answers(
             ids = encoded[i]
             input_ids[row, width - len(ids) :] = torch.tensor(ids)
             attention[row, width - len(ids) :] = 1
-        output = model.generate(
-            input_ids=input_ids.to(device),
-            attention_mask=attention.to(device),
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            pad_token_id=pad_id,
-            stopping_criteria=StoppingCriteriaList([StopAtTokens(stops, width)]),
-        )
+        if shrinks_batch(device.type) if shrink is None else shrink:
+            generated = greedy_shrinking(model, input_ids.to(device), attention.to(device), max_new_tokens, stops)
+        else:
+            output = model.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention.to(device),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=pad_id,
+                stopping_criteria=StoppingCriteriaList([StopAtTokens(stops, width)]),
+            )
+            generated = [output[row, width:].tolist() for row in range(len(idx))]
         for row, i in enumerate(idx):
-            answers[i] = first_line(tokenizer.decode(output[row, width:], skip_special_tokens=True))
+            answers[i] = first_line(tokenizer.decode(generated[row], skip_special_tokens=True))
         if on_batch:
             on_batch(len(idx))
     return answers
+
+
+def shrinks_batch(device_type: str) -> bool:
+    """Where decoding drops a row from the batch once it has stopped (greedy_shrinking): on a CPU, whose
+    decode step costs what its rows cost. A GPU's step is bound by launches, not rows: generate there."""
+    return device_type == "cpu"
+
+
+@torch.no_grad()
+def greedy_shrinking(
+    model: Any, input_ids: torch.Tensor, attention: torch.Tensor, max_new_tokens: int, stops: set[int]
+) -> list[list[int]]:
+    """Greedy decoding with a KV cache, as `generate(do_sample=False)` does it, except that a row stops
+    costing anything once it has produced a stop token: its cache rows and its place in the batch go.
+    `generate` keeps every row to the batch's longest answer. Returns each row's new tokens, the stop
+    token included (as generate's output holds it before its padding). Left-padded input, as here."""
+    from transformers import DynamicCache
+
+    # generate also stops at the model's own end-of-sequence ids (its generation config): so does this.
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    configured = [configured] if isinstance(configured, int) else list(configured or [])
+    stop_ids = torch.tensor(sorted(set(stops) | set(configured)), device=input_ids.device)
+    rows = input_ids.shape[0]
+    generated: list[list[int]] = [[] for _ in range(rows)]
+    alive = list(range(rows))
+    cache = DynamicCache()
+    # Positions as generate derives them from a left-padded mask (padding positions are masked anyway).
+    positions = (attention.long().cumsum(-1) - 1).clamp_min(0)
+    logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, past_key_values=cache,
+                   use_cache=True, logits_to_keep=1).logits[:, -1, :]  # fmt: skip
+    last = positions[:, -1]
+    for step in range(max_new_tokens):
+        chosen = logits.argmax(-1)
+        for row, token in zip(alive, chosen.tolist(), strict=True):
+            generated[row].append(token)
+        done = torch.isin(chosen, stop_ids)
+        if step == max_new_tokens - 1 or bool(done.all()):
+            break
+        if bool(done.any()):
+            keep = (~done).nonzero().squeeze(1)
+            cache.batch_select_indices(keep)
+            alive = [alive[i] for i in keep.tolist()]
+            chosen, attention, last = chosen[keep], attention[keep], last[keep]
+        attention = torch.cat([attention, attention.new_ones(attention.shape[0], 1)], dim=1)
+        last = last + 1
+        logits = model(input_ids=chosen[:, None], attention_mask=attention, position_ids=last[:, None],
+                       past_key_values=cache, use_cache=True).logits[:, -1, :]  # fmt: skip
+    return generated
 
 
 def answer_questions(
@@ -219,7 +273,9 @@ def baseline_key(setup: SetupConfig, runtime: Runtime, model_path: Path, split_h
     model_fields = {**setup.model.model_dump(mode="json"), "attention": runtime.attention}
     payload = json.dumps(
         [str(model_path), model_fields, decoded_in(setup, runtime), split_hash, n_test, setup.eval.max_new_tokens,
-         eval_batch_size(setup.eval.batch_size, runtime.device)],
+         eval_batch_size(setup.eval.batch_size, runtime.device),
+         # Answers decoded by greedy_shrinking (CPU) are keyed apart from generate's.
+         *(["shrinking"] if shrinks_batch(runtime.device) else [])],
     )  # fmt: skip
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 

@@ -46,6 +46,7 @@ from harness.run.outcome import (
     unwritten_error,
     write_ended,
 )
+from harness.run.timeline import bracket_trainer, close_books, command_started, prepend_phases, trainer_window
 from harness.run.workdir import create_work_dir, remove_work_dir, sweep_stale_runs
 
 
@@ -107,6 +108,8 @@ STOP_CAUSES = {
 
 
 def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
+    # Where the record's seconds start (harness/run/timeline.py): the command's process start.
+    process_start, began = command_started(), time.time()
     # Nothing has started yet: what fails here is an input (UserError, no record), found in a second
     # instead of after the model has loaded.
     check_and_sweep(setup, options)
@@ -114,11 +117,16 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         # Several hosts: the same ten steps, with the nodes agreeing through the rendezvous's store.
         raise UserError(f"nodes: {setup.nodes} hosts run through harness.run.start (as `lorabench run` does), not here")
     started = time.perf_counter()
+    stamps = [time.time()]
     base = record_base(setup, options)
+    stamps.append(time.time())
 
     # From here on the run has started: whatever happens, it ends with a record.
     work_dir = create_work_dir(options.results_dir, base["run_id"], base)
     job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet)
+    stamps.append(time.time())
+    before = {"startup": began - process_start if process_start is not None else 0.0, "inputs": stamps[0] - began,
+              "provenance": stamps[1] - stamps[0], "work_dir": stamps[2] - stamps[1]}  # fmt: skip
     guard: dict[str, Any] = {"timed": options.timed}
     interrupted: BaseException | None = None
     try:
@@ -144,6 +152,12 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
 
     # 10. The record, atomically, its predictions, adapter and traceback beside it.
     outcome.add_timings(total_s=round(time.perf_counter() - started, 2))
+    # The parent's own seconds around the trainer: the guard (timed runs), reading the outcome. A trainer
+    # stopped from outside never reported its window: its seconds are named as such, not as the parent's.
+    unreported = options.isolate and outcome.trainer_wall_s is None
+    around = "trainer_unreported" if unreported else "parent"
+    prepend_phases(outcome, {**before, around: time.time() - stamps[2] - trainer_window(outcome)})
+    close_books(outcome, process_start, began)
     record, path = land_record(options.results_dir, base, outcome, guard, work_dir)
     if interrupted is not None:
         # The record is written; the stop goes on up, so a suite or a shell loop stops too.
@@ -262,9 +276,11 @@ def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: P
 
 def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:
     # One process, or torchrun on this host (harness.run.launch); several hosts: harness.run.nodes.
+    launched = time.time()
     child = start_trainer(
         job, cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes, extra_env=extra_env
     )
+    returned = time.time()
     outcome = read_outcome(job.work_dir)
     if outcome is None:
         # Died without a word: killed, with what it had computed so far; or it could not write its
@@ -277,6 +293,7 @@ def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None 
         outcome.reason = f"trainer {child.reason} before reporting an outcome"
     if options.memory_cap_bytes is not None and outcome.status in ("failed", "killed") and not outcome.refused_input:
         outcome.reason = name_the_cap(outcome.reason, child, options.memory_cap_bytes)
+    bracket_trainer(outcome, launched, returned)
     memory = outcome.memory or MemoryStats(device=outcome.model.device if outcome.model else "unknown")
     outcome.memory = memory.model_copy(update={
         "peak_rss_bytes": child.peak_rss_bytes, "cap_method": child.cap_method,

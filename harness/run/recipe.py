@@ -31,6 +31,7 @@ from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome, recordable_losses
 from harness.run.progress import Progress
 from harness.run.ranks import gathered, is_main_process, load_windows, rank_facts, staggered_load
+from harness.run.timeline import add_phase, phase
 from harness.runtime import Runtime, resolve_setup_runtime, runtime_of
 from harness.tasks.encoding import end_of_turn
 from harness.tasks.registry import Split, task_module
@@ -41,16 +42,26 @@ def backend_module(name: str) -> ModuleType:
     return importlib.import_module(f"harness.backends.{name}")
 
 
-def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress) -> None:
-    runtime = resolve_setup_runtime(setup)
+def preload(setup: SetupConfig) -> None:
+    """The backend's heavy imports (and, on a GPU, its runtime's start) before the first phase, where a
+    backend offers them: they are the child's start-up cost, not the data's or the model's."""
     backend = backend_module(setup.backend)
-    main_process = is_main_process()
-    check_gpus(setup, runtime)
+    if hasattr(backend, "preload"):
+        backend.preload(setup, resolve_setup_runtime(setup))
+
+
+def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress) -> None:
+    with phase(outcome, "runtime"):
+        runtime = resolve_setup_runtime(setup)
+        backend = backend_module(setup.backend)
+        main_process = is_main_process()
+        check_gpus(setup, runtime)
 
     # 3. Data: the story's split, hashed so runs compare only on equal splits. The task reads and scores it.
     progress.phase("data")
-    task = task_module(setup.task)
-    split = task.load_split(setup.data)
+    with phase(outcome, "data"):
+        task = task_module(setup.task)
+        split = task.load_split(setup.data)
     test = split.test[: setup.eval.limit] if setup.eval.limit else split.test
     outcome.data = DataInfo(
         source=split.source, split_hash=split.hash, n_rows=split.n_rows, n_train=len(split.train), n_test=len(test)
@@ -60,7 +71,8 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
     # overflowed it in the story.
     progress.phase(f"load {setup.model.source} ({runtime.device}, {runtime.precision})")
     started = time.perf_counter()
-    with events.span("load"), staggered_load() if setup.gpus > 1 else contextlib.nullcontext():
+    staggered = staggered_load() if setup.gpus > 1 else contextlib.nullcontext()
+    with phase(outcome, "load"), events.span("load"), staggered:
         load_started = time.time()  # wall clock, comparable across ranks; inside the lock
         resolved = resolve_model(setup.model)
         # Before any weight loads: LoRA's targets and rank against the model, every row against
@@ -69,6 +81,7 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         model, tokenizer = backend.load(setup, resolved.path, runtime)
         load_window = (load_started, time.time())
     outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
+    named = time.time()
     outcome.model = ModelInfo(
         source=setup.model.source, resolved=str(resolved.path),
         weights="random" if setup.model.random_weights else "pretrained",
@@ -76,24 +89,27 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         auto_settings=runtime.reasons or None,
     )  # fmt: skip
     outcome.add_checks({"end_of_turn": end_of_turn_check(tokenizer)})
+    add_phase(outcome, "end_of_turn", time.time() - named)
 
     # The untrained model, scored the same way (its answers cached per model + split + eval settings).
     base_answers: list[str] | None = None
     if setup.eval.enabled and setup.eval.baseline and main_process:
-        with events.span("baseline eval"):
+        with events.span("baseline eval"), phase(outcome, "baseline"):
             base_answers, seconds, cached = baseline_answers(
                 setup, runtime, resolved.path, split, test, model, tokenizer, progress
             )
-        outcome.baseline = Metrics(
-            **task.score(base_answers, test), eval_s=seconds, cached=cached, decoded_in=decoded_in(setup, runtime)
-        )
+        with phase(outcome, "baseline_score"):
+            outcome.baseline = Metrics(
+                **task.score(base_answers, test), eval_s=seconds, cached=cached, decoded_in=decoded_in(setup, runtime)
+            )
         # Time spent in this run: none when the answers came from the cache.
         outcome.add_timings(baseline_eval_s=0.0 if cached else seconds)
 
     # 5–8. Train, or (eval.adapter) put a trained adapter onto this base and train nothing.
     source = eval_adapter_source(setup)
     if source is not None:
-        scored_model = backend.attach_adapter(model, source.adapter_dir)
+        with phase(outcome, "attach_adapter"):
+            scored_model = backend.attach_adapter(model, source.adapter_dir)
         outcome.model = outcome.model.model_copy(update={"adapter": {
             "path": str(source.adapter_dir), "base_model": source.base_model, "trained_precision": source.precision,
         }})  # fmt: skip
@@ -104,24 +120,26 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
             outcome.ranks = rank_facts(load_window, *device_facts(runtime))
         # The adapter, for `lorabench export` (the parent decides whether it is kept beside the record).
         if main_process:
-            save_adapter(scored_model, work_dir / "adapter", setup, runtime.precision, resolved.path)
+            with phase(outcome, "save_adapter"):
+                save_adapter(scored_model, work_dir / "adapter", setup, runtime.precision, resolved.path)
 
     # 9. Evaluate the trained adapter (rank 0 alone under DDP).
     if setup.eval.enabled and main_process:
-        with events.span("eval"):
+        with events.span("eval"), phase(outcome, "eval"):
             answers, seconds = timed_answers(scored_model, tokenizer, test, setup, progress, "eval")
         outcome.add_timings(eval_s=seconds)
-        metrics, rows = task.score_with_rows(test, answers, base_answers)
-        outcome.trained = Metrics(
-            **metrics, eval_s=seconds, decoded_in=decoded_in(setup, runtime_of(scored_model)),
-            merged=merges_adapter(setup, runtime_of(scored_model)),
-        )  # fmt: skip
-        atomic.write_lines(work_dir / "predictions.jsonl", rows)
-        if source is not None:
-            outcome.memory = memory_stats(runtime)
-        # Scored and kept first: the record shows the empty answers it was judged on.
-        if setup.checks.divergence.enabled:
-            answered = check_answers(answers, base_answers)
+        with phase(outcome, "score"):
+            metrics, rows = task.score_with_rows(test, answers, base_answers)
+            outcome.trained = Metrics(
+                **metrics, eval_s=seconds, decoded_in=decoded_in(setup, runtime_of(scored_model)),
+                merged=merges_adapter(setup, runtime_of(scored_model)),
+            )  # fmt: skip
+            atomic.write_lines(work_dir / "predictions.jsonl", rows)
+            if source is not None:
+                outcome.memory = memory_stats(runtime)
+            # Scored and kept first: the record shows the empty answers it was judged on.
+            answered = check_answers(answers, base_answers) if setup.checks.divergence.enabled else None
+        if answered is not None:
             outcome.add_checks({"answers": answered})
             if answered.verdict == "fail":
                 raise RunStopped("diverged", f"answers: {answered.detail}")
@@ -143,6 +161,21 @@ def train(
     observers = [o for o in (ProgressObserver(progress), events, divergence, smoke) if o]
     with events.span("train"):
         trained = backend.train(model, tokenizer, split.train, setup, runtime, observers)
+    # The backend's spans (lora, trainer, preflight, graph_capture, steps), then what follows here.
+    for name, seconds in trained.phases.items():
+        add_phase(outcome, name, seconds)
+    post = time.time()
+    try:
+        return _after_training(setup, runtime, trained, outcome, smoke, divergence)
+    finally:
+        add_phase(outcome, "post_checks", time.time() - post)
+
+
+def _after_training(
+    setup: SetupConfig, runtime: Runtime, trained: TrainOutcome, outcome: Outcome,
+    smoke: SmokeObserver | None, divergence: DivergenceObserver | None,
+) -> Any:  # fmt: skip
+    """The trained run's stats, memory and post checks (step 8); a failed check stops the run."""
     if trained.preflight_s is not None:
         outcome.add_timings(preflight_s=trained.preflight_s)
     outcome.add_timings(train_s=round(trained.train_s, 2))
@@ -211,6 +244,7 @@ def train_stats(trained: TrainOutcome, runtime: Runtime, setup: SetupConfig) -> 
         trainable_params=trained.trainable_params,
         total_params=trained.total_params,
         graphs=trained.graphs.to_record() if trained.graphs else None,
+        kernels=trained.kernels,
     )
 
 

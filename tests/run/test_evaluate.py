@@ -120,3 +120,43 @@ def test_every_seed_shares_one_baseline_but_not_another_decoding() -> None:
     assert key("precision=bf16", "model.attention=eager") == base
     # Another decoding does change them: precision, attention, batch.
     assert len({base, key("precision=fp32"), key("model.attention=sdpa"), key("eval.batch_size=16")}) == 4
+
+
+def _left_padded(tokenizer: object, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    encoded = [tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
+    width = max(len(e) for e in encoded)
+    ids = torch.full((len(encoded), width), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, e in enumerate(encoded):
+        ids[row, width - len(e) :], mask[row, width - len(e) :] = torch.tensor(e), 1
+    return ids, mask
+
+
+def test_shrinking_decode_gives_generates_tokens_as_rows_stop_apart(smollm2_dir: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteriaList
+
+    from harness.run.evaluate import StopAtTokens, greedy_shrinking
+
+    # The real SmolLM2 (the tiny random model repeats one token, so its rows all stop together).
+    tokenizer = AutoTokenizer.from_pretrained(str(smollm2_dir))
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(smollm2_dir), dtype=torch.float32)
+    ids, mask = _left_padded(tokenizer, PROMPTS)
+    new = 10
+    free = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new, do_sample=False,
+                          pad_token_id=tokenizer.pad_token_id)[:, ids.shape[1]:]  # fmt: skip
+    # Stop tokens that end rows at different steps, so rows leave the batch one by one and the survivors'
+    # cache rows must stay theirs: row 0's 3rd token and the first token of another row met nowhere before.
+    stops = {int(free[0, 2])}
+    stops.add(next(int(t) for t in free[2:, 4:].flatten() if int(t) not in set(free[:, :4].flatten().tolist())))
+    shrunk = greedy_shrinking(model, ids, mask, new, stops)
+    eos = {model.generation_config.eos_token_id} if isinstance(model.generation_config.eos_token_id, int) else set(
+        model.generation_config.eos_token_id or [])  # fmt: skip
+    reference = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new, do_sample=False,
+                               pad_token_id=tokenizer.pad_token_id,
+                               stopping_criteria=StoppingCriteriaList([StopAtTokens(stops, ids.shape[1])]))  # fmt: skip
+    for row, tokens in enumerate(shrunk):
+        expected = reference[row, ids.shape[1]:].tolist()
+        ended = next((k + 1 for k, t in enumerate(expected) if t in stops | eos), len(expected))
+        assert tokens == expected[:ended], row
+    assert len({len(t) for t in shrunk}) > 2  # rows did stop apart
