@@ -19,11 +19,11 @@ from typing import Any
 from harness.errors import ConfigError, UserError
 from harness.report.conditions import Sharing, conditions
 from harness.report.groups import ReportGroup
-from harness.report.likeness import COST_SETTINGS, cost_mismatch, is_cost_claim
+from harness.report.likeness import COST_SETTINGS, cost_mismatch
 from harness.report.settings import differences, file_settings
 from harness.report.tables import table
 from harness.results import RunRecord
-from harness.suite.catalogue import CLAIMS, EXPERIMENTS, Claim, judge
+from harness.suite.catalogue import CLAIMS, EXPERIMENTS, Claim, is_cost_claim, judge
 from harness.suite.claims import ClaimStatus, Outcome, runs_not_ok, timing_guarded
 from harness.suite.setups import BenchSetup, load_bench_setup
 

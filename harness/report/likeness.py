@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from harness.report import settings
 from harness.report.groups import SetupRuns
-from harness.suite.catalogue import Claim
 
 COMMIT = "lorabench commit"
 # What the host decides when a setting says "auto" (the compared axis of a cross-host comparison).
@@ -69,14 +68,6 @@ def nearest_pairs(setups: Sequence[SetupRuns]) -> list[tuple[SetupRuns, SetupRun
         reference = min(setups[:i], key=lambda candidate: distance(candidate, setup))
         pairs.append((reference, setup))
     return pairs
-
-
-# Claims whose figure is a cost (peak memory, time): judged only on runs of the same compile mode.
-COST_CLAIM_WORDS = ("memory", "time", "speedup", "vram")
-
-
-def is_cost_claim(claim: Claim) -> bool:
-    return claim.timed or any(word in claim.name.lower() for word in COST_CLAIM_WORDS)
 
 
 def cost_mismatch(a: SetupRuns | Sequence, b: SetupRuns | Sequence) -> list[str]:

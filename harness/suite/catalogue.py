@@ -172,11 +172,45 @@ def find_claim(experiment: str, name: str) -> Claim:
     raise KeyError(f"no claim {name!r} in {experiment!r}; the catalogue has: {known}")
 
 
+# Claims whose figure is a cost (peak memory, time, a speedup): CUDA graphs keep their own memory pools and
+# change the step time, so such a claim compares runs of one compile mode only (issue #27: Exp B's 4-bit
+# run, eager, against a graphed bf16 run measured the compile mode, not the 4 bits).
+COST_CLAIM_WORDS = ("memory", "time", "speedup", "vram")
+
+
+def is_cost_claim(claim: Claim) -> bool:
+    return claim.timed or any(word in claim.name.lower() for word in COST_CLAIM_WORDS)
+
+
+def compile_mode(record: RunRecord) -> str:
+    """The compile mode a run trained in: "auto" resolved by what the record says ran."""
+    mode = str((record.setup.get("recipe") or {}).get("compile", "none"))
+    if mode == "auto":
+        return "graphs" if record.train is not None and record.train.graphs else "none"
+    return mode
+
+
+def compile_mismatch(claim: Claim, runs: Runs) -> str | None:
+    """For a cost claim whose roles ran in different compile modes: the modes by role; else None."""
+    if not is_cost_claim(claim):
+        return None
+    modes = {role: sorted({compile_mode(r) for r in records}) for role, records in runs.items() if records}
+    if len({mode for found in modes.values() for mode in found}) < 2:
+        return None
+    return "; ".join(f"{role}: recipe.compile {'/'.join(found)}" for role, found in modes.items())
+
+
 def judge(claim: Claim, runs: Runs, bounds: Bounds) -> c.Outcome:
     """The claim's outcome from records by role and its setup file's [claims] table."""
     missing = [key for key in claim.required if key not in bounds]
     if missing:
         return c.Outcome("not evaluable", f"{claim.bound_file} [claims] has no {', '.join(missing)}")
+    if mismatch := compile_mismatch(claim, runs):
+        return c.Outcome(
+            "not evaluable",
+            f"{claim.name} compares a cost across compile modes ({mismatch}): run the reference setup with the "
+            "other's recipe.compile (e.g. --lorabench-set recipe.compile=none) so they are like for like",
+        )
     try:
         return claim.judge(runs, {**claim.defaults, **bounds})
     except c.NotEvaluable as exc:  # a getter outside a check (e.g. the predicted saving)

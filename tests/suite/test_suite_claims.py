@@ -113,6 +113,29 @@ def test_the_predicted_saving_comes_from_the_record() -> None:
         claims.predicted_4bit_saving(record())
 
 
+def test_a_cost_claim_across_compile_modes_is_not_evaluable() -> None:
+    # The bug of issue #27: Exp B's memory claim compared 4-bit (eager) against a graphed bf16 run, whose
+    # CUDA graph pools took more memory than 4-bit saved. The same claim, like for like, is judged.
+    from harness.results import CheckVerdict
+
+    claim = catalogue.find_claim("exp_b", "memory saved as predicted")
+    saving = {"quantizable_fraction": CheckVerdict(verdict="pass", evidence={"max_saving_bytes": 2 * GiB})}
+
+    def run(compile_mode: str, vram: int, graphs: bool = False, **extra: object) -> RunRecord:
+        base = record(vram=vram).model_copy(update={"setup": {"recipe": {"compile": compile_mode}}, **extra})
+        return base.model_copy(update={"train": base.train.model_copy(update={"graphs": {"shapes": 2} if graphs else None})})
+
+    bounds = {"min_saving_share": 0.5}
+    q4 = [run("none", 2 * GiB)]
+    graphed = [run("auto", 3 * GiB, graphs=True, checks=saving)]
+    not_evaluable(catalogue.judge(claim, {"bf16": graphed, "4bit": q4}, bounds), r"bf16: recipe.compile graphs; 4bit: recipe.compile none")
+    eager = [run("auto", 3 * GiB, checks=saving)]  # "auto" that ran eager (a CPU, ROCm, or graphs ruled out)
+    assert catalogue.judge(claim, {"bf16": eager, "4bit": q4}, bounds).status == "pass"
+    # An accuracy claim over the same records is judged whatever the compile modes.
+    accuracy = catalogue.find_claim("exp_b", "accuracy equivalent to bf16")
+    assert catalogue.compile_mismatch(accuracy, {"bf16": graphed, "4bit": q4}) is None
+
+
 def test_finite_catches_a_nan_loss() -> None:
     assert claims.check_finite([record()]).status == "pass"
     fails(claims.check_finite([record(loss=(2.0, math.nan))]), r"non-finite training loss at step\(s\) \[2\]")
