@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -66,7 +65,6 @@ def test_two_processes_never_overlap(tmp_path: Path) -> None:
 
 def test_lock_dir_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LORABENCH_LOCK_DIR", str(tmp_path))
-    start = time.time()
     with timed_lock() as path:
         assert path == tmp_path / "lorabench-timed.lock"
-    assert time.time() - start < 1
+        assert path.exists()
