@@ -19,6 +19,11 @@ from pathlib import Path
 from typing import Any
 
 
+# Not ".tmp": the guard takes growing *.tmp files for a download in progress, and a run that keeps its
+# progress durable (partial.json rewritten as it goes) would have flagged its own timed run.
+WRITING_SUFFIX = ".lorabench-writing"
+
+
 def umask() -> int:
     """This process's umask, read without changing it (Linux ≥ 4.7 shows it in /proc); elsewhere set
     and restored at once."""
@@ -35,7 +40,7 @@ def umask() -> int:
 
 def write_text(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=WRITING_SUFFIX)
     try:
         os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes it 0600
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -63,7 +68,7 @@ def building_dir(target: Path) -> Generator[Path]:
     """A temp folder beside `target` to fill in the block; renamed to `target` when the block ends
     without an error, removed when it raises. `target` must not exist yet (move an old one aside first)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=WRITING_SUFFIX))
     try:
         tmp.chmod(0o777 & ~umask())  # mkdtemp makes it 0700
         yield tmp

@@ -24,7 +24,7 @@ from harness.stacks import Pin, Stack, parse_lockfile
 
 
 @dataclass(frozen=True)
-class Failure:
+class PinFailure:
     package: str
     message: str
 
@@ -34,7 +34,7 @@ class DownloadResult:
     stack: str
     pins: int
     files: tuple[str, ...]
-    failures: tuple[Failure, ...]
+    failures: tuple[PinFailure, ...]
     command: tuple[str, ...]
 
     @property
@@ -98,7 +98,7 @@ def download_stack(stack: Stack, directory: Path, dest: Path) -> DownloadResult:
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     }  # a host's cap is not the stack's
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    failures: list[Failure] = []
+    failures: list[PinFailure] = []
     if done.returncode != 0:
         with tempfile.TemporaryDirectory() as scratch:
             for pin in pins.values():
@@ -108,10 +108,10 @@ def download_stack(stack: Stack, directory: Path, dest: Path) -> DownloadResult:
                 )  # fmt: skip
                 if one.returncode != 0:
                     failures.append(
-                        Failure(f"{pin.name}=={pin.version}", _last_error(one.stdout + one.stderr))
+                        PinFailure(f"{pin.name}=={pin.version}", _last_error(one.stdout + one.stderr))
                     )
         if not failures:  # the whole call failed but no single pin does: say what pip said
-            failures.append(Failure("(lockfile)", _last_error(done.stdout + done.stderr)))
+            failures.append(PinFailure("(lockfile)", _last_error(done.stdout + done.stderr)))
     files = tuple(sorted(p.name for p in dest.iterdir() if p.suffix == ".whl"))
     return DownloadResult(stack.name, len(pins), files, tuple(failures), tuple(command))
 

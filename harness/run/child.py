@@ -34,7 +34,6 @@ def peak_rss_bytes() -> int:
 def execute_job(job: Job, started_at: float | None = None) -> Outcome:
     """Run steps 3–9; never raises for run failures — they become the outcome's status and reason.
     `started_at`: this process's start (wall clock) when it is the trainer child, for the record's phases."""
-    outcome = Outcome(started_at=started_at)
     began = time.time()
     if job.setup.backend == "unsloth":
         # Unsloth patches transformers, PEFT and TRL at import: it must come first.
@@ -44,7 +43,9 @@ def execute_job(job: Job, started_at: float | None = None) -> Outcome:
 
     main_process = is_main_process()
     # Rank 0 keeps what it has computed in the work folder as it goes: a killed run's record keeps it.
-    outcome = Outcome().keep_in(job.work_dir) if main_process else Outcome()
+    outcome = Outcome(started_at=started_at)
+    if main_process:
+        outcome.keep_in(job.work_dir)
     events = Events(job.work_dir / (EVENTS_FILE if main_process else f"events-{rank_name()}.jsonl"))
     progress = Progress(quiet=job.quiet or not main_process)
     try:

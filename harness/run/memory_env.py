@@ -19,7 +19,6 @@ from harness.errors import UserError
 
 if TYPE_CHECKING:
     from harness.run.capped import ChildOutcome
-    from harness.run.parent import RunOptions
 
 MIB = 2**20
 GIB = 2**30
@@ -48,10 +47,9 @@ def parse_bytes_env(name: str, default: str | None = None) -> int | None:
     return value
 
 
-def check_memory_settings(options: RunOptions) -> None:
-    """The cap and the floor can let a trainer run on this host."""
+def check_memory_settings(cap: int | None, floor: int | None) -> None:
+    """The cap and the floor (bytes, None when unset) can let a trainer run on this host."""
     total = psutil.virtual_memory().total
-    cap, floor = options.memory_cap_bytes, options.memory_floor_bytes
     if cap is not None and cap < MIN_CAP:
         raise UserError(
             f"$LORABENCH_MEM_CAP: {_size(cap)} is too small for a trainer (torch alone needs about 300 MiB); "

@@ -76,7 +76,7 @@ def new_run_id(created: datetime, fp: str, seed: int) -> str:
 def check_and_sweep(setup: SetupConfig, options: RunOptions) -> None:
     """Before anything starts: every input checked (a UserError, no record, in a second instead of after
     the model has loaded), and the work folders of runs that ended without a record recorded."""
-    check_memory_settings(options)
+    check_memory_settings(options.memory_cap_bytes, options.memory_floor_bytes)
     check_inputs(setup, options.results_dir, options.min_free_bytes)
     for swept in sweep_stale_runs(options.results_dir):
         print(f"lorabench: {swept}", file=sys.stderr)

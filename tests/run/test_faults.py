@@ -163,6 +163,6 @@ def test_a_disk_filling_up_mid_run_leaves_a_failed_record_and_no_partial_adapter
     assert "No space left on device" in (record.reason or "") and "free space" in (record.reason or "")
     assert record.train is not None and record.train.steps_done == 40  # trained, then the save failed
     assert not record_file.with_name("seed-3407.adapter").exists()
-    assert not [p for p in small_disk.rglob("*.tmp")], "a half-written folder was left"
+    assert not [p for p in small_disk.rglob("*.lorabench-writing")], "a half-written folder was left"
     assert not (small_disk / ".work").exists()
     assert json.loads(record_file.read_text())["predictions_file"] is None

@@ -26,7 +26,7 @@ from harness.run.outcome import (
     write_durable,
     write_outcome,
 )
-from harness.run.parent import RunOptions, stopped_outcome
+from harness.run.parent import stopped_outcome
 
 DATA = DataInfo(source="rows.jsonl", split_hash="abc", n_rows=60, n_train=54, n_test=6)
 BASELINE = Metrics(exact_match=10.0, well_formed=50.0, semantic=20.0, n=6, eval_s=1.0)
@@ -105,7 +105,7 @@ def test_sizes_that_mean_nothing_are_refused(monkeypatch: pytest.MonkeyPatch, na
 
 def test_a_cap_too_small_or_a_floor_above_the_hosts_memory_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UserError, match=r"\$LORABENCH_MEM_CAP: 1 MiB is too small"):
-        check_memory_settings(RunOptions(memory_cap_bytes=1 << 20, memory_floor_bytes=None))
+        check_memory_settings(1 << 20, None)
     with pytest.raises(UserError, match=r"\$LORABENCH_MEMORY_FLOOR: 100 TiB is not below this host's"):
-        check_memory_settings(RunOptions(memory_cap_bytes=None, memory_floor_bytes=100 << 40))
-    check_memory_settings(RunOptions(memory_cap_bytes=4 << 30, memory_floor_bytes=512 << 20))
+        check_memory_settings(None, 100 << 40)
+    check_memory_settings(4 << 30, 512 << 20)

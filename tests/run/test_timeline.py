@@ -23,7 +23,7 @@ from harness.run.timeline import (
 from tests.run.test_parent import tiny_setup
 
 PARENT = ("startup", "inputs", "provenance", "work_dir", "parent")
-CHILD = ("spawn", "child_start", "data", "load", "token_lengths", "baseline", "lora", "trainer", "preflight",
+CHILD = ("spawn", "child_start", "data", "load", "baseline", "lora", "trainer", "preflight",
          "steps", "after_steps", "post_checks", "save_adapter", "eval", "score", "child_exit")  # fmt: skip
 
 
