@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-
 # Not ".tmp": the guard takes growing *.tmp files for a download in progress, and a run that keeps its
 # progress durable (partial.json rewritten as it goes) would have flagged its own timed run.
 WRITING_SUFFIX = ".lorabench-writing"
