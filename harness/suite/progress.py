@@ -117,6 +117,9 @@ class ProgressView:
         self._started: float | None = None
         self._baseline_s: float | None = None
         self.estimate: Estimate | None = None
+        # Set by `followed_run`: reads the child's last events before the outcome line, so a run's final
+        # phase ("eval 4/4") never prints after its "ok |" line (CI saw that order once).
+        self.drain: Callable[[], None] = lambda: None
 
     def _write(self, text: str, *, transient: bool) -> None:
         self.sink(f"[lorabench] {self.label} · {text}", transient)
@@ -173,6 +176,7 @@ class ProgressView:
             self._write(self.phase.describe(self.phase.last_t or time.time()), transient=False)
 
     def finish(self, outcome: str) -> None:
+        self.drain()
         self.close_phase()
         self.phase = None
         self.note(outcome)
@@ -234,6 +238,7 @@ def followed_run(
         before = os.environ.get(PROGRESS_FILE_ENV)
         os.environ[PROGRESS_FILE_ENV] = str(path)  # the child inherits the parent's environment
         follower = ProgressFollower(path, view)
+        view.drain = follower.stop  # stopping twice is harmless: the thread has ended, the file is read to its end
         follower.start()
         try:
             yield view

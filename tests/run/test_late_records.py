@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import stat
@@ -20,7 +21,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 import pytest
-from faultlib import cli_args, cli_env, journaled_steps, started_run, wait_for_steps
+from faultlib import cli_args, cli_env, find_trainers, journaled_steps, started_run, wait_for_steps
 
 from harness.locks import exclusive_lock
 from harness.provenance import collect_host, host_id
@@ -229,9 +230,19 @@ def test_a_sigterm_just_after_the_trainer_finished_does_not_mark_the_run_killed(
 ) -> None:
     results = tmp_path / "results"
     with started_run(tmp_path, cli_args(tiny_model_dir, sql_rows_file, results, steps=2)) as run:
-        # The trainer's final outcome is on disk: the run is over, whatever the parent does next.
-        wait_for(lambda: any((w / "outcome.json").is_file() for w in work_folders(results)), run)
-        run.send_signal(signal.SIGTERM)
+        # The parent is held still (SIGSTOP) once its trainer runs, so the trainer finishes while the parent
+        # cannot move on; the SIGTERM then lands after the trainer's final outcome, on every machine (waiting
+        # for outcome.json and signalling at once lost the race when the parent was quicker: CI saw it).
+        wait_for(lambda: bool(find_trainers(tmp_path)), run)
+        os.kill(run.pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 600
+            while not any((w / "outcome.json").is_file() for w in work_folders(results)):
+                assert time.monotonic() < deadline, "the trainer wrote no outcome within 600 s"
+                time.sleep(0.1)
+            run.send_signal(signal.SIGTERM)  # pending until the parent runs again: the run is over by then
+        finally:
+            os.kill(run.pid, signal.SIGCONT)
         _, stderr = run.communicate(timeout=120)
     assert "Traceback" not in stderr
     swept = sweep_stale_runs(results)  # whatever the signal interrupted, a later run finishes it
