@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.config import SetupConfig
 from harness.results import RunRecord
+from harness.suite.catalogue import compile_mode
 
 # Fields that name a run rather than change what it does.
 IDENTITY = frozenset({"name", "experiment", "recipe.seed"})
@@ -114,7 +115,7 @@ def settings(record: RunRecord) -> dict[str, str]:
             if out.get(key) == "auto":
                 out[key] = f"{resolved} (auto)"
     if out.get("recipe.compile") == "auto" and record.status == "ok":
-        out["recipe.compile"] = f"{'graphs' if record.train and record.train.graphs else 'none'} (auto)"
+        out["recipe.compile"] = f"{compile_mode(record)} (auto)"
     git = record.provenance.get("git", {})
     out["lorabench commit"] = f"{str(git.get('sha') or '–')[:7]}{' (dirty)' if git.get('dirty') else ''}"
     return out
