@@ -20,12 +20,14 @@ setup: $(VENV)/.installed-$(STACK)
 # committed records in reports/results/ stand in where their fingerprint matches and are never replaced
 # (`lorabench publish` copies records there on purpose). Interrupted (Ctrl-C), the run in progress is
 # recorded as killed with its last checkpoint kept; `make bench` again resumes that seed from it.
+# `make bench SETUPS=my-setups`: your own setup files instead of the built-in ones (README: Add your own benchmark).
 RESULTS ?= results
 REPORTS ?= reports-local
 PYTEST_ARGS ?=
+SETUPS ?=
 
 bench: setup  ## the suite's CPU cases (Exp A: SmolLM2, 3 seeds), then the scorecard
-	$(VENV)/bin/lorabench bench --results $(RESULTS) --reports $(REPORTS) -- -m cpu_ok $(PYTEST_ARGS)
+	$(VENV)/bin/lorabench bench --results $(RESULTS) --reports $(REPORTS) $(if $(SETUPS),--setups $(SETUPS) )-- -m cpu_ok $(PYTEST_ARGS)
 
 test: setup
 	$(PY) -m pytest tests -q -n 2 --dist loadfile

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.results import load_record
+from harness.results import load_record, slug
 
 OLD = ("load_s", "baseline_eval_s", "preflight_s", "train_s", "eval_s", "total_s")
 
@@ -21,7 +21,10 @@ OLD = ("load_s", "baseline_eval_s", "preflight_s", "train_s", "eval_s", "total_s
 def column(path: Path) -> tuple[str, dict[str, float], dict[str, float | None]]:
     record = load_record(path)
     timings = record.timings
-    label = f"{record.host} s{record.seed}"
+    # Its results folder names the column (<results>/<stack>/<host>/<experiment>/<setup>/seed-N.json):
+    # runs of one host and seed from two folders (before/after a change) stay apart.
+    in_layout = len(path.parents) > 4 and path.parents[2].name == slug(record.host)
+    label = f"{path.parents[4].name[:12] if in_layout else record.host} s{record.seed}"
     totals = {"sum of phases": sum((timings.phases or {}).values()) if timings.phases else None,
               "wall (process start → record)": timings.wall_s, "unaccounted": timings.unaccounted_s}  # fmt: skip
     phases = dict(timings.phases or {}) or {name: getattr(timings, name) for name in OLD if getattr(timings, name)}

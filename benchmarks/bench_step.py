@@ -33,7 +33,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config import DATA_ENV
+from harness import settings
 from harness.results import find_records, load_record
 
 # Before: the CPU defaults until issue #20 (fp32, SDPA, one padded batch); after: the defaults now.
@@ -133,7 +133,7 @@ def main() -> int:
     parser.add_argument("--eval-limit", type=int, default=32)
     parser.add_argument("--variant", action="append", metavar="NAME=FIELD=VALUE[,FIELD=VALUE…]",
                         help=f"a variant: its name and setup overrides (default: {' '.join(DEFAULT_VARIANTS)})")
-    parser.add_argument("--data", default=os.environ.get(DATA_ENV))
+    parser.add_argument("--data", default=settings.DATA.get())
     parser.add_argument("--interleave", choices=("runs", "steps"), default="runs",
                         help="alternate whole runs (default) or single training steps in one process")
     parser.add_argument("--warmup", type=int, default=2, help="steps left out per variant (--interleave steps)")

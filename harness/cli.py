@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import pkgutil
 import sys
 import traceback
 
-from harness import __version__, commands
+from harness import __version__, commands, settings
 from harness.errors import UserError, describe_os_error
 
 DEBUG_HELP = "show the traceback behind an error (also LORABENCH_DEBUG=1)"
+EPILOG = (
+    "Environment: every LORABENCH_* variable is declared in harness/settings.py; `lorabench doctor --settings` "
+    "lists them with their values now, defaults and meanings."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lorabench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="lorabench", description=__doc__.splitlines()[0], epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"lorabench {__version__}")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -43,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    debug = args.debug or os.environ.get("LORABENCH_DEBUG", "") not in ("", "0")
+    debug = args.debug or _debug_from_env()
     prefix = f"lorabench {args.command}: error:"
     try:
         return int(args.func(args) or 0)
@@ -64,6 +67,16 @@ def main(argv: list[str] | None = None) -> int:
         hint = "" if debug else "; run again with --debug for the traceback, and please report it"
         print(f"lorabench {args.command}: internal error: {type(exc).__name__}: {first}{hint}", file=sys.stderr)
         return 1
+
+
+def _debug_from_env() -> bool:
+    # Read before the command runs, so a bad value cannot hide the error it was set to explain: it is
+    # reported, and the command goes on without tracebacks.
+    try:
+        return settings.DEBUG.value()
+    except UserError as exc:
+        print(f"lorabench: warning: {exc}", file=sys.stderr)
+        return False
 
 
 def _traceback_if(debug: bool) -> None:

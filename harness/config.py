@@ -28,11 +28,14 @@ from pydantic import (
     model_validator,
 )
 
+from harness import settings
 from harness.errors import ConfigError
+from harness.tasks import catalog
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-SQL_CREATE_CONTEXT = "b-mc2/sql-create-context"
-VERDICT_CORPUS = "verdict-corpus"  # the corpus shipped in harness/tasks/verdict/
+# What a setup that names no task runs, and reads when it names no data (harness/tasks/catalog.py):
+# defaults of the schema, so a setup that leaves them out keeps its fingerprint.
+DEFAULT_TASK = catalog.default_task()
 
 
 # The meaning of the fingerprint payload (see SetupConfig.fingerprint_payload and
@@ -49,7 +52,7 @@ FINGERPRINT_VERSION = 3
 SEED_MAX = 2**32 - 1
 
 # A local copy of the data that stands in for the hub dataset (offline machines, CI).
-DATA_ENV = "LORABENCH_DATA"
+DATA_ENV = settings.DATA.name
 
 
 # Upper bounds: far above any setup that makes sense, low enough that a typo is refused instead of
@@ -196,7 +199,10 @@ class RecipeConfig(Frozen):
 class DataConfig(Frozen):
     """The story's split: shuffle with `split_seed`, last `test_size` rows = test, first `train_size` of the rest = train."""
 
-    source: str = Field(SQL_CREATE_CONTEXT, description="hub dataset id, or a local .jsonl/.json/.parquet file")
+    source: str = Field(
+        catalog.default_source(DEFAULT_TASK),
+        description="hub dataset id, or a local .jsonl/.json/.parquet file; default: the task's own data",
+    )
     split_seed: int = 42
     test_size: int = Field(300, gt=0)
     train_size: int = Field(5000, gt=0)
@@ -283,7 +289,7 @@ class SetupConfig(Frozen):
 
     name: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     experiment: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    task: Literal["sql", "verdict"] = "sql"
+    task: str = Field(DEFAULT_TASK, description="what the model is asked and how it is scored: a folder of harness/tasks/")
     backend: Literal["hf", "unsloth"] = "hf"
     precision: Literal["auto", "fp32", "bf16", "fp16", "4bit"] = Field(
         "auto",
@@ -307,14 +313,22 @@ class SetupConfig(Frozen):
     eval: EvalConfig = EvalConfig()
     checks: ChecksConfig = ChecksConfig()
 
+    @field_validator("task")
+    @classmethod
+    def _task_exists(cls, value: str) -> str:
+        if value not in catalog.task_names():
+            raise ValueError(f"must be one of {', '.join(catalog.task_names())}")
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _task_default_data(cls, data: Any) -> Any:
-        # A verdict setup that names no data means the shipped corpus, not the SQL dataset.
-        if isinstance(data, dict) and data.get("task") == "verdict":
+        # A setup that names its task but no data reads the task's own data, not the default task's.
+        task = data.get("task") if isinstance(data, dict) else None
+        if isinstance(task, str) and task in catalog.task_names():
             section = data.get("data") if isinstance(data.get("data"), dict) else {}
             if "source" not in section and not isinstance(data.get("data"), BaseModel):
-                data = {**data, "data": {**section, "source": VERDICT_CORPUS}}
+                data = {**data, "data": {**section, "source": catalog.default_source(task)}}
         return data
 
     @model_validator(mode="after")
@@ -406,11 +420,12 @@ class SetupConfig(Frozen):
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """Read a TOML or YAML file into a plain dict (no validation yet)."""
+    """Read a TOML or YAML file into a plain dict (no validation yet): the one reader of config files, for
+    setups, bench setups and the guard's thresholds alike, so each fault reads the same whichever it is."""
     if path.is_dir():
         raise ConfigError(str(path), [f"config file {path} is a folder; give a .toml or .yaml file"])
     if not path.is_file():
-        raise ConfigError(str(path), [f"config file not found: {path} (give an existing .toml or .yaml file)"])
+        raise ConfigError(str(path), [f"config file not found: {path} (cannot read it; give an existing .toml or .yaml file)"])
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -498,12 +513,19 @@ def validate_setup(data: dict[str, Any], source: str = "setup") -> SetupConfig:
         raise ConfigError(source, [_describe(e, SetupConfig) for e in exc.errors()]) from None
 
 
+# A setup file's tables that are the suite's, not the run's (harness/suite/setups.py reads them).
+CLAIMS_TABLE = "claims"
+SUITE_TABLE = "suite"
+SUITE_ONLY_TABLES = (CLAIMS_TABLE, SUITE_TABLE)
+
+
 def load_setup(path: Path | None, overrides: Sequence[Override] = ()) -> SetupConfig:
     """The file (if any), then `field.path=value` overrides, validated together.
 
-    A benchmark setup file's `[claims]` table is the suite's (bounds to assert), not the run's: it is
-    set aside here and never enters the fingerprint."""
+    A benchmark setup file's `[claims]` and `[suite]` tables are the suite's (the claims to judge, how its
+    cases run), not the run's: they are set aside here and never enter the fingerprint."""
     data = read_config_file(path) if path else {}
-    data.pop("claims", None)
+    for table in SUITE_ONLY_TABLES:
+        data.pop(table, None)
     data = apply_overrides(data, overrides)
     return validate_setup(data, source=str(path) if path else "flags")

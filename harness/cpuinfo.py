@@ -10,11 +10,11 @@ Not covered: non-Linux hosts and ARM feature names (their tier is "base"; auto s
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from harness import settings
+
 CPUINFO = Path("/proc/cpuinfo")
-CPUINFO_ENV = "LORABENCH_CPUINFO_FILE"
 
 # bf16 matmuls in hardware: AMX tiles (Sapphire Rapids and later) or AVX512-BF16 dot products (Cooper
 # Lake, Zen 4). Without either, torch emulates bf16 on CPU and fp32 is faster.
@@ -26,7 +26,7 @@ TIERS = (("amx", "amx_bf16"), ("avx512bf16", "avx512_bf16"), ("avx512", "avx512f
 def read_cpuinfo() -> str:
     """/proc/cpuinfo's text (or $LORABENCH_CPUINFO_FILE's), or "" where there is none (the tier is then "base")."""
     try:
-        return Path(os.environ.get(CPUINFO_ENV) or CPUINFO).read_text(encoding="utf-8", errors="replace")
+        return (settings.CPUINFO_FILE.get() or CPUINFO).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
 

@@ -9,7 +9,6 @@ found (`$LORABENCH_GGUF_CONVERTER`, or on PATH); lorabench does not ship a conve
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import atomic
+from harness import atomic, settings
 from harness.errors import UserError
 from harness.run.adapter import find_adapter, read_adapter
 from harness.tasks.registry import task_module
@@ -59,12 +58,11 @@ class ExportResult:
 
 
 def find_gguf_converter() -> Path | None:
-    configured = os.environ.get("LORABENCH_GGUF_CONVERTER")
-    if configured:
-        path = Path(configured).expanduser()
+    path = settings.GGUF_CONVERTER.get()
+    if path:
         if not path.is_file():
             raise UserError(
-                f"$LORABENCH_GGUF_CONVERTER: {configured} does not exist; point it at llama.cpp's convert_hf_to_gguf.py"
+                f"$LORABENCH_GGUF_CONVERTER: {path} does not exist; point it at llama.cpp's convert_hf_to_gguf.py"
             )
         return path
     for name in CONVERTER_NAMES:

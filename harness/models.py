@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import atomic
+from harness import atomic, settings
 from harness.config import ModelConfig
 from harness.errors import UserError
 from harness.gguf_layout import check_gguf
@@ -68,7 +67,7 @@ class ResolvedModel:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("LORABENCH_CACHE", Path.home() / ".cache" / "lorabench")).expanduser()
+    return settings.CACHE.value()
 
 
 def _package_dir(package: str) -> Path | None:

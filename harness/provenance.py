@@ -12,6 +12,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from harness import settings
 from harness.cpuinfo import bf16_flag, cpu_flags, isa_tier, model_name, read_cpuinfo
 from harness.gpu.facts import collect_gpus
 from harness.results import slug
@@ -25,7 +28,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def collect_cpu(cpuinfo: str | None = None) -> dict[str, Any]:
     """Arch, cores, model name, and what decides CPU speed and kernels: the instruction tier and the
-    flag that gives bf16 in hardware (both from /proc/cpuinfo; `cpuinfo` = its text, for tests)."""
+    flag that gives bf16 in hardware (both from /proc/cpuinfo, which psutil does not report; `cpuinfo` = its
+    text, for tests)."""
     text = read_cpuinfo() if cpuinfo is None else cpuinfo
     info: dict[str, Any] = {"arch": platform.machine(), "logical_cores": os.cpu_count()}
     if name := model_name(text):
@@ -38,13 +42,11 @@ def collect_cpu(cpuinfo: str | None = None) -> dict[str, Any]:
 
 
 def collect_memory() -> dict[str, Any]:
+    """Total RAM (psutil: MemTotal of /proc/meminfo on Linux, and the other systems' own counters)."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return {"ram_bytes": int(line.split()[1]) * 1024}
-    except OSError:
-        pass
-    return {}
+        return {"ram_bytes": psutil.virtual_memory().total}
+    except OSError:  # no /proc (a sandbox): the record says nothing rather than a guess
+        return {}
 
 
 def collect_os() -> dict[str, Any]:
@@ -100,17 +102,15 @@ def _file_sha256(path: Path) -> str | None:
 
 def collect_stack(stack: str) -> dict[str, Any]:
     """The software stack: its name, installed versions, lockfile hash and image digest (when in an image)."""
-    lockfile = os.environ.get("LORABENCH_LOCKFILE") or str(REPO_ROOT / "lockfiles" / f"{stack}.txt")
+    lockfile = str(settings.LOCKFILE.get() or REPO_ROOT / "lockfiles" / f"{stack}.txt")
     info: dict[str, Any] = {"name": stack, "packages": collect_packages()}
     digest = _file_sha256(Path(lockfile))
     if digest:
         info["lockfile"] = os.path.relpath(lockfile, REPO_ROOT) if lockfile.startswith(str(REPO_ROOT)) else lockfile
         info["lockfile_sha256"] = digest
-    for key, env in (
-        ("image", "LORABENCH_IMAGE"), ("image_digest", "LORABENCH_IMAGE_DIGEST"), ("base_image", "LORABENCH_BASE_IMAGE"),
-    ):
-        if os.environ.get(env):
-            info[key] = os.environ[env]
+    for key, setting in (("image", settings.IMAGE), ("image_digest", settings.IMAGE_DIGEST), ("base_image", settings.BASE_IMAGE)):
+        if value := setting.get():
+            info[key] = value
     return info
 
 
@@ -118,7 +118,7 @@ def collect_image() -> dict[str, Any]:
     """A run inside one of lorabench's images says so: what the Dockerfile set at build time (image name, its
     base by digest, git sha), the image id compose passes at run time (LORABENCH_IMAGE_DIGEST, from
     scripts/host_env.sh; an image cannot know its own id), and whether the guard could see the host."""
-    image = os.environ.get("LORABENCH_IMAGE")
+    image = settings.IMAGE.get()
     if not image:
         return {}
     from harness.guard.hostview import host_view
@@ -126,8 +126,8 @@ def collect_image() -> dict[str, Any]:
     view = host_view()
     info: dict[str, Any] = {
         "name": image,
-        "digest": os.environ.get("LORABENCH_IMAGE_DIGEST") or None,
-        "base": os.environ.get("LORABENCH_BASE_IMAGE") or None,
+        "digest": settings.IMAGE_DIGEST.get(),
+        "base": settings.BASE_IMAGE.get(),
         "in_container": view.in_container,
         "guard_sees_host": view.sees_host,
     }
@@ -145,9 +145,9 @@ def collect_git() -> dict[str, Any]:
         return out.stdout.strip() if out.returncode == 0 else None
 
     # An image has no .git: its build baked the sha and whether the tree had uncommitted changes.
-    baked = os.environ.get("LORABENCH_GIT_SHA")
+    baked = settings.GIT_SHA.get()
     if baked:
-        dirty = {"true": True, "false": False}.get(os.environ.get("LORABENCH_GIT_DIRTY", ""))
+        dirty = settings.GIT_DIRTY.get()
         return {"sha": baked, "dirty": dirty, "from": "image build"}
     sha = git("rev-parse", "HEAD")
     if not sha:
@@ -157,7 +157,7 @@ def collect_git() -> dict[str, Any]:
 
 
 def default_stack() -> str:
-    return os.environ.get("LORABENCH_STACK", "cpu")
+    return settings.STACK.get() or "cpu"
 
 
 def collect_provenance(stack: str) -> dict[str, Any]:

@@ -14,13 +14,26 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from harness import atomic
 from harness.config import SetupConfig
 from harness.errors import UserError
+from harness.tasks import catalog
 
 # Changelog of the record format. Bump FORMAT_VERSION on any change readers must know about,
 # and teach `upgrade_record` to lift older versions.
@@ -32,9 +45,13 @@ from harness.errors import UserError
 #   2 (2026-12-01): the metric `executes` is `well_formed` (task-neutral: SQL that executes, a verdict in
 #     its output contract). Version-1 records are lifted on load. Later the same version gained optional
 #     fields, each left out of the JSON when unset: metrics.decoded_in and metrics.merged (how eval
-#     decoded), metrics.n_clock_stopped (SQL scoring budgets became VM-instruction counts: answers whose
-#     scoring the CPU-time safety net cut short) and the predictions-line key `clock_stopped`; nodes and ranks (multi-node runs
-#     name every node, DDP runs every rank; absent otherwise).
+#     decoded), a counter of the SQL task's (harness/tasks/sql/metrics.py) and a predictions-line key of its;
+#     nodes and ranks (multi-node runs name every node, DDP runs every rank; absent otherwise); seeding (the
+#     run's one seed and where it was set, harness/run/seeding.py).
+#     Later still (2026-12-01, issue 25), each task owns its scores' fields (Metrics keeps the common ones;
+#     harness/tasks/<name>/metrics.py adds the task's): a record's scores hold its task's fields only, so a
+#     verdict record no longer carries the SQL task's fields as null (older ones load, those nulls dropped);
+#     every SQL record reads and writes byte for byte as before.
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
@@ -46,24 +63,23 @@ class Record(BaseModel):
 
 
 class Metrics(Record):
-    """Scores on the test split, percentages with one decimal."""
+    """Scores on the test split, percentages with one decimal: the fields every task has.
+
+    A task adds its own in its metrics model, a subclass (`harness/tasks/<name>/metrics.py`). A record's
+    scores are validated with the model of the record's task (`RunRecord`); between the trainer and the
+    parent (`harness.run.outcome`) the task's fields ride along as extra fields, unchecked until then."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    # A task model's keys in the order its records have them, among the fields here; keys it does not
+    # name follow in declared order.
+    json_key_order: ClassVar[tuple[str, ...]] = ()
 
     exact_match: float
     well_formed: float = Field(
-        description="answers in the task's output form: for SQL, queries that execute on the question's "
-        "schema; for verdict, answers that keep the output contract"
+        description="answers in the task's output form (each task's metrics model says which: "
+        "harness/tasks/<name>/metrics.py)"
     )
-    semantic: float | None = None
     n: int
-    n_scorable: int | None = None
-    n_unscorable: int | None = None
-    # Left out of the JSON when 0 or None, so records whose every score is deterministic are unchanged.
-    n_clock_stopped: int | None = Field(
-        None,
-        exclude_if=lambda value: not value,
-        description="SQL: answers whose scoring the CPU-time safety net cut short, so their scores may "
-        "differ on another machine (every other score is the same on any machine, busy or not)",
-    )
     eval_s: float | None = None
     cached: bool = Field(False, description="taken from the baseline cache (same model, split and eval settings)")
     decoded_in: str | None = Field(
@@ -72,9 +88,34 @@ class Metrics(Record):
     merged: bool | None = Field(
         None, description="decoded with the adapter folded in (eval.merge_adapter resolved)", exclude_if=lambda value: value is None
     )
-    # Task `verdict` only (left out of the JSON otherwise, so SQL records are unchanged): contract, false
-    # blocks, catches, tag match, abstentions — see harness/tasks/verdict/scoring.py.
-    gate: dict[str, float | int | None] | None = Field(None, exclude_if=lambda value: value is None)
+
+    @model_serializer(mode="wrap")
+    def _in_key_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {**{key: data[key] for key in self.json_key_order if key in data}, **data}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # The schema of the fields: the key-order serializer above changes no key, only where it sits.
+        return handler({key: value for key, value in schema.items() if key != "serialization"})  # type: ignore[misc]
+
+
+def task_metrics(task: str, phase: str, value: Any) -> Any:
+    """`value` (a Metrics, its fields, or None) as task `task`'s metrics model. A record of format 2 made
+    before each task owned its fields carries the other tasks' fields as null: those are dropped."""
+    model = catalog.metrics_model(task)
+    if value is None or isinstance(value, model):
+        return value
+    fields = value.model_dump() if isinstance(value, Metrics) else value
+    if not isinstance(fields, dict):
+        return value  # pydantic names the wrong type
+    fields = {key: v for key, v in fields.items() if v is not None or key in model.model_fields}
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(map(str, (phase, *error["loc"])))
+        raise ValueError(f"{where}: {error['msg'].lower()} (task {task!r}), got {error.get('input')!r}") from None
 
 
 class TrainStats(Record):
@@ -191,6 +232,14 @@ class RankInfo(Record):
     peak_rss_bytes: int | None = None
 
 
+class Seeding(Record):
+    """How the run's randomness was fixed: once, by `harness.run.seeding.seed_run`."""
+
+    seed: int
+    generators: list[str] = Field(description="the generators seeded: torch = torch's CPU generator and every GPU's")
+    where: str = Field(description="the one place the run seeds them")
+
+
 NodeStatus = Literal["ok", "failed", "lost", "refused", "busy"]
 
 
@@ -205,6 +254,28 @@ class NodeInfo(Record):
     status: NodeStatus = "ok"
     detail: str | None = None
     guard: dict[str, Any] | None = Field(None, description="timed runs: its pre-check, sampler verdict and timed lock")
+
+
+class RecordHeader(Record):
+    """A record's fields known when its run starts (design step 1): built once by the parent, kept in the
+    work folder (`run.json`), and carried to the record, whoever writes it (the parent, the lead node, a
+    later run's sweep). `RunRecord` spells these fields again rather than inheriting them: a record's
+    JSON keeps its key order (format_version, run_id, status, reason, created, …), and committed records
+    re-read byte for byte."""
+
+    run_id: str
+    created: str
+    experiment: str
+    setup_name: str
+    seed: int
+    stack: str
+    host: str
+    fingerprint: str
+    setup: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def record_path(self, results_dir: Path) -> Path:
+        return seed_record_path(results_dir, self.stack, self.host, self.experiment, self.setup_name, self.seed)
 
 
 class RunRecord(Record):
@@ -223,20 +294,45 @@ class RunRecord(Record):
     provenance: dict[str, Any]
     data: DataInfo | None = None
     model: ModelInfo | None = None
-    baseline: Metrics | None = None
-    trained: Metrics | None = None
+    # Typed by the record's task (see `_scores_of_its_task`), written with the task model's fields.
+    baseline: SerializeAsAny[Metrics] | None = None
+    trained: SerializeAsAny[Metrics] | None = None
     train: TrainStats | None = None
     memory: MemoryStats | None = None
     timings: Timings = Timings()
     checks: dict[str, CheckVerdict] = Field(default_factory=dict)
     guard: dict[str, Any] = Field(default_factory=dict, description="timed?, pre-check, sampler verdict and readings")
     predictions_file: str | None = None
+    seeding: Seeding | None = Field(
+        None, description="how the run was seeded (records made before 2026-12-01 lack it: the same seed, set "
+        "before the model's init and the adapter's)", exclude_if=lambda value: value is None,
+    )  # fmt: skip
     nodes: list[NodeInfo] | None = Field(
         None, description="multi-node runs: every node, lead first", exclude_if=lambda value: value is None
     )
     ranks: list[RankInfo] | None = Field(
         None, description="DDP and multi-node runs: every rank, in rank order", exclude_if=lambda value: value is None
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scores_of_its_task(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        setup = data.get("setup")
+        task = catalog.task_of(setup if isinstance(setup, dict) else {})
+        if task not in catalog.task_names():
+            raise catalog.UnknownTask(task)
+        return {**data, **{phase: task_metrics(task, phase, data[phase]) for phase in ("baseline", "trained") if phase in data}}
+
+    @property
+    def task(self) -> str:
+        return catalog.task_of(self.setup)
+
+    @classmethod
+    def from_header(cls, header: RecordHeader, **ending: Any) -> RunRecord:
+        """The record of a run: its header and how it ended (status, reason, metrics, …)."""
+        return cls(**dict(header), **ending)
 
     @property
     def gain(self) -> float | None:
@@ -250,16 +346,24 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-") or "unknown"
 
 
-def fingerprint(setup_payload: str, stack: str, host: str) -> str:
-    """Same setup + stack + host → same fingerprint → a cached record may stand in for a new run."""
-    return hashlib.sha256(f"{setup_payload}\n{stack}\n{host}".encode()).hexdigest()[:16]
+def fingerprint_payload(setup: SetupConfig) -> str:
+    """What a fingerprint hashes of a setup: its settings, with its data by content (`data_identity`)."""
+    return setup.fingerprint_payload(data_identity(setup.data.source))
+
+
+def setup_digest(setup: SetupConfig, *context: str, length: int = 16) -> str:
+    """The one hash over a fingerprint payload (every caller comes here; a test holds it to that): the
+    setup with its data by content, then `context` (stack, host kind), one per line, hex-cut to `length`."""
+    text = "\n".join([fingerprint_payload(setup), *context])
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
 def run_fingerprint(setup: SetupConfig, stack: str, host_kind: str) -> str:
-    """The fingerprint of one run (FINGERPRINT_VERSION 3): the setup with its data by content, the
-    stack, and the host's kind (`harness.provenance.host_kind`), so a record made on another host of the
-    same kind, from a copy of the data in another folder, answers the same question."""
-    return fingerprint(setup.fingerprint_payload(data_identity(setup.data.source)), stack, host_kind)
+    """Same setup + stack + host kind → same fingerprint → a cached record may stand in for a new run
+    (FINGERPRINT_VERSION 3): the setup with its data by content, the stack, and the host's kind
+    (`harness.provenance.host_kind`), so a record made on another host of the same kind, from a copy of
+    the data in another folder, answers the same question."""
+    return setup_digest(setup, stack, host_kind)
 
 
 def data_identity(source: str) -> str:
@@ -341,9 +445,11 @@ def write_predictions(record_file: Path, rows: Iterable[dict[str, Any]]) -> Path
     return path
 
 
-def write_record(results_dir: Path, record: RunRecord) -> Path:
-    """Write atomically. A different record already at the path is kept under a `prev-` name first."""
-    path = record_path(results_dir, record)
+def write_record(results_dir: Path, record: RunRecord, *, path: Path | None = None) -> Path:
+    """Write atomically, at the record's place or at `path` (a kept previous record's name). A different
+    record already at the path is kept under a `prev-` name first. A run's record is written through
+    `harness.run.landing.land`, under the record's lock; tests and tools that make records call this."""
+    path = path or record_path(results_dir, record)
     text = record.model_dump_json(indent=2) + "\n"
     if path.exists():
         old_text = path.read_text(encoding="utf-8", errors="replace")

@@ -7,7 +7,6 @@ reads installed metadata and files only, so it works in an image build with no G
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from collections.abc import Iterable
@@ -18,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from harness import settings
 from harness.errors import ConfigError, UserError
 
 DIGEST_RE = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
@@ -87,8 +87,8 @@ def normalize(name: str) -> str:
 def lockfiles_dir() -> Path:
     """The lockfiles folder: $LORABENCH_LOCKFILES, else next to the package (a checkout or the image's
     /opt/lorabench copy), else ./lockfiles."""
-    if env := os.environ.get("LORABENCH_LOCKFILES"):
-        return Path(env)
+    if folder := settings.LOCKFILES.get():
+        return folder
     beside_package = Path(__file__).resolve().parent.parent / "lockfiles"
     if (beside_package / "stacks.toml").is_file():
         return beside_package

@@ -51,7 +51,7 @@ suite() {  # suite STACK OTHER JUNIT [PYTEST ARGS]: Exp E in STACK's image, comp
     run="$(service_for "$stack")"
     say "stack $stack (compared with $other)"
     # shellcheck disable=SC2086  # the compose command line, split on purpose
-    $run lorabench bench --results results --no-report -- benchmarks/test_exp_e_stacks.py \
+    $run lorabench bench --results results --no-report -- benchmarks/test_setups.py -k exp_e/ \
         "--lorabench-stack=$stack" "--lorabench-other-stack=$other" "--junitxml=results/exp_e/$junit" -rs "$@" || true
 }
 

@@ -87,3 +87,12 @@ def test_fp32_eval_is_for_a_bf16_hf_model(settings: list[str]) -> None:
 
     with pytest.raises(UserError, match=r"eval\.precision: 'fp32' lifts .* set eval\.precision = 'train'"):
         load_setup(None, ["eval.precision=fp32", *settings])
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "setups").glob("*.toml")),
+                         ids=lambda p: p.name)  # fmt: skip
+def test_every_built_in_setup_loads_for_lorabench_run(path: Path) -> None:
+    """`lorabench run benchmarks/setups/X.toml` (the README's command) reads a suite file: its [claims.*] and
+    [suite] tables are the suite's and set aside (a session-10 GPU call found [suite] refused)."""
+    setup = load_setup(path)
+    assert setup.name and "claims" not in setup.model_dump() and "suite" not in setup.model_dump()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.provenance import collect_cpu, host_id, host_kind
+from harness.provenance import collect_cpu, collect_memory, host_id, host_kind
 
 CPUINFO = Path(__file__).parent / "data" / "cpuinfo"
 
@@ -34,3 +34,9 @@ def test_gpu_kind_is_its_id() -> None:
 def test_records_say_what_the_cpu_can_do() -> None:
     cpu = collect_cpu((CPUINFO / "intel-xeon-amx.txt").read_text(encoding="utf-8"))
     assert (cpu["isa"], cpu["bf16"], cpu["model"]) == ("amx", "amx_bf16", "Intel(R) Xeon(R) Processor")
+
+
+def test_ram_is_the_kernels_memtotal() -> None:
+    """psutil's total, not what is available now: a record's host must not change with the machine's load."""
+    line = next(ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal:"))
+    assert collect_memory() == {"ram_bytes": int(line.split()[1]) * 1024}

@@ -55,7 +55,7 @@ def test_a_version_1_record_is_lifted_to_well_formed(tmp_path: Path) -> None:
 
 def test_n_clock_stopped_is_written_only_when_the_sql_safety_net_fired(tmp_path: Path) -> None:
     # Records whose every score is deterministic keep their JSON as before issue #18b.
-    from harness.results import Metrics
+    from harness.tasks.sql.metrics import SqlMetrics as Metrics
 
     quiet = Metrics(exact_match=50.0, well_formed=100.0, semantic=50.0, n=2, n_clock_stopped=0)
     assert "n_clock_stopped" not in quiet.model_dump(mode="json")

@@ -6,7 +6,18 @@ import itertools
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+from harness.results import CheckVerdict
+
+if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+# The model a backend hands the recipe: transformers' before LoRA, PEFT's after (names only: importing
+# this module loads neither).
+Model: TypeAlias = "PreTrainedModel | PeftModel"
+Tokenizer: TypeAlias = "PreTrainedTokenizerBase"
 
 
 class StepObserver(Protocol):
@@ -19,7 +30,7 @@ class StepObserver(Protocol):
 
 @dataclass
 class TrainOutcome:
-    model: Any
+    model: Model
     losses: list[float] = field(default_factory=list)  # raw, one per logged step: NaN/inf included
     stopped_reason: str | None = None
     train_s: float = 0.0
@@ -29,7 +40,7 @@ class TrainOutcome:
     samples: int = 0
     trainable_params: int = 0
     total_params: int = 0
-    checks: dict[str, Any] = field(default_factory=dict)  # name → CheckResult, from preflight and post checks
+    checks: dict[str, CheckVerdict] = field(default_factory=dict)  # from preflight and post checks, by name
     graphs: Any = None  # GraphStats (harness/backends/graphed_layers.py) of a recipe.compile = "graphs" span
     # Wall seconds of the backend's own spans, in order (lora, trainer, preflight, graph_capture, steps,
     # after_steps): the record's phases (harness/run/timeline.py).

@@ -21,8 +21,9 @@ import torch
 
 from harness import checks
 from harness.backends import microbatch
-from harness.backends.common import StepObserver, TrainOutcome, count_params
+from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome, count_params
 from harness.backends.graphed_layers import PAD_MULTIPLE, compile_mode, decoder_layers, graphed_layers
+from harness.backends.lean_steps import lean_module_walks
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.results import CheckVerdict
@@ -73,7 +74,7 @@ def _skip_sklearn() -> None:
     transformers.utils.is_sklearn_available = lambda: False
 
 
-def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[Any, Any]:
+def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[Model, Tokenizer]:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_path))
@@ -82,7 +83,7 @@ def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[
         tokenizer.pad_token = tokenizer.eos_token
     if setup.model.random_weights:
         config = AutoConfig.from_pretrained(str(model_path))
-        torch.manual_seed(setup.recipe.seed)
+        # Its initial weights are the run's seed's first draw (seeded once: harness/run/seeding.py).
         # Initialised where it will run: on the H200, loading 1B random weights initialised on the CPU
         # took 47 s, and DDP ranks load one after another, so two cards would wait ~94 s for the first step.
         with torch.device("cuda" if runtime.device == "cuda" else "cpu"):
@@ -118,7 +119,7 @@ def lora_target_modules(targets: list[str] | str) -> list[str] | str:
     return targets
 
 
-def wrap_lora(model: Any, setup: SetupConfig) -> Any:
+def wrap_lora(model: Model, setup: SetupConfig) -> Model:
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     if setup.precision == "4bit":
@@ -130,12 +131,12 @@ def wrap_lora(model: Any, setup: SetupConfig) -> Any:
         target_modules=lora_target_modules(setup.lora.targets),
         task_type="CAUSAL_LM",
     )
-    # LoRA's A matrices are drawn from torch's RNG: seed it so a seed means the same adapter init.
-    torch.manual_seed(setup.recipe.seed)
+    # LoRA's A matrices are drawn from torch's RNG, seeded once for the run (harness/run/seeding.py): the
+    # model's load and the baseline leave it untouched, so a seed means the same adapter init.
     return get_peft_model(model, config)
 
 
-def attach_adapter(model: Any, adapter_dir: Path) -> Any:
+def attach_adapter(model: Model, adapter_dir: Path) -> Model:
     """A trained LoRA adapter put onto this base (in whatever precision it loaded), for scoring only."""
     from peft import PeftModel
 
@@ -173,66 +174,23 @@ def resolve_optimizer(name: str, runtime: Runtime) -> str:
 
 
 def build_trainer(
-    model: Any, tokenizer: Any, examples: Sequence[Example], setup: SetupConfig, runtime: Runtime, callbacks: list,
-    checkpoints: Path | None = None,
-) -> Any:
+    model: Model, tokenizer: Tokenizer, examples: Sequence[Example], setup: SetupConfig, runtime: Runtime,
+    callbacks: list, checkpoints: Path | None = None,
+) -> Any:  # fmt: skip
     """The TRL SFTTrainer exactly as `train` uses it (preflight checks are handed it to audit its batches).
     `checkpoints`: the folder it saves resumable checkpoints in every `recipe.checkpoint_every` steps."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
-    from trl import SFTConfig
 
     tokenized = tokenize_examples(tokenizer, examples)
     dataset = Dataset.from_dict(
         {"input_ids": [t.input_ids for t in tokenized], "completion_mask": [t.completion_mask for t in tokenized]}
     )
-    recipe = setup.recipe
     # Trainer makes its output_dir although nothing is saved there (save_strategy "no"): a temp folder,
     # removed with the trainer, not `.trainer-scratch/` in whatever folder the user ran from (which a
     # container may mount read-only).
     scratch = tempfile.mkdtemp(prefix="lorabench-trainer-")
-    saving: dict[str, Any] = {"save_strategy": "no"}
-    if checkpoints is not None:
-        # Rotation is harness.run.checkpoint's: the older checkpoint goes only once the newer is complete.
-        saving = {"save_strategy": "steps", "save_steps": recipe.checkpoint_every, "save_total_limit": None}
-    args = SFTConfig(
-        output_dir=str(checkpoints) if checkpoints is not None else scratch,
-        max_steps=recipe.steps,
-        per_device_train_batch_size=recipe.batch_size,
-        gradient_accumulation_steps=recipe.grad_accum,
-        learning_rate=recipe.lr,
-        lr_scheduler_type=recipe.scheduler,
-        warmup_steps=recipe.warmup_steps,
-        weight_decay=recipe.weight_decay,
-        optim=resolve_optimizer(recipe.optimizer, runtime),
-        gradient_checkpointing=recipe.gradient_checkpointing,
-        max_length=recipe.max_length,
-        # Rows of exactly max_length tokens, no padding (a speed shape; see RecipeConfig.packing).
-        packing=recipe.packing != "none",
-        packing_strategy="wrapped",
-        # Graphed layers replay one capture per batch shape: fewer lengths, fewer captures.
-        pad_to_multiple_of=PAD_MULTIPLE if compile_mode(setup, runtime) == "graphs" else None,
-        completion_only_loss=True,
-        seed=recipe.seed,
-        data_seed=recipe.seed,
-        bf16=runtime.precision in ("bf16", "4bit") and runtime.device != "cpu",
-        fp16=runtime.precision == "fp16",
-        use_cpu=runtime.device == "cpu",
-        logging_steps=1,
-        logging_strategy="steps",
-        # The raw loss, NaN included: the filter logs a NaN step as the mean of the steps since the last
-        # log, 0.0 when every step is logged, and a diverged run looked healthy. Off, it also spares the
-        # host sync its isnan/isinf test costs every micro-step.
-        logging_nan_inf_filter=False,
-        **saving,
-        report_to=[],
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-        include_num_input_tokens_seen="no",  # counted on the device instead (see _sync_free_trainer_class)
-        # Every LoRA weight is used in every forward (the dead-adapter check watches it), so DDP need
-        # not walk the autograd graph for unused ones each step; on the H200 it warned that it found none.
-        ddp_find_unused_parameters=False,
-    )
+    args = training_args(setup, runtime, checkpoints if checkpoints is not None else Path(scratch), checkpoints is not None)
     trainer = _sync_free_trainer_class()(
         model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks
     )
@@ -242,6 +200,43 @@ def build_trainer(
     # Same rows per step, less padding (on a CPU a step costs what its padded tokens cost).
     microbatch.install(trainer, runtime.micro_batches)
     return trainer
+
+
+def training_args(setup: SetupConfig, runtime: Runtime, output_dir: Path, checkpointed: bool) -> Any:
+    """The SFTConfig of a run: the recipe's settings, resolved for this runtime."""
+    from trl import SFTConfig
+
+    recipe = setup.recipe
+    # Rotation is harness.run.checkpoint's: the older checkpoint goes only once the newer is complete.
+    saving = (
+        {"save_strategy": "steps", "save_steps": recipe.checkpoint_every, "save_total_limit": None}
+        if checkpointed else {"save_strategy": "no"}
+    )  # fmt: skip
+    return SFTConfig(
+        output_dir=str(output_dir), max_steps=recipe.steps, per_device_train_batch_size=recipe.batch_size,
+        gradient_accumulation_steps=recipe.grad_accum, learning_rate=recipe.lr, lr_scheduler_type=recipe.scheduler,
+        warmup_steps=recipe.warmup_steps, weight_decay=recipe.weight_decay,
+        optim=resolve_optimizer(recipe.optimizer, runtime), gradient_checkpointing=recipe.gradient_checkpointing,
+        max_length=recipe.max_length,
+        # Rows of exactly max_length tokens, no padding (a speed shape; see RecipeConfig.packing).
+        packing=recipe.packing != "none", packing_strategy="wrapped",
+        # Graphed layers replay one capture per batch shape: fewer lengths, fewer captures.
+        pad_to_multiple_of=PAD_MULTIPLE if compile_mode(setup, runtime) == "graphs" else None,
+        completion_only_loss=True,
+        # The Trainer seeds data order and dropout itself (transformers' set_seed), from the run's seed.
+        seed=recipe.seed, data_seed=recipe.seed,
+        bf16=runtime.precision in ("bf16", "4bit") and runtime.device != "cpu", fp16=runtime.precision == "fp16",
+        use_cpu=runtime.device == "cpu", logging_steps=1, logging_strategy="steps",
+        # The raw loss, NaN included: the filter logs a NaN step as the mean of the steps since the last
+        # log, 0.0 when every step is logged, and a diverged run looked healthy. Off, it also spares the
+        # host sync its isnan/isinf test costs every micro-step.
+        logging_nan_inf_filter=False,
+        **saving, report_to=[], disable_tqdm=True, dataloader_num_workers=0,
+        include_num_input_tokens_seen="no",  # counted on the device instead (see _sync_free_trainer_class)
+        # Every LoRA weight is used in every forward (the dead-adapter check watches it), so DDP need
+        # not walk the autograd graph for unused ones each step; on the H200 it warned that it found none.
+        ddp_find_unused_parameters=False,
+    )  # fmt: skip
 
 
 def _sync_free_trainer_class() -> type:
@@ -257,7 +252,10 @@ def _sync_free_trainer_class() -> type:
     from transformers import Trainer
     from trl import SFTTrainer
 
-    class SyncFreeSFTTrainer(SFTTrainer):
+    from harness.backends.lean_steps import LeanSteps
+
+    # LeanSteps first: its FLOP count and clipping replace Trainer's whole-model walks (same values).
+    class SyncFreeSFTTrainer(LeanSteps, SFTTrainer):
         _tokens: Any = None
 
         def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None) -> Any:
@@ -279,8 +277,8 @@ def _sync_free_trainer_class() -> type:
 
 
 def train(
-    model: Any,
-    tokenizer: Any,
+    model: Model,
+    tokenizer: Tokenizer,
     examples: Sequence[Example],
     setup: SetupConfig,
     runtime: Runtime,
@@ -298,7 +296,7 @@ def train(
     return outcome
 
 
-def fused_kernels(model: Any, setup: SetupConfig, runtime: Runtime) -> list[str] | None:
+def fused_kernels(model: Model, setup: SetupConfig, runtime: Runtime) -> list[str] | None:
     """recipe.kernels = "liger": Liger kernel's Triton kernels patched into this model instance before LoRA
     wraps it (the patched MLP and the fused loss call the LoRA-wrapped projections, so the adapters train
     through them). Returns the kernels that were patched in, as the record names them.
@@ -337,13 +335,9 @@ def fused_kernels(model: Any, setup: SetupConfig, runtime: Runtime) -> list[str]
 
 
 def run_sft(
-    model: Any,
-    tokenizer: Any,
-    examples: Sequence[Example],
-    setup: SetupConfig,
-    runtime: Runtime,
+    model: Model, tokenizer: Tokenizer, examples: Sequence[Example], setup: SetupConfig, runtime: Runtime,
     observers: Sequence[StepObserver],
-) -> TrainOutcome:
+) -> TrainOutcome:  # fmt: skip
     """Train an already LoRA-wrapped model with SFTTrainer and time it (shared with the unsloth backend).
 
     Preflight checks audit this very trainer before its first step; a failed one stops the run there.
@@ -366,17 +360,45 @@ def run_sft(
     if saves:
         saves.trainer = trainer
     outcome.phases["trainer"] = time.time() - built
-    if setup.checks.preflight:
-        started = time.perf_counter()
-        found = checks.run_preflight(model, tokenizer, examples, setup, trainer)
-        outcome.preflight_s = round(time.perf_counter() - started, 2)
-        outcome.phases["preflight"] = outcome.preflight_s
-        outcome.checks.update(found)
-        failed = [f"{name}: {v.detail}" for name, v in found.items() if v.verdict == "fail" and name in STOPPING_CHECKS]
-        if failed:
-            outcome.stopped_reason = "preflight: " + "; ".join(failed)
-            return outcome
+    if setup.checks.preflight and not preflight(trainer, model, tokenizer, examples, setup, outcome):
+        return outcome
+    trained_here = train_timed(trainer, model, setup, runtime, observers, outcome, resume)
 
+    after = time.time()
+    outcome.tokens = (saves.tokens() if saves else trainer.tokens_seen()) or None
+    outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.world_size
+    if tracker:
+        outcome.checks["dead_adapters"] = tracker.verdict(model)
+    # A resumed run's train_s adds the stopped attempt's; its phases are this process's wall clock only.
+    outcome.train_s = trained_here + (resume[1].train_s if resume else 0.0)
+    outcome.model = trainer.model
+    outcome.model.config.use_cache = True
+    outcome.phases["after_steps"] = time.time() - after
+    return outcome
+
+
+def preflight(
+    trainer: Any, model: Model, tokenizer: Tokenizer, examples: Sequence[Example], setup: SetupConfig,
+    outcome: TrainOutcome,
+) -> bool:  # fmt: skip
+    """The preflight checks on this very trainer, before its first step; False: one that must stop the run
+    failed (`outcome.stopped_reason` says which)."""
+    started = time.perf_counter()
+    found = checks.run_preflight(model, tokenizer, examples, setup, trainer)
+    outcome.preflight_s = round(time.perf_counter() - started, 2)
+    outcome.phases["preflight"] = outcome.preflight_s
+    outcome.checks.update(found)
+    failed = [f"{name}: {v.detail}" for name, v in found.items() if v.verdict == "fail" and name in STOPPING_CHECKS]
+    if failed:
+        outcome.stopped_reason = "preflight: " + "; ".join(failed)
+    return not failed
+
+
+def train_timed(
+    trainer: Any, model: Model, setup: SetupConfig, runtime: Runtime, observers: Sequence[StepObserver],
+    outcome: TrainOutcome, resume: tuple[Path, checkpoint.SavedState] | None,
+) -> float:  # fmt: skip
+    """The optimizer steps, timed (from a checkpoint when there is one); returns this process's seconds."""
     if runtime.device == "cuda":
         torch.cuda.synchronize()
     started = time.perf_counter()
@@ -396,32 +418,22 @@ def run_sft(
             "pass", f"resumed from step {resume[1].step} of {setup.recipe.steps} (checkpoint {resume[0].name}); "
             f"steps 1–{resume[1].step} are the stopped attempt's", {"from_step": resume[1].step},
         )  # fmt: skip
-    with compiled_layers(model, mode == "layers"), graphed_layers(model, graphs) as graph_stats:
+    lean = lean_module_walks(model, trainer.lean_steps)
+    with lean, compiled_layers(model, mode == "layers"), graphed_layers(model, graphs) as graph_stats:
         trainer.train(resume_from_checkpoint=str(resume[0]) if resume else None)
     if runtime.device == "cuda":
         torch.cuda.synchronize()
     trained_here = time.perf_counter() - started
-    # A resumed run's train_s adds the stopped attempt's; its phases are this process's wall clock only.
-    outcome.train_s = trained_here + (resume[1].train_s if resume else 0.0)
     outcome.graphs = graph_stats
     capture_s = graph_stats.capture_s if graph_stats else 0.0
     if graph_stats:
         outcome.phases["graph_capture"] = capture_s
     outcome.phases["steps"] = trained_here - capture_s
-
-    after = time.time()
-    outcome.tokens = (saves.tokens() if saves else trainer.tokens_seen()) or None
-    outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.world_size
-    if tracker:
-        outcome.checks["dead_adapters"] = tracker.verdict(model)
-    outcome.model = trainer.model
-    outcome.model.config.use_cache = True
-    outcome.phases["after_steps"] = time.time() - after
-    return outcome
+    return trained_here
 
 
 @contextlib.contextmanager
-def compiled_layers(model: Any, enabled: bool) -> Generator[None]:
+def compiled_layers(model: Model, enabled: bool) -> Generator[None]:
     """`recipe.compile = "layers"`: torch.compile every decoder layer in place for the span, then put the
     eager forward back, so eval and export decode uncompiled (generation's cache shapes would recompile).
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.backends.common import StepObserver, TrainOutcome
-from harness.backends.hf import lora_target_modules, run_sft
+from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome
+from harness.backends.hf import attach_adapter, lora_target_modules, run_sft
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.runtime import Runtime
@@ -31,7 +31,12 @@ def _fast_language_model() -> Any:
     return FastLanguageModel
 
 
-def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[Any, Any]:
+def preload(setup: SetupConfig, runtime: Runtime) -> None:
+    """Nothing ahead of the first phase: the trainer child imports unsloth before anything else already
+    (it patches transformers, PEFT and TRL), and its first phase starts the GPU."""
+
+
+def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[Model, Tokenizer]:
     if runtime.device != "cuda":
         raise UserError("backend: 'unsloth' runs on GPUs only (CUDA or ROCm); use backend = 'hf' on CPU")
     if setup.model.random_weights:
@@ -52,8 +57,8 @@ def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[
 
 
 def train(
-    model: Any,
-    tokenizer: Any,
+    model: Model,
+    tokenizer: Tokenizer,
     examples: Sequence[Example],
     setup: SetupConfig,
     runtime: Runtime,
@@ -68,9 +73,13 @@ def train(
         target_modules=lora_target_modules(setup.lora.targets),
         bias="none",
         use_gradient_checkpointing="unsloth" if setup.recipe.gradient_checkpointing else False,
+        # Unsloth asks for a seed of its own for the adapter's init: the run's one seed.
         random_state=setup.recipe.seed,
     )
     fast.for_training(model)
     outcome = run_sft(model, tokenizer, examples, setup, runtime, observers)
     fast.for_inference(outcome.model)
     return outcome
+
+
+__all__ = ["attach_adapter", "load", "preload", "train"]  # attach_adapter: hf's (eval.adapter scores with hf only)

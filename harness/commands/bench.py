@@ -1,5 +1,9 @@
 """`lorabench bench`: the benchmark suite (`pytest benchmarks`), then the report; exit status = the suite's.
 
+`--setups DIR` runs your own benchmark instead of the built-in experiments: every setup file in DIR
+(`*.toml`: a setup, its `[claims.NAME]` and `[suite]` tables; README "Add your own benchmark"), its claims
+judged as pytest cases, and the scorecard shows them beside the built-in experiments' claims.
+
 Your runs are yours: records go to `results/` and scorecards to `reports-local/` (both untracked), never
 into the committed `reports/`. The committed records (`reports/results/`) are read as published results:
 one whose fingerprint matches stands in for a run, and the scorecard is rendered from both folders.
@@ -11,9 +15,14 @@ import argparse
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-DEFAULT_SUITE = Path("benchmarks")
+from harness.commands.report import cmd_report
+from harness.errors import UserError
+from harness.report.claim_table import default_benchmarks
+from harness.suite.catalogue import load_catalogue
+
 DEFAULT_RESULTS = Path("results")
 DEFAULT_PUBLISHED = Path("reports/results")
 DEFAULT_REPORTS = Path("reports-local")
@@ -34,6 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--published", type=Path, default=DEFAULT_PUBLISHED,
         help=f"published records, read only: they stand in where their fingerprint matches (default: {DEFAULT_PUBLISHED})",
     )  # fmt: skip
+    parser.add_argument(
+        "--setups", type=Path, action="append", default=[], metavar="DIR",
+        help="run the setup files in DIR (your own benchmark: model, data, recipe, [claims]) instead of the "
+        "built-in experiments; repeatable",
+    )  # fmt: skip
     parser.add_argument("--no-report", action="store_true", help="run the suite only")
     parser.add_argument(
         "--reports", type=Path, default=DEFAULT_REPORTS, help=f"where the scorecards go (default: {DEFAULT_REPORTS})"
@@ -44,12 +58,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=cmd_bench)
 
 
-def pytest_command(pytest_args: list[str], results: Path, published: Path = DEFAULT_PUBLISHED) -> list[str]:
+def pytest_command(
+    pytest_args: list[str], results: Path, published: Path = DEFAULT_PUBLISHED, setups: Sequence[Path] = ()
+) -> list[str]:
     args = pytest_args[1:] if pytest_args[:1] == ["--"] else list(pytest_args)
     # With no test path given, the suite is benchmarks/ (a path is any argument naming an existing file or folder).
     if not any(Path(a.split("::", 1)[0]).exists() for a in args if not a.startswith("-")):
-        args.append(str(DEFAULT_SUITE))
-    return [sys.executable, "-m", "pytest", f"--lorabench-results={results}", f"--lorabench-published={published}", *args]
+        args.append(str(default_benchmarks()))
+    folders = [f"--lorabench-setups={folder}" for folder in setups]
+    return [sys.executable, "-m", "pytest", f"--lorabench-results={results}", f"--lorabench-published={published}",
+            *folders, *args]  # fmt: skip
 
 
 def report_sources(published: Path, results: Path) -> list[Path]:
@@ -78,11 +96,30 @@ def run_suite(command: list[str], grace_s: float = 60.0) -> tuple[int, bool]:
             interrupted, timeout = True, grace_s
 
 
+def report_step(args: argparse.Namespace) -> int:
+    """The scorecards from the published records and yours, your setups' claims beside the built-in ones."""
+    sources = report_sources(args.published, args.results)
+    if not sources:
+        print(f"lorabench bench: no records in {args.results} or {args.published}: no scorecard")
+        return 0
+    print("lorabench bench: scorecards from " + " and ".join(
+        f"{p} ({'published' if p == args.published else 'yours'})" for p in sources
+    ), flush=True)  # fmt: skip
+    report = argparse.Namespace(results=sources, output=args.reports, benchmarks=default_benchmarks(),
+                                setups=args.setups, json=False)  # fmt: skip
+    try:
+        return cmd_report(report)
+    except UserError as exc:  # the suite's status stands; the report's problem is said in one line
+        print(f"lorabench bench: report: {exc}", file=sys.stderr)
+        return 2
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.commands.doctor import (
         gate,  # the host checks first: exit 2 names what blocks (lorabench doctor)
     )
 
+    load_catalogue(args.setups)  # your setup files first: a mistake is one line and exit 2, before any run
     if blocked := gate(args.results):
         return blocked
     # In a checkout (a container's mounted folders are no checkout: there `reports` may be the host's
@@ -93,7 +130,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "lorabench bench: writing into the committed reports/ folder; that replaces published results "
             "(`lorabench publish` copies chosen records there instead)", file=sys.stderr,
         )  # fmt: skip
-    command = pytest_command(args.pytest_args, args.results, args.published)
+    command = pytest_command(args.pytest_args, args.results, args.published, args.setups)
     print("lorabench bench: " + " ".join(command[1:]), flush=True)
     status, interrupted = run_suite(command)
     if interrupted:
@@ -104,14 +141,5 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 130
     if args.no_report:
         return status
-    sources = report_sources(args.published, args.results)
-    if not sources:
-        print(f"lorabench bench: no records in {args.results} or {args.published}: no scorecard")
-        return status
-    from harness.cli import main
-
-    print("lorabench bench: scorecards from " + " and ".join(
-        f"{p} ({'published' if p == args.published else 'yours'})" for p in sources
-    ), flush=True)  # fmt: skip
-    report_status = main(["report", *map(str, sources), "-o", str(args.reports)])
+    report_status = report_step(args)  # rendered whatever the suite's verdict: a failed claim shows there
     return status or report_status

@@ -34,10 +34,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--untimed", action="store_true", help="a busy machine (the guard) is shown but does not block"
     )
     parser.add_argument("--no-guard", action="store_true", help="skip the guard's 1 s look at the machine")
+    parser.add_argument(
+        "--settings",
+        action="store_true",
+        help="list every LORABENCH_* environment variable: its value now or default, who sets it, what it does "
+        "(no checks run; exit 2 when a set value cannot be read)",
+    )
     parser.set_defaults(func=cmd_doctor)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.settings:
+        from harness.doctor.environment import render_settings
+
+        return render_settings(as_json=args.json)
     diagnosis, facts = run_doctor(
         stack_name=args.stack, results=args.results, guard=not args.no_guard, timed=not args.untimed
     )

@@ -14,6 +14,7 @@ from harness.commands._output import add_output_arguments, write_outputs
 from harness.config import DATA_ENV
 from harness.errors import UserError
 from harness.results import RunRecord, load_record
+from harness.tasks import catalog
 from harness.tasks.registry import MissReport, task_module
 
 _PREDICTIONS_SUFFIX = ".predictions.jsonl"
@@ -81,11 +82,13 @@ def render_table(analysis: MissReport) -> str:
 def cmd_misses(args: argparse.Namespace) -> int:
     paths = [predictions_path(p) for p in args.runs]
     record = _record_beside(paths[0])
-    task_name = record.setup.get("task", "sql") if record is not None else "sql"  # predictions alone: SQL's
-    task = task_module(task_name)
-    if not hasattr(task, "analyze_runs"):
-        raise UserError(f"RUN {args.runs[0]}: task {task_name!r} has no miss analysis (only 'sql' has one)")
-    analysis = task.analyze_runs(paths, [str(p) for p in paths], record, args.data)
+    # Predictions alone (no record beside them) are taken for the default task's, as a setup naming none.
+    task_name = record.task if record is not None else catalog.default_task()
+    analyze_runs = task_module(task_name).analyze_runs
+    if analyze_runs is None:
+        having = [name for name in catalog.task_names() if task_module(name).analyze_runs is not None]
+        raise UserError(f"RUN {args.runs[0]}: task {task_name!r} has no miss analysis (tasks with one: {', '.join(having)})")
+    analysis = analyze_runs(paths, [str(p) for p in paths], record, args.data)
     data = json.dumps(analysis.to_dict(), indent=2)
     write_outputs(args.output, {"misses.json": data})
     print(data if args.json else render_table(analysis))

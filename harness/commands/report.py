@@ -1,5 +1,6 @@
 """`lorabench report`: one Markdown scorecard per host × stack from run records, and reports/README.md.
-Each scorecard judges the suite's claims on its records, with the bounds of `benchmarks/setups/*.toml`.
+Each scorecard judges the suite's claims on its records: those `benchmarks/setups/*.toml` declare, and
+those of your own setup files (`--setups DIR`), beside them.
 
 `-o DIR` is the reports folder it writes (scorecards, charts, the index); `--json` prints every
 scorecard's claims (status, numbers, n, conditions) and setups as JSON on stdout instead of the summary
@@ -32,13 +33,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--benchmarks", type=Path, default=DEFAULT_BENCHMARKS, metavar="DIR",
                         help="the suite's folder, whose setups/*.toml [claims] tables hold the bounds the claims "
                              f"are judged against (default: {DEFAULT_BENCHMARKS})")  # fmt: skip
+    parser.add_argument("--setups", type=Path, action="append", default=[], metavar="DIR",
+                        help="a folder of your own setup files (*.toml with [claims]) judged beside the suite's "
+                             "(repeatable; `lorabench bench --setups DIR` passes its folder here)")  # fmt: skip
     parser.add_argument("--json", action="store_true",
                         help="print the scorecards' claims and setups as JSON on stdout (the files are written as usual)")  # fmt: skip
     parser.set_defaults(func=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    summaries, index, out = build_reports(args.results, args.output, args.benchmarks)
+    summaries, index, out = build_reports(args.results, args.output, args.benchmarks, args.setups)
     if args.json:
         print(out.model_dump_json(indent=2))
         return 0

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
+from harness import settings
 from harness.config import DATA_ENV, Override, load_setup, read_config_file
 from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
 from harness.run.parent import RunOptions, summary_line
 from harness.run.start import run_on_hosts
+from harness.tasks import catalog
 
 EXIT_CODES = {"ok": 0, "refused": 3}
 
@@ -19,10 +20,11 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared by every command that builds a setup (run, checks)."""
     parser.add_argument("config", nargs="?", type=Path, help="setup file (.toml or .yaml); flags override it")
     parser.add_argument("--model", help="model.source: a preset (smollm2-135m), hub id, local folder or .gguf file")
+    own_data = ", ".join(f"{name}: {catalog.default_source(name)}" for name in catalog.task_names())
     parser.add_argument(
         "--data",
         help=f"data.source: hub dataset id or local .jsonl/.json/.parquet; default ${DATA_ENV} if set, "
-        "else the config's, else b-mc2/sql-create-context",
+        f"else the config's, else the task's own ({own_data})",
     )
     parser.add_argument("--seed", type=int, help="recipe.seed")
     parser.add_argument("--steps", type=int, help="recipe.steps")
@@ -39,8 +41,8 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
     section = read_config_file(args.config).get("data") if args.config and args.config.is_file() else None
     # A malformed `data` (e.g. `data = "x.jsonl"`) is left to validation, which names the fix.
     config_sets_data = isinstance(section, dict) and bool(section.get("source"))
-    if os.environ.get(DATA_ENV) and not config_sets_data:
-        overrides.append(("data.source", os.environ[DATA_ENV]))
+    if (data := settings.DATA.get()) and not config_sets_data:
+        overrides.append(("data.source", data))
     for flag, field in (("model", "model.source"), ("data", "data.source"), ("seed", "recipe.seed"), ("steps", "recipe.steps")):
         value = getattr(args, flag)
         if value is not None:

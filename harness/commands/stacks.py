@@ -7,11 +7,11 @@ checked, and with --install installed into a fresh venv of that Python (harness/
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from tabulate import tabulate
 
+from harness import settings
 from harness.errors import UserError
 from harness.stacks import Stack, diff_lockfiles, load_stacks, lockfiles_dir, verify_environment
 
@@ -68,7 +68,7 @@ def cmd_stacks(args: argparse.Namespace) -> int:
         return _download(stacks, directory, args.stack, args.dest, install=args.install)
     if args.install:
         raise UserError("stacks verify --install needs --download (it installs what was downloaded)")
-    return _verify(stacks, directory, args.stack or os.environ.get("LORABENCH_STACK"))
+    return _verify(stacks, directory, args.stack or settings.STACK.get())
 
 
 def _list(stacks: dict[str, Stack]) -> int:

@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import settings
 from harness.gpu.arch import KFD_NODES, read_kfd_gfx
 from harness.gpu.visibility import parse_rocminfo
 
-# The variables that change what a GPU run sees; doctor reads only these.
+# The variables that change what a GPU run sees; doctor reads only these (and ours, through settings).
 ENV_VARS = (
-    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION",
-    "LORABENCH_STACK", "LORABENCH_REQUIRE_GPU", "LORABENCH_IMAGE", "LORABENCH_BASE_IMAGE", "USER",
+    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION", "USER",
 )  # fmt: skip
+SETTINGS = (settings.STACK, settings.REQUIRE_GPU, settings.IMAGE, settings.BASE_IMAGE)
 NVIDIA_QUERY = "index,name,driver_version,memory.total,compute_cap"
 STAT_FORMAT = "%n|%u|%g|%a|%F"
 
@@ -288,7 +289,7 @@ def collect_docker(stacks: list[str]) -> DockerFacts | None:
 def in_container() -> bool:
     """Inside a lorabench image (it sets LORABENCH_IMAGE): Docker is the host's business there. Any other
     container (a CI job, a dev box) is treated as a host: it may run docker itself."""
-    return bool(os.environ.get("LORABENCH_IMAGE"))
+    return settings.IMAGE.is_set()
 
 
 def collect_facts(
@@ -298,7 +299,7 @@ def collect_facts(
     torch_facts, torch_missing = collect_torch()
     container = in_container()
     return HostFacts(
-        env={k: os.environ[k] for k in ENV_VARS if k in os.environ},
+        env={**{k: os.environ[k] for k in ENV_VARS if k in os.environ}, **settings.snapshot(SETTINGS)},
         in_container=container,
         identity=collect_identity(),
         nodes=collect_nodes(),

@@ -1,14 +1,17 @@
 """The GPU checks: runtime, devices torch sees, device nodes, groups, gfx arch, integrated GPUs, memory.
 
 Each `check_<thing>(facts, accelerator)` is pure over `HostFacts`; `accelerator` is what the run needs
-("rocm", "cuda" or "cpu": the stack's, else what the host has). The fixes are the ones seed 1 and seed 2
-needed on real boxes: render/video groups, the iGPU listed as device 0, HSA_OVERRIDE_GFX_VERSION, the
-APU's unified-memory cap.
+("rocm", "cuda" or "cpu": the stack's, else what the host has). A check only a GPU run needs is declared
+with `gpu_check(name, …)`: it skips, saying why, on a run that does not use what it checks. The fixes are
+the ones seed 1 and seed 2 needed on real boxes: render/video groups, the iGPU listed as device 0,
+HSA_OVERRIDE_GFX_VERSION, the APU's unified-memory cap.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import wraps
 
 from harness.doctor.facts import HostFacts, Node
 from harness.doctor.result import Check, fail, ok, skip
@@ -17,6 +20,27 @@ from harness.gpu.visibility import gpu_agents, hidden_integrated_gpus, is_integr
 
 GIB = 2**30
 CPU_PROFILE = "docker compose --profile cpu run --rm smoke-cpu"
+GPU_RUNS = ("rocm", "cuda")
+CheckFn = Callable[[HostFacts, str], Check]
+CheckBody = Callable[[str, HostFacts, str], Check]  # a check's own name first, for its ok/fail lines
+
+
+def gpu_check(
+    name: str, *, runs: tuple[str, ...] = GPU_RUNS, skipped: str = "CPU run"
+) -> Callable[[CheckBody], CheckFn]:
+    """The shape the GPU checks share: a name, and a skip (`skipped` says why) when the run is not one of
+    `runs`."""
+
+    def declare(body: CheckBody) -> CheckFn:
+        @wraps(body)
+        def check(facts: HostFacts, accelerator: str) -> Check:
+            if accelerator not in runs:
+                return skip(name, skipped)
+            return body(name, facts, accelerator)
+
+        return check
+
+    return declare
 
 
 def host_accelerator(facts: HostFacts) -> str:
@@ -75,10 +99,8 @@ def check_gpu_runtime(facts: HostFacts, accelerator: str) -> Check:
     return ok(name, f"{driver}, {build}")
 
 
-def check_torch_devices(facts: HostFacts, accelerator: str) -> Check:
-    name = "GPUs torch sees"
-    if accelerator == "cpu":
-        return skip(name, "CPU run")
+@gpu_check("GPUs torch sees")
+def check_torch_devices(name: str, facts: HostFacts, accelerator: str) -> Check:
     present = _gpu_count(facts, accelerator)
     t = facts.torch
     if t is None:
@@ -114,10 +136,8 @@ def _gpu_nodes(facts: HostFacts, accelerator: str) -> list[Node]:
     ]  # not -uvm, -caps: made on demand
 
 
-def check_device_nodes(facts: HostFacts, accelerator: str) -> Check:
-    name = "device nodes"
-    if accelerator == "cpu":
-        return skip(name, "CPU run: no GPU device nodes needed")
+@gpu_check("device nodes", skipped="CPU run: no GPU device nodes needed")
+def check_device_nodes(name: str, facts: HostFacts, accelerator: str) -> Check:
     nodes = _gpu_nodes(facts, accelerator)
     if accelerator == "rocm":
         if not any(n.path.endswith("/kfd") for n in nodes):
@@ -152,10 +172,8 @@ def check_device_nodes(facts: HostFacts, accelerator: str) -> Check:
     return ok(name, f"{', '.join(n.path for n in nodes)}: read/write for {facts.identity.user}")
 
 
-def check_groups(facts: HostFacts, accelerator: str) -> Check:
-    name = "groups"
-    if accelerator == "cpu":
-        return skip(name, "CPU run")
+@gpu_check("groups")
+def check_groups(name: str, facts: HostFacts, accelerator: str) -> Check:
     nodes = _gpu_nodes(facts, accelerator)
     me = facts.identity
     if me is None or not nodes:
@@ -184,8 +202,8 @@ def _effective_visible(facts: HostFacts) -> str | None:
     return hidden_integrated_gpus(facts.agents)
 
 
-def check_gfx_arch(facts: HostFacts, accelerator: str) -> Check:
-    name = "gfx arch"
+@gpu_check("gfx arch")
+def check_gfx_arch(name: str, facts: HostFacts, accelerator: str) -> Check:
     t = facts.torch
     if accelerator == "cuda":
         if not facts.nvidia or t is None or not t.arch_list:
@@ -202,8 +220,6 @@ def check_gfx_arch(facts: HostFacts, accelerator: str) -> Check:
                 "use a torch built for it (the cuda13 image's)",
             )
         return ok(name, f"{caps}: torch has kernels for it ({', '.join(t.arch_list)})")
-    if accelerator != "rocm":
-        return skip(name, "CPU run")
     gpus = list(facts.kfd_gfx) or [a.get("Name", "?") for a in gpu_agents(facts.agents)]
     if t is None or not t.hip:
         return skip(name, f"GPUs {', '.join(gpus) or 'none'}; no ROCm torch to compare with")
@@ -215,10 +231,8 @@ def check_gfx_arch(facts: HostFacts, accelerator: str) -> Check:
     return fail(name, result.message.split(": ", 1)[0], result.message.split(": ", 1)[-1])
 
 
-def check_integrated_gpus(facts: HostFacts, accelerator: str) -> Check:
-    name = "integrated GPUs"
-    if accelerator != "rocm":
-        return skip(name, "not a ROCm run")
+@gpu_check("integrated GPUs", runs=("rocm",), skipped="not a ROCm run")
+def check_integrated_gpus(name: str, facts: HostFacts, accelerator: str) -> Check:
     gpus = gpu_agents(facts.agents)
     if not gpus:
         return skip(name, "rocminfo gave no GPU agents")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from harness import settings
 from harness.doctor.facts import HostFacts
 from harness.doctor.result import Check, fail, ok, skip
 from harness.guard.verdict import GuardVerdict
@@ -65,13 +66,13 @@ def check_docker(facts: HostFacts) -> Check:
 def check_images(facts: HostFacts, stacks: Mapping[str, Stack]) -> Check:
     name = "pinned images"
     if facts.in_container:
-        stack = stacks.get(facts.env.get("LORABENCH_STACK", ""))
-        base = facts.env.get("LORABENCH_BASE_IMAGE", "")
+        stack = stacks.get(settings.STACK.get(facts.env) or "")
+        base = settings.BASE_IMAGE.get(facts.env) or ""
         if stack is None:
             return skip(name, "inside a container of no known stack")
         if base == stack.base_image:
             return ok(
-                name, f"this image ({facts.env.get('LORABENCH_IMAGE')}) is built on the pinned base {base}"
+                name, f"this image ({settings.IMAGE.get(facts.env)}) is built on the pinned base {base}"
             )
         return fail(
             name,

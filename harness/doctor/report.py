@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness import settings
 from harness.doctor import gpu, host
 from harness.doctor.facts import HostFacts, collect_facts, to_dict
 from harness.doctor.result import MARK, Check
@@ -50,7 +51,7 @@ class Diagnosis:
 
 def expected_accelerator(facts: HostFacts, stack: Stack | None) -> str:
     """The container's demand (LORABENCH_REQUIRE_GPU), else the stack's, else what the host has."""
-    required = facts.env.get("LORABENCH_REQUIRE_GPU")
+    required = settings.REQUIRE_GPU.get(facts.env)
     if required in ("rocm", "cuda"):
         return required
     return stack.accelerator if stack else gpu.host_accelerator(facts)
@@ -88,7 +89,7 @@ def disk_paths(results: Path) -> dict[str, Path]:
     return {
         "results": results,
         "HF cache": Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")),
-        "lorabench cache": Path(os.environ.get("LORABENCH_CACHE", Path.home() / ".cache" / "lorabench")),
+        "lorabench cache": settings.CACHE.value(),
     }
 
 
@@ -104,7 +105,7 @@ def run_doctor(
         if stack_name:
             raise
         stacks = {}  # an install without the lockfiles folder: the stack and image checks say "–"
-    name = stack_name or os.environ.get("LORABENCH_STACK")
+    name = stack_name or settings.STACK.get()
     if name is not None and stacks and name not in stacks:
         raise UserError(f"doctor --stack: unknown stack {name!r}; known: {', '.join(stacks)}")
     stack = stacks.get(name) if name else None  # unknown without the table: not checked

@@ -7,11 +7,12 @@ from harness.guard.lock import default_lock_path, timed_lock
 from harness.guard.offline import offline_env
 from harness.guard.precheck import precheck
 from harness.guard.sampler import NoisySample, Sampler, SamplerReport
-from harness.guard.verdict import GuardVerdict, Reading
+from harness.guard.verdict import GuardRecord, GuardVerdict, Reading
 
 __all__ = [
     "ALL_CHECKS",
     "GuardConfig",
+    "GuardRecord",
     "GuardVerdict",
     "NoisySample",
     "Reading",

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.errors import ConfigError, UserError
+from harness.config import read_config_file
+from harness.errors import ConfigError
 
 # "view": in a container, whether the guard can see the host at all (harness/guard/hostview.py).
 Check = Literal["net", "downloads", "cpu", "memory", "gpu", "view"]
@@ -55,23 +54,9 @@ class GuardConfig(BaseModel):
 
 
 def load_guard_config(path: Path) -> GuardConfig:
-    """Read the `guard` section of a TOML or YAML file (or the whole file if it has no such section)."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise UserError(
-            f"--config {path}: cannot read it ({exc.strerror}); pass an existing TOML or YAML file"
-        ) from None
-    data: Any
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        raise UserError(f"--config {path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from None
-    data = data or {}
-    if not isinstance(data, dict):
-        raise UserError(
-            f"--config {path}: expected a mapping with a `guard` section, got {type(data).__name__}"
-        )
+    """Read the `guard` section of a TOML or YAML file (or the whole file if it has no such section),
+    through the one config reader (`harness.config.read_config_file`)."""
+    data = read_config_file(path)
     section = data.get("guard", data)
     try:
         return GuardConfig.model_validate(section)

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 ALLOW_NOISY_FIX = "use --allow-noisy to record an untimed run"
 RERUN_FIX = "re-run the timing on a quiet machine"
 
@@ -57,6 +59,24 @@ class GuardVerdict:
         if self.host_view is not None:
             out["host_view"] = self.host_view
         return out
+
+
+class GuardRecord(BaseModel):
+    """What the guard says of one run, as its record keeps it (`RunRecord.guard`): returned by whoever
+    judged the timing, never filled into a dict passed in. Only the fields that were set are written,
+    so a record keeps the shape it always had ({"timed": false} for an untimed run)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timed: bool | None = None  # unset: not known (a run recovered by a later run's sweep from what it left)
+    precheck: dict[str, Any] | None = None
+    sampler: dict[str, Any] | None = None
+    timing_valid: bool | None = None
+    timing_invalid_reason: str | None = None
+    nodes: list[dict[str, Any]] | None = None  # a multi-node run refused before training: every node's guard
+
+    def to_record(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)
 
 
 def format_bytes(n: float) -> str:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from harness.report import likeness, tables
 from harness.report.claim_table import claims_table, evaluate_across_stacks
 from harness.report.groups import ReportGroup, SetupRuns
 from harness.results import RunRecord
+from harness.suite.catalogue import Catalogue
 
 RUNTIMES = {"hip": "ROCm", "cuda": "CUDA", "cpu": "CPU"}
 
@@ -74,9 +74,9 @@ def setups_across(groups: Sequence[ReportGroup]) -> list[SetupAcross]:
     return out
 
 
-def stacks_across(groups: Sequence[ReportGroup], benchmarks: Path) -> list[dict[str, str]] | None:
+def stacks_across(groups: Sequence[ReportGroup], catalogue: Catalogue | None) -> list[dict[str, str]] | None:
     """The cross-stack claims judged per host and pair of stacks, for the index template."""
-    judged = evaluate_across_stacks(groups, benchmarks)
+    judged = evaluate_across_stacks(groups, catalogue)
     if judged is None:
         return None
     sharing = {i.record.run_id: i.sharing for g in groups for i in g.runs}

@@ -1,5 +1,5 @@
-"""The suite's claims judged on one host × stack's records: the same claims (`harness.suite.catalogue`),
-the same judgments (`harness.suite.claims`), the bounds from the same setup files' `[claims]` tables.
+"""The suite's claims judged on one host × stack's records: the same claims, read from the same setup
+files' `[claims]` tables (`harness.suite.catalogue`), and the same judgments (`harness.suite.claims`).
 
 The records a claim reads are its setups' records on this host and stack, every seed found, paired by
 seed where a claim pairs: seeds not run for every setup of a claim are left out and named. As in the
@@ -16,19 +16,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, UserError
 from harness.report.conditions import Sharing, conditions
 from harness.report.groups import ReportGroup
 from harness.report.likeness import COST_SETTINGS, cost_mismatch
 from harness.report.settings import differences, file_settings
 from harness.report.tables import table
 from harness.results import RunRecord
-from harness.suite.catalogue import CLAIMS, EXPERIMENTS, Claim, is_cost_claim, judge
+from harness.suite.catalogue import Catalogue, Claim, is_cost_claim, judge, load_catalogue
 from harness.suite.claims import ClaimStatus, Outcome, runs_not_ok, timing_guarded
-from harness.suite.setups import BenchSetup, load_bench_setup
 
 # Where `lorabench report` finds the suite's setup files when not told: the suite `lorabench bench` runs.
 DEFAULT_BENCHMARKS = Path("benchmarks")
+BUILT_IN_SETUPS = "setups"  # the built-in setups' folder under the suite's folder
+
+
+def default_benchmarks() -> Path:
+    """The suite's folder: `benchmarks/` where lorabench runs (a checkout's root), else the one beside
+    this lorabench's code (an editable install run from your own folder)."""
+    here = DEFAULT_BENCHMARKS
+    return here if here.is_dir() else Path(__file__).resolve().parents[2] / DEFAULT_BENCHMARKS
+
+
 RESULT_WORDS: Mapping[ClaimStatus, str] = {"pass": "pass", "fail": "**FAIL**", "not evaluable": "*not evaluable*"}
 
 
@@ -44,43 +52,18 @@ class ClaimResult:
     runs: Mapping[str, Sequence[RunRecord]] = field(default_factory=dict)  # role → the records it read
 
 
-class _SetupFiles:
-    """The suite's setup files under one benchmarks folder, each read once."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._loaded: dict[str, BenchSetup | str] = {}
-
-    def get(self, name: str) -> BenchSetup | str:
-        """The setup, or why it cannot be read."""
-        if name not in self._loaded:
-            try:
-                self._loaded[name] = load_bench_setup(self.root / name)
-            except (ConfigError, UserError, OSError) as exc:
-                self._loaded[name] = f"{self.root / name}: {exc}"
-        return self._loaded[name]
-
-    def key(self, name: str) -> str | None:
-        setup = self.get(name)
-        return None if isinstance(setup, str) else f"{setup.fields.get('experiment')}/{setup.fields.get('name')}"
-
-
 def _records(group: ReportGroup, key: str | None) -> list[RunRecord]:
     """The suite's setup's records: runs of the same name with other settings (overrides) are not it."""
     setup = group.suite_setup(key)
     return sorted(setup.records, key=lambda r: r.seed) if setup else []
 
 
-def setup_references(benchmarks: Path) -> dict[str, dict[str, str]]:
-    """"experiment/setup" → the setup file's own settings, for every setup file of the suite (none
-    without the suite's folder): which runs of a setup name are the suite's setup."""
-    files = _SetupFiles(benchmarks)
-    out: dict[str, dict[str, str]] = {}
-    for path in sorted((benchmarks / "setups").glob("*.toml")) if (benchmarks / "setups").is_dir() else []:
-        setup = files.get(f"setups/{path.name}")
-        if isinstance(setup, BenchSetup):
-            out[f"{setup.fields.get('experiment')}/{setup.fields.get('name')}"] = file_settings(setup.fields)
-    return out
+def setup_references(catalogue: Catalogue | None) -> dict[str, dict[str, str]]:
+    """"experiment/setup" → the setup file's own settings, for every setup file of the catalogue (none
+    without one): which runs of a setup name are the suite's setup."""
+    if catalogue is None:
+        return {}
+    return {setup.key: file_settings(setup.fields) for _, setup in sorted(catalogue.setups.items())}
 
 
 def _aggregate(outcomes: Sequence[tuple[int, Outcome]]) -> Outcome:
@@ -91,17 +74,17 @@ def _aggregate(outcomes: Sequence[tuple[int, Outcome]]) -> Outcome:
     return Outcome(status, "; ".join(texts), {str(seed): o.value for seed, o in outcomes})
 
 
-def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]], bounds: Mapping[str, Any]) -> Outcome:
+def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]]) -> Outcome:
     used = [r for records in runs.values() for r in records]
     if (bad := runs_not_ok(used)) is not None:
         return bad
     if claim.per_seed:
         seeds = sorted({r.seed for r in used})
         return _aggregate([
-            (seed, judge(claim, {role: [r for r in rs if r.seed == seed] for role, rs in runs.items()}, bounds))
+            (seed, judge(claim, {role: [r for r in rs if r.seed == seed] for role, rs in runs.items()}))
             for seed in seeds
         ])  # fmt: skip
-    outcome = judge(claim, runs, bounds)
+    outcome = judge(claim, runs)
     if claim.timed and not all(timing_guarded(r) for r in used):
         unguarded = ", ".join(sorted({f"{r.experiment}/{r.setup_name}" for r in used if not timing_guarded(r)}))
         return Outcome("not evaluable", (
@@ -112,7 +95,7 @@ def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]], bounds: Mapping[st
 
 
 def _same_mode_variant(
-    claim: Claim, group: ReportGroup, files: _SetupFiles, found: Mapping[str, list[RunRecord]]
+    claim: Claim, group: ReportGroup, catalogue: Catalogue, found: Mapping[str, list[RunRecord]]
 ) -> tuple[dict[str, list[RunRecord]], str] | None:
     """For a time or memory claim whose two setups ran in different compile modes: the records with one
     role's runs replaced by a run of its own setup that changed recipe.compile only, to the other role's
@@ -123,9 +106,9 @@ def _same_mode_variant(
     if not cost_mismatch(runs_a, runs_b):
         return None
     for role, other in ((a, b), (b, a)):
-        key = files.key(claim.setups[role])
+        key = catalogue.key(claim.setups[role])
         suite = group.suite_setup(key)
-        if key is None or suite is None:
+        if suite is None:
             continue
         experiment, name = key.split("/", 1)
         for variant in group.setups(experiment):
@@ -138,73 +121,84 @@ def _same_mode_variant(
     return None
 
 
-def _evaluate(claim: Claim, group: ReportGroup, files: _SetupFiles) -> ClaimResult:
-    if claim.cross_stack:
-        return _evaluate_runs(claim, None, files)
-    found = {role: _records(group, files.key(name)) for role, name in claim.setups.items()}
-    if (swapped := _same_mode_variant(claim, group, files, found)) is not None:
-        return _evaluate_runs(claim, swapped[0], files, swapped[1])
-    return _evaluate_runs(claim, found, files)
+def _evaluate(claim: Claim, group: ReportGroup, catalogue: Catalogue) -> ClaimResult:
+    if claim.across_stacks:
+        return _evaluate_runs(claim, None, catalogue)
+    found = {role: _records(group, catalogue.key(path)) for role, path in claim.setups.items()}
+    if (swapped := _same_mode_variant(claim, group, catalogue, found)) is not None:
+        return _evaluate_runs(claim, swapped[0], catalogue, swapped[1])
+    return _evaluate_runs(claim, found, catalogue)
+
+
+def _common_seeds(runs: Mapping[str, list[RunRecord]]) -> tuple[dict[str, list[RunRecord]], str]:
+    """The runs of the seeds run for every setup, and a note naming the seeds left out."""
+    seed_sets = [{r.seed for r in rs} for rs in runs.values()]
+    common = set.intersection(*seed_sets)
+    left_out = sorted(set.union(*seed_sets) - common)
+    note = f" (seeds {', '.join(map(str, left_out))} left out: not run for every setup)" if left_out else ""
+    return {role: [r for r in rs if r.seed in common] for role, rs in runs.items()}, note
+
+
+def _differs(claim: Claim, runs: Mapping[str, list[RunRecord]], names: Sequence[str]) -> tuple[list[str] | None, str | None]:
+    """The settings a two-setup claim's runs differ in, and why a cost claim cannot compare them (or None)."""
+    files = list(dict.fromkeys(claim.setups.values()))
+    if len(files) != 2:
+        return None, None
+    first, second = (next(rs for role, rs in runs.items() if claim.setups[role] == path) for path in files)
+    if is_cost_claim(claim) and (mismatch := cost_mismatch(first, second)):
+        return differences(first, second), (
+            f"compares {names[0]} and {names[-1]} runs made in different compile modes ({'; '.join(mismatch)}): "
+            "CUDA graphs keep memory pools and change the step time, so the figure would measure the compile "
+            "mode; run both setups with the same recipe.compile")  # fmt: skip
+    return differences(first, second), None
 
 
 def _evaluate_runs(
-    claim: Claim, found: Mapping[str, list[RunRecord]] | None, files: _SetupFiles, which: str = ""
+    claim: Claim, found: Mapping[str, list[RunRecord]] | None, catalogue: Catalogue, which: str = ""
 ) -> ClaimResult:
     """The claim on the records found for each role (None: a cross-stack claim asked of one scorecard);
     `which`: a note on which runs a role read when they are not its setup's plain runs."""
-    keys = {role: files.key(name) for role, name in claim.setups.items()}
-    names = list(dict.fromkeys(k or claim.setups[role] for role, k in keys.items()))
-    bound_setup = files.get(claim.bound_file)
-    bounds = bound_setup.claims if isinstance(bound_setup, BenchSetup) else {}
-    try:
-        bound = claim.bound_text(bounds) + f" (`{Path(claim.bound_file).name}`)"
-    except (KeyError, ValueError):
-        bound = f"`{Path(claim.bound_file).name}` [claims] lacks {', '.join(claim.required)}"
+    keys = {role: catalogue.key(path) for role, path in claim.setups.items()}
+    names = list(dict.fromkeys(keys.values()))
+    bound = claim.bound_text() + f" (`{claim.bound_file.name}`)"
 
     def result(status: ClaimStatus, measured: str, differs: Sequence[str] | None = None, value: Any = None,
                runs: Mapping[str, Sequence[RunRecord]] | None = None) -> ClaimResult:  # fmt: skip
         return ClaimResult(claim, status, measured, bound, " vs ".join(names),
                            None if differs is None else tuple(differs), value, dict(runs or found or {}))  # fmt: skip
 
-    unreadable = [files.get(name) for name in dict.fromkeys([*claim.setups.values(), claim.bound_file])]
-    if problems := [p for p in unreadable if isinstance(p, str)]:
-        return result("not evaluable", "; ".join(problems))
     if found is None:
         return result("not evaluable", "compares two stacks of this host; a scorecard holds one (the index judges it "
                       "when `lorabench report` is given both stacks' records)")  # fmt: skip
-    runs = dict(found)
-    if missing := [keys[role] for role, rs in runs.items() if not rs]:
-        return result("not evaluable", f"no records of {', '.join(dict.fromkeys(str(m) for m in missing))} on this host and stack")
-    seed_sets = [{r.seed for r in rs} for rs in runs.values()]
-    common = set.intersection(*seed_sets)
-    left_out = sorted(set.union(*seed_sets) - common)
-    note = f" (seeds {', '.join(map(str, left_out))} left out: not run for every setup)" if left_out else ""
-    if not common:
+    if missing := [keys[role] for role, rs in found.items() if not rs]:
+        return result("not evaluable", f"no records of {', '.join(dict.fromkeys(missing))} on this host and stack")
+    runs, note = _common_seeds(found)
+    if not any(runs.values()):
         return result("not evaluable", f"no seed was run for every setup{note}")
-    runs = {role: [r for r in rs if r.seed in common] for role, rs in runs.items()}
-    roles = list(dict.fromkeys(claim.setups.values()))
-    differs: list[str] | None = None
-    if len(roles) == 2:
-        first, second = (next(rs for role, rs in runs.items() if claim.setups[role] == name) for name in roles)
-        differs = differences(first, second)
-        if is_cost_claim(claim) and (mismatch := cost_mismatch(first, second)):
-            return result("not evaluable", (
-                f"compares {names[0]} and {names[-1]} runs made in different compile modes ({'; '.join(mismatch)}): "
-                "CUDA graphs keep memory pools and change the step time, so the figure would measure the compile "
-                "mode; run both setups with the same recipe.compile"), differs, runs=runs)  # fmt: skip
-    outcome = _judge(claim, runs, bounds)
+    differs, mismatch = _differs(claim, runs, names)
+    if mismatch:
+        return result("not evaluable", mismatch, differs, runs=runs)
+    outcome = _judge(claim, runs)
     return result(outcome.status, outcome.measured + note + which, differs, outcome.value, runs)
 
 
-def evaluate_claims(group: ReportGroup, benchmarks: Path) -> tuple[ClaimResult, ...] | None:
-    """Every claim of each experiment that has records here (one of the setups it owns); None when the
-    suite's setup files are not at `benchmarks` (so nothing can be judged)."""
-    if not (benchmarks / "setups").is_dir():
+def load_setups(benchmarks: Path, setups: Sequence[Path] = ()) -> Catalogue | None:
+    """The catalogue of the suite's built-in setups (`benchmarks/setups`) and the folders `setups` (a
+    user's own); None when the built-in folder is not there and no folder was given (nothing to judge)."""
+    built_in = benchmarks / BUILT_IN_SETUPS
+    folders = [built_in] if built_in.is_dir() else []
+    folders += [f for f in setups if f.resolve() not in {b.resolve() for b in folders}]
+    return load_catalogue(folders) if folders else None
+
+
+def evaluate_claims(group: ReportGroup, catalogue: Catalogue | None) -> tuple[ClaimResult, ...] | None:
+    """Every claim of each experiment that has records here (of a setup that declares one of its claims);
+    None without a catalogue (so nothing can be judged)."""
+    if catalogue is None:
         return None
-    files = _SetupFiles(benchmarks)
     present = {f"{r.experiment}/{r.setup_name}" for r in group.records}
-    shown = {e.name for e in EXPERIMENTS if any(files.key(s) in present for s in e.setups)}
-    return tuple(_evaluate(claim, group, files) for claim in CLAIMS if claim.experiment in shown)
+    shown = {name for name, files in catalogue.experiments().items() if any(catalogue.key(f) in present for f in files)}
+    return tuple(_evaluate(claim, group, catalogue) for claim in catalogue.claims if claim.experiment in shown)
 
 
 @dataclass(frozen=True)
@@ -212,31 +206,30 @@ class AcrossStacks:
     """The cross-stack claims (Exp E) for one host, judged on two of its stacks' records."""
 
     host: str
-    other: str  # the reference stack (role "other")
+    other: str  # the reference stack (a claim's first role)
     this: str
     results: tuple[ClaimResult, ...]
 
 
-def evaluate_across_stacks(groups: Sequence[ReportGroup], benchmarks: Path) -> list[AcrossStacks] | None:
+def _across(claim: Claim, other: ReportGroup, this: ReportGroup, catalogue: Catalogue) -> ClaimResult:
+    (first, first_file), (second, second_file) = claim.setups.items()
+    found = {first: _records(other, catalogue.key(first_file)), second: _records(this, catalogue.key(second_file))}
+    return _evaluate_runs(claim, found, catalogue)
+
+
+def evaluate_across_stacks(groups: Sequence[ReportGroup], catalogue: Catalogue | None) -> list[AcrossStacks] | None:
     """For every host with a cross-stack claim's setup on two or more stacks, each pair of its stacks
-    (sorted by name, the first as the reference), judged like a scorecard's claims; None without the
-    suite's setup files."""
-    if not (benchmarks / "setups").is_dir():
+    (sorted by name, the first as the reference), judged like a scorecard's claims; None without a catalogue."""
+    if catalogue is None:
         return None
-    files = _SetupFiles(benchmarks)
-    claims = [c for c in CLAIMS if c.cross_stack]
-    keys = {files.key(name) for c in claims for name in c.setups.values()}
+    claims = [c for c in catalogue.claims if c.across_stacks]
+    keys = {catalogue.key(path) for c in claims for path in c.setups.values()}
     found: list[AcrossStacks] = []
-    hosts = sorted({g.host for g in groups})
-    for host in hosts:
+    for host in sorted({g.host for g in groups}):
         having = [g for g in groups if g.host == host and {f"{r.experiment}/{r.setup_name}" for r in g.records} & keys]
         for i, other in enumerate(having):
             for this in having[i + 1 :]:
-                results = tuple(
-                    _evaluate_runs(claim, {"other": _records(other, files.key(claim.setups["other"])),
-                                           "this": _records(this, files.key(claim.setups["this"]))}, files)
-                    for claim in claims
-                )  # fmt: skip
+                results = tuple(_across(claim, other, this, catalogue) for claim in claims)
                 found.append(AcrossStacks(host, other.stack, this.stack, results))
     return found
 

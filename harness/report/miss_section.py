@@ -24,12 +24,12 @@ class MissSection:
 
 def miss_section(setup: SetupRuns) -> MissSection | None:
     loaded = [item for item in setup.runs if item.record.status == "ok" and item.predictions]
-    tasks = {item.record.setup.get("task", "sql") for item in loaded}
+    tasks = {item.record.task for item in loaded}
     if not loaded or len(tasks) != 1:
         return None
-    task = task_module(tasks.pop())
-    if not hasattr(task, "analyze_runs"):
-        return None  # this task has no miss categories (yet)
+    analyze_runs = task_module(tasks.pop()).analyze_runs
+    if analyze_runs is None:
+        return None  # this task has no miss categories
     files = [item.predictions for item in loaded if item.predictions is not None]
     labels = [f"seed {item.record.seed}" for item in loaded]
-    return MissSection(setup.setup, tuple(item.record.seed for item in loaded), task.analyze_runs(files, labels, loaded[0].record))
+    return MissSection(setup.setup, tuple(item.record.seed for item in loaded), analyze_runs(files, labels, loaded[0].record))

@@ -23,6 +23,7 @@ from harness.report.groups import ReportGroup, SetupRuns
 from harness.report.scorecard import ReportSummary
 from harness.report.settings import public
 from harness.results import RunRecord
+from harness.tasks import catalog
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 REPORT_FORMAT = "lorabench-report/1"
@@ -137,8 +138,23 @@ class CompareOut(Output):
 PUBLISHED: dict[str, type[BaseModel]] = {"record": RunRecord, "report": ReportOut, "compare": CompareOut}
 
 
+def with_task_metrics(schema: dict[str, Any]) -> dict[str, Any]:
+    """The record's schema with its scores as one of the tasks' metrics models: the record validates them
+    with the model of its setup's task (harness/tasks/<name>/metrics.py), which a schema cannot look up."""
+    models = [catalog.metrics_model(name) for name in catalog.task_names()]
+    defs = {**schema["$defs"], **{m.__name__: m.model_json_schema(mode="serialization") for m in models}}
+    defs["Metrics"] = {
+        "description": "Scores on the test split: the metrics model of the record's task (setup.task).",
+        "anyOf": [{"$ref": f"#/$defs/{m.__name__}"} for m in models],
+    }
+    return {**schema, "$defs": defs}
+
+
 def schema_text(model: type[BaseModel]) -> str:
-    return json.dumps(model.model_json_schema(mode="serialization"), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    schema = model.model_json_schema(mode="serialization")
+    if model is RunRecord:
+        schema = with_task_metrics(schema)
+    return json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def write_schemas(folder: Path = SCHEMAS) -> list[Path]:
@@ -165,9 +181,9 @@ def conditions_out(found: Conditions) -> ConditionsOut:
 
 
 def _figures(setup: SetupRuns) -> dict[str, Figure]:
+    task_getters = {c.label: tables.column_getter(c) for c in tables.task_columns([setup])}
     getters = {"baseline exact match %": tables.baseline_em, "trained exact match %": tables.trained_em,
-               "gain (points)": tables.gain, "semantic %": tables.trained_semantic,
-               "train time (s)": tables.train_seconds, "step (s, steady)": tables.step_seconds,
+               "gain (points)": tables.gain, **task_getters, "train time (s)": tables.train_seconds, "step (s, steady)": tables.step_seconds,
                "peak VRAM (GiB)": tables.peak_vram_gib, "tokens/s (steady)": tables.tokens_per_s,
                "MFU % (steady)": tables.mfu_percent}  # fmt: skip
     out = {}

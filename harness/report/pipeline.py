@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from harness.errors import UserError
 from harness.report.across import setups_across, stacks_across
-from harness.report.claim_table import DEFAULT_BENCHMARKS, evaluate_claims, setup_references
+from harness.report.claim_table import DEFAULT_BENCHMARKS, evaluate_claims, load_setups, setup_references
 from harness.report.groups import group_records, load_records
 from harness.report.index import missing_platforms, read_summaries, render_index
 from harness.report.outputs import ReportOut, scorecard_out
@@ -16,31 +16,33 @@ from harness.report.settings import public
 
 
 def write_reports(
-    results: Iterable[Path], out_dir: Path, benchmarks: Path = DEFAULT_BENCHMARKS
+    results: Iterable[Path], out_dir: Path, benchmarks: Path = DEFAULT_BENCHMARKS, setups: Sequence[Path] = ()
 ) -> tuple[list[ReportSummary], Path]:
     """Scorecards and the index from the records under `results` (several folders merge: e.g. one per CI
-    runner's artifact); claims judged with the bounds of the suite's setup files under `benchmarks`."""
-    summaries, index, _ = build_reports(results, out_dir, benchmarks)
+    runner's artifact); claims as the suite's setup files under `benchmarks/setups` and the folders
+    `setups` (a user's own benchmarks) declare them."""
+    summaries, index, _ = build_reports(results, out_dir, benchmarks, setups)
     return summaries, index
 
 
 def build_reports(
-    results: Iterable[Path], out_dir: Path, benchmarks: Path = DEFAULT_BENCHMARKS
+    results: Iterable[Path], out_dir: Path, benchmarks: Path = DEFAULT_BENCHMARKS, setups: Sequence[Path] = ()
 ) -> tuple[list[ReportSummary], Path, ReportOut]:
     """`write_reports`, and the same scorecards as `lorabench report --json` prints them."""
     results = list(results)
+    catalogue = load_setups(benchmarks, setups)  # the setup files first: a mistake there is one line
     loaded = load_records(results)
     if not loaded:
         raise UserError(
             f"no run records (seed-*.json) under {', '.join(map(str, results))}; run `lorabench run` first"
         )
-    groups = group_records(loaded, setup_references(benchmarks))
-    summaries = [render_scorecard(group, out_dir, benchmarks) for group in groups]
+    groups = group_records(loaded, setup_references(catalogue))
+    summaries = [render_scorecard(group, out_dir, catalogue, benchmarks) for group in groups]
     across = {
-        "setups": setups_across(groups), "stacks": stacks_across(groups, benchmarks),
+        "setups": setups_across(groups), "stacks": stacks_across(groups, catalogue),
         "sources": [public(str(r)) for r in results],
     }  # fmt: skip
     index = render_index(out_dir, across)
-    scorecards = [scorecard_out(g, s, evaluate_claims(g, benchmarks)) for g, s in zip(groups, summaries, strict=True)]
+    scorecards = [scorecard_out(g, s, evaluate_claims(g, catalogue)) for g, s in zip(groups, summaries, strict=True)]
     out = ReportOut(scorecards=scorecards, missing_platforms=missing_platforms(read_summaries(out_dir)))
     return summaries, index, out

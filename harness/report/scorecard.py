@@ -21,7 +21,7 @@ from harness.report.groups import ReportGroup, SetupRuns
 from harness.report.miss_section import miss_section
 from harness.report.settings import public
 from harness.results import slug
-from harness.suite.catalogue import CLAIMS
+from harness.suite.catalogue import Catalogue
 
 SUMMARY_FILE = "summary.json"
 STATUS_WORDS = ("failed", "diverged", "killed", "refused")
@@ -38,7 +38,7 @@ class ReportSummary:
     path: str  # the scorecard, relative to the reports folder
     platform: str = ""  # 'CUDA 13.0', 'ROCm (HIP 7.2.26015)', 'CPU' (summaries written before it: empty)
     claims_judged: int | None = None  # claims that passed or failed here (summaries written before it: None)
-    claims_total: int | None = None  # claims in the suite (harness.suite.catalogue.CLAIMS)
+    claims_total: int | None = None  # claims in the suite (the catalogue's)
 
 
 def report_dir(out_dir: Path, host: str, stack: str) -> Path:
@@ -103,7 +103,7 @@ REFERENCE_EXPERIMENT = "exp_a"
 
 def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
     first = setup.records[0].setup
-    return (first.get("model") or {}).get("source"), first.get("task", "sql")
+    return (first.get("model") or {}).get("source"), setup.records[0].task
 
 
 def _against_reference(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> tables.Comparisons:
@@ -136,7 +136,7 @@ def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path, made
     return {
         "name": experiment,
         "table": tables.experiment_table(setups),
-        "clock_stopped_note": tables.CLOCK_STOPPED_NOTE if any(tables.clock_stopped(r) for s in setups for r in s.ok) else "",
+        "marks_note": tables.marks_note(setups),
         "comparison": tables.comparison_tables(likeness.nearest_pairs(setups)),
         "against_reference": _against_reference(group, experiment, setups),
         "charts": [
@@ -157,13 +157,15 @@ def remove_stale_images(img_dir: Path, made: Sequence[Path]) -> None:
             path.unlink()
 
 
-def render_scorecard(group: ReportGroup, out_dir: Path, benchmarks: Path) -> ReportSummary:
+def render_scorecard(
+    group: ReportGroup, out_dir: Path, catalogue: Catalogue | None, benchmarks: Path
+) -> ReportSummary:
     """Write the scorecard, its images and summary.json under `out_dir/<host>/<stack>/`; the claims are
-    judged with the bounds of the suite's setup files under `benchmarks`."""
+    the catalogue's (None: no setup files under `benchmarks`, so none is judged)."""
     target = report_dir(out_dir, group.host, group.stack)
     assessments = assess_findings(group.records)
     made_images: list[Path] = []
-    claims = evaluate_claims(group, benchmarks)
+    claims = evaluate_claims(group, catalogue)
     verdict = verdict_line(group, assessments, claims)
     context = {
         "claims": None if claims is None else claims_table(claims, {i.record.run_id: i.sharing for i in group.runs}) if claims else "",
@@ -185,7 +187,7 @@ def render_scorecard(group: ReportGroup, out_dir: Path, benchmarks: Path) -> Rep
     summary = ReportSummary(
         group.host, group.stack, group.date, verdict, f"{slug(group.host)}/{slug(group.stack)}/scorecard.md",
         platform_of(group.records),
-        None if claims is None else sum(1 for c in claims if c.status != "not evaluable"), len(CLAIMS),
+        None if claims is None else sum(1 for c in claims if c.status != "not evaluable"), None if catalogue is None else len(catalogue.claims),
     )
     (target / SUMMARY_FILE).write_text(
         json.dumps(asdict(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"

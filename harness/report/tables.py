@@ -19,6 +19,7 @@ from harness.report.groups import ReportGroup, SetupRuns, paired_outcomes
 from harness.results import RunRecord
 from harness.run import mfu as mfu_table
 from harness.suite import claims
+from harness.tasks.registry import MetricColumn, task_module
 
 GIB = 1024**3
 NONE = "–"
@@ -60,10 +61,6 @@ def baseline_em(r: RunRecord) -> float | None:
 
 def trained_em(r: RunRecord) -> float | None:
     return r.trained.exact_match if r.trained else None
-
-
-def trained_semantic(r: RunRecord) -> float | None:
-    return r.trained.semantic if r.trained else None
 
 
 def gain(r: RunRecord) -> float | None:
@@ -136,17 +133,33 @@ def mfu_percent(r: RunRecord) -> float | None:
     return None if value is None else 100 * value
 
 
-# Marks a semantic score that includes answers the SQL scorer's CPU-time safety net cut short: the
-# only scores that can differ on another machine.
-CLOCK_STOPPED = " ‡"
-CLOCK_STOPPED_NOTE = (
-    " ‡ = the semantic score includes answers whose scoring the SQL scorer's CPU-time safety net cut short"
-    " (`metrics.n_clock_stopped`): only those can score otherwise on another machine."
-)
+def task_columns(setups: Sequence[SetupRuns]) -> list[MetricColumn]:
+    """The score columns of the tasks these setups' runs ran (harness/tasks/<name>/metrics.py), in the
+    order the tasks first appear."""
+    tasks = dict.fromkeys(r.task for s in setups for r in s.records)
+    return [column for task in tasks for column in task_module(task).COLUMNS]
 
 
-def clock_stopped(r: RunRecord) -> bool:
-    return bool(r.trained and r.trained.n_clock_stopped) or bool(r.baseline and r.baseline.n_clock_stopped)
+def column_getter(column: MetricColumn) -> Getter:
+    """A task column's figure of a run: from its trained metrics."""
+    return lambda r: column.value(r.trained) if r.trained else None
+
+
+def is_marked(column: MetricColumn, r: RunRecord) -> bool:
+    """The column's mark is earned by the run's trained or baseline metrics."""
+    check = column.is_marked
+    return check is not None and any(check(m) for m in (r.trained, r.baseline) if m is not None)
+
+
+def column_cell(column: MetricColumn, records: Sequence[RunRecord]) -> str:
+    marks = column.mark if any(is_marked(column, r) for r in records) else ""
+    return summary(values(records, column_getter(column))) + marks
+
+
+def marks_note(setups: Sequence[SetupRuns]) -> str:
+    """What the task columns' marks shown in these setups' table mean."""
+    shown = [c for c in task_columns(setups) if any(is_marked(c, r) for s in setups for r in s.ok)]
+    return "".join(c.note for c in shown)
 
 
 def marked(cell: str, marks: str) -> str:
@@ -157,22 +170,23 @@ def marked(cell: str, marks: str) -> str:
 def experiment_table(setups: Sequence[SetupRuns]) -> str:
     """One row per setup. Every time, speed, memory and MFU figure carries its runs' marks (timed under
     the guard or not, alone or beside other runs: conditions.LEGEND) and the last column states the
-    conditions in words; a semantic score marked ‡ answers the SQL scorer's safety net cut short (scores
-    that may differ on another machine)."""
+    conditions in words. The scores of the runs' tasks (`task_columns`) follow the gain, marked as
+    their task says (`marks_note` explains the marks)."""
+    columns = task_columns(setups)
     rows = []
     for s in setups:
         ok = s.ok
         found = s.conditions
         marks = found.marks
-        semantic = summary(values(ok, trained_semantic)) + (CLOCK_STOPPED if any(map(clock_stopped, ok)) else "")
         rows.append([
             s.setup, f"{len(ok)}/{len(s.runs)}", summary(values(ok, baseline_em)), summary(values(ok, trained_em)),
-            summary(values(ok, gain)), semantic, marked(summary(values(ok, train_seconds), 0), marks),
+            summary(values(ok, gain)), *(column_cell(c, ok) for c in columns),
+            marked(summary(values(ok, train_seconds), 0), marks),
             marked(summary(values(ok, step_seconds), 3), marks), marked(summary(values(ok, peak_vram_gib), 2), marks),
             marked(summary(values(ok, tokens_per_s), 0), marks), marked(summary(values(ok, mfu_percent), 2), marks),
             found.text,
         ])  # fmt: skip
-    headers = ["setup", "ok / runs", "baseline EM %", "trained EM %", "gain (points)", "semantic %",
+    headers = ["setup", "ok / runs", "baseline EM %", "trained EM %", "gain (points)", *(c.label for c in columns),
                "train time (s)", "step (s, steady)", "peak VRAM (GiB)", "tokens/s (steady)", "MFU % (steady)",
                "conditions (timing; sharing; commit; steady window)"]  # fmt: skip
     return table(rows, headers)

@@ -20,7 +20,6 @@ the resumed step on; the Trainer's own save time is inside `train_s`.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,9 +27,8 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from harness import atomic
+from harness import atomic, settings
 
-CHECKPOINT_ENV = "LORABENCH_CHECKPOINT_DIR"
 STATE_FILE = "lorabench.json"
 PREFIX = "checkpoint-"
 
@@ -53,8 +51,8 @@ def is_resumable(setup: Any) -> bool:
 
 def checkpoint_root(setup: Any) -> Path | None:
     """This run's checkpoint folder, or None: not asked for (outside the suite) or not resumable."""
-    name = os.environ.get(CHECKPOINT_ENV)
-    return Path(name) if name and is_resumable(setup) else None
+    folder = settings.CHECKPOINT_DIR.get()
+    return folder if folder and is_resumable(setup) else None
 
 
 def _step_of(path: Path) -> int:

@@ -16,8 +16,10 @@ import time
 import traceback
 from pathlib import Path
 
+from harness import settings
 from harness.errors import InputRefused, RunStopped, UserError, describe_os_error
 from harness.results import MemoryStats
+from harness.run.distributions import remember_distributions
 from harness.run.lifeline import watch_parent
 from harness.run.outcome import EVENTS_FILE, Events, Job, Outcome, unwritten_exit, write_outcome
 from harness.run.progress import Progress
@@ -83,6 +85,8 @@ def main(argv: list[str]) -> int:
     if is_main_process():
         mark_trainer(job.work_dir)
     bind_local_gpu()
+    # Before transformers and TRL are imported: each reads every installed distribution's metadata.
+    remember_distributions(settings.CACHE.value(), enabled=settings.METADATA_CACHE.value())
     outcome = execute_job(job, started_at)
     if is_main_process():
         try:

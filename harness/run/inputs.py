@@ -19,17 +19,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.config import VERDICT_CORPUS, SetupConfig
+from harness import settings
+from harness.config import SetupConfig
 from harness.errors import InputRefused, UserError, describe_os_error
 from harness.locks import lock_dir
 from harness.models import cache_dir, check_model_source
 from harness.run.adapter import eval_adapter_source
 from harness.tasks.registry import Example, Split, task_module
+from harness.tasks.verdict.about import DEFAULT_SOURCE as VERDICT_CORPUS
 
 MIB = 2**20
 # A run writes its adapter (SmolLM2, rank 16: about 20 MB), predictions and record; larger models more.
-MIN_FREE_ENV = "LORABENCH_MIN_FREE"
-DEFAULT_MIN_FREE = "256m"
+MIN_FREE_ENV = settings.MIN_FREE.name
 # No tokenizer lorabench runs has a token longer than this many characters (SmolLM2's longest: 81), so
 # a row of more characters than max_length × this is certainly longer than max_length tokens.
 MAX_CHARS_PER_TOKEN = 128

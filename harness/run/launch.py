@@ -15,23 +15,23 @@ Not covered: torchrun's elastic features (a range of nodes, restarts): a benchma
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import atomic
+from harness import atomic, settings
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.results import data_identity
+from harness.models import cache_dir
+from harness.results import setup_digest
+from harness.run.bytecode import child_bytecode_env
 from harness.run.capped import ChildOutcome, run_capped
 from harness.run.lifeline import lifeline_env
 from harness.run.outcome import Job
 
-ENDPOINT_ENVS = ("LORABENCH_RDZV_ENDPOINT", "PET_RDZV_ENDPOINT")
-ID_ENVS = ("LORABENCH_RDZV_ID", "PET_RDZV_ID")
-TIMEOUT_ENV = "LORABENCH_RDZV_TIMEOUT"
+ENDPOINT_ENVS = (settings.RDZV_ENDPOINT, "PET_RDZV_ENDPOINT")  # torchrun's own name is read too
+ID_ENVS = (settings.RDZV_ID, "PET_RDZV_ID")
 DEFAULT_PORT = 29400  # torchrun's default for --rdzv-endpoint
 DEFAULT_TIMEOUT_S = 600.0  # torchrun's default join_timeout
 
@@ -50,10 +50,12 @@ class Rendezvous:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
-def _first_env(names: tuple[str, ...]) -> tuple[str, str] | None:
-    for name in names:
-        if value := os.environ.get(name, "").strip():
-            return name, value
+def first_env(names: tuple[settings.Setting[str], str]) -> tuple[str, str] | None:
+    ours, torchruns = names
+    if value := ours.get():
+        return ours.name, value
+    if value := os.environ.get(torchruns, "").strip():
+        return torchruns, value
     return None
 
 
@@ -76,28 +78,20 @@ def parse_endpoint(text: str, source: str) -> tuple[str, int]:
 def default_run_id(setup: SetupConfig, stack: str) -> str:
     """The same on every node that runs the same setup (seed included) on the same stack, wherever each
     node keeps its copy of the data (a local file enters by its content, as in the fingerprint)."""
-    payload = setup.fingerprint_payload(data_identity(setup.data.source))
-    digest = hashlib.sha256(f"{payload}\n{stack}".encode()).hexdigest()[:12]
-    return f"lorabench-{digest}"
+    return f"lorabench-{setup_digest(setup, stack, length=12)}"
 
 
 def rendezvous_from_env(setup: SetupConfig, stack: str) -> Rendezvous:
-    found = _first_env(ENDPOINT_ENVS)
+    found = first_env(ENDPOINT_ENVS)
     if found is None:
         raise UserError(
             f"nodes: {setup.nodes} nodes meet at a rendezvous endpoint that comes from the environment, and "
-            f"${ENDPOINT_ENVS[0]} is not set; on every node set {ENDPOINT_ENVS[0]}=HOST:PORT, the lead node's "
+            f"${settings.RDZV_ENDPOINT.name} is not set; on every node set {settings.RDZV_ENDPOINT.name}=HOST:PORT, the lead node's "
             "address (the same everywhere), or set nodes = 1"
         )
     host, port = parse_endpoint(found[1], found[0])
-    named = _first_env(ID_ENVS)
-    raw_timeout = os.environ.get(TIMEOUT_ENV, "").strip()
-    try:
-        timeout_s = float(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT_S
-    except ValueError:
-        timeout_s = -1.0
-    if timeout_s <= 0:
-        raise UserError(f"${TIMEOUT_ENV}: {raw_timeout!r} is not a positive number of seconds, e.g. 600")
+    named = first_env(ID_ENVS)
+    timeout_s = settings.RDZV_TIMEOUT.value()
     return Rendezvous(host, port, named[1] if named else default_run_id(setup, stack), timeout_s)
 
 
@@ -129,6 +123,9 @@ def trainer_env(setup: SetupConfig, extra_env: dict[str, str] | None = None) -> 
     env.update(lifeline_env())
     # The child must import this very harness, also when it is run from a source tree.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
+    # Where this Python compiles every import anew (PYTHONDONTWRITEBYTECODE and no bytecode installed), the
+    # child caches its bytecode under lorabench's cache: 7.9 s of every Exp A seed on the lent H200.
+    env = child_bytecode_env(env, cache_dir(), enabled=settings.BYTECODE_CACHE.value())
     if "CUDA_VISIBLE_DEVICES" not in env:
         # Exactly the GPUs the setup asks for: with more visible, Trainer would wrap one process in
         # nn.DataParallel (which SFTTrainer refuses) instead of one process per GPU.

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import psutil
 
-PARENT_ENV = "LORABENCH_PARENT"
+from harness import settings
+
+PARENT_ENV = settings.PARENT.name
 POLL_S = 0.5
 
 
@@ -75,7 +77,7 @@ def lifeline_env() -> dict[str, str]:
 
 def watch_parent() -> threading.Thread | None:
     """In a trainer process: a daemon thread that ends this process when the run's parent is gone."""
-    parent = os.environ.get(PARENT_ENV)
+    parent = settings.PARENT.get()
     if not parent:
         return None
     watcher = threading.Thread(target=_watch, args=(parent,), name="lorabench-lifeline", daemon=True)

@@ -15,25 +15,23 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from harness import settings
 from harness.errors import UserError
 from harness.run.launch import Rendezvous
 
 BEAT_S = 1.0
-# A node whose counter stood still this long is lost. Generous: a busy host's parent may stall for seconds.
-LOST_AFTER_ENV = "LORABENCH_NODE_LOST_AFTER"
-DEFAULT_LOST_AFTER_S = 15.0
 POLL_S = 0.25
 
 
 def lost_after_s() -> float:
-    return float(os.environ.get(LOST_AFTER_ENV) or DEFAULT_LOST_AFTER_S)
+    """A node whose counter stood still this long is lost. Generous: a busy host's parent may stall for seconds."""
+    return settings.NODE_LOST_AFTER.value()
 
 
 class LeadLost(Exception):

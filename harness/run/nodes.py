@@ -13,9 +13,10 @@ Every node runs the same `lorabench run SETUP` with $LORABENCH_RDZV_ENDPOINT poi
    ranks). Each node's guard sampler watches its own host. While the trainers run, the lead watches every
    node's heartbeat; a node that stops answering is lost: the lead stops its own trainer (a collective
    waiting on a dead peer could hang) and the record is `killed`, naming the node, its host and ranks.
-10. Each node posts how its trainer ended; the lead writes the one record, naming every node and rank,
-   and posts it, so every node's `lorabench run` ends with the same status. A node that loses the lead
-   writes a `killed` record itself, so no run vanishes.
+10. Each node posts how its trainer ended; the lead writes the one record, naming every node and rank
+   (through `harness.run.landing`, as a single run's: under the record's lock, atomically), and posts
+   it, so every node's `lorabench run` ends with the same status. A node that loses the lead writes a
+   `killed` record itself, so no run vanishes.
 
 A copy of the single-host recipe in harness.run.parent, with the differences above, rather than branches in it.
 """
@@ -23,35 +24,28 @@ A copy of the single-host recipe in harness.run.parent, with the differences abo
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
 import shutil
 import signal
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
+from pydantic import BaseModel, ConfigDict, Field
 
+from harness import settings
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.guard import Sampler, offline_env
+from harness.guard import GuardRecord, Sampler, offline_env
 from harness.guard.agreement import NodeGuard, guard_this_node, refusal
-from harness.results import (
-    MemoryStats,
-    NodeInfo,
-    RunRecord,
-    data_identity,
-    predictions_path,
-    record_path,
-    write_record,
-)
-from harness.run.adapter import keep_adapter
+from harness.results import MemoryStats, NodeInfo, NodeStatus, RecordHeader, RunRecord, setup_digest
 from harness.run.capped import ChildOutcome
-from harness.run.launch import rendezvous_from_env, start_trainer
+from harness.run.landing import land, land_run
+from harness.run.launch import Rendezvous, rendezvous_from_env, start_trainer
 from harness.run.nodegroup import LeadLost, Liveness, NodeGroup
 from harness.run.outcome import Job, Outcome, read_outcome
 from harness.run.parent import (
@@ -59,16 +53,58 @@ from harness.run.parent import (
     RunOptions,
     Stopped,
     check_and_sweep,
-    record_base,
+    record_header,
     stop_signals_raise,
     summary_line,
 )
 from harness.run.ranks import NODE_ENV
-from harness.run.workdir import create_work_dir
+from harness.run.workdir import create_work_dir, remove_work_dir
 
-END_WAIT_ENV = "LORABENCH_NODE_END_WAIT"  # after the lead's trainer ended, how long it waits for the others'
-DEFAULT_END_WAIT_S = 120.0
 SEEN_WAIT_S = 30.0
+
+
+class Hello(BaseModel):
+    """Who a node is and what its guard saw, posted to the others when the nodes meet."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node: int
+    hostname: str
+    host: str
+    stack: str
+    gpus: list[str]
+    setup: str = Field(description="the setup's digest, data by content: copies of the data in other folders agree")
+    guard: NodeGuard
+    ranks: list[int] | None = None  # the ranks it was seen to start (the lead adds them at the end)
+
+
+class NodeEnd(BaseModel):
+    """How one node's trainer ended, posted to the lead (the lead's own, to every node)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    returncode: int | None
+    ranks: list[int]
+    reason: str | None = None
+    stopped: bool = False  # stopped from outside (a signal), not failed
+    guard: GuardRecord | None = None  # timed runs: this node's sampler and whether its timing holds
+
+    def to_post(self) -> dict[str, Any]:
+        # Only what was set, so the guard read back on the lead writes what this node's did.
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """This node's part of one run, as every step after the nodes met sees it."""
+
+    setup: SetupConfig
+    options: RunOptions
+    header: RecordHeader
+    group: NodeGroup
+    guard: NodeGuard  # this node's own guard
+    hellos: list[Hello]  # every node's, lead first
+    started: float  # perf_counter at the run's start, for the record's total_s
 
 
 def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
@@ -79,138 +115,170 @@ def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Pa
     rendezvous = rendezvous_from_env(setup, options.stack)
     started = time.perf_counter()
     # 1. Provenance of this host.
-    base = record_base(setup, options)
-    host, run_id, provenance = base["host"], base["run_id"], base["provenance"]
+    header = record_header(setup, options)
     group = NodeGroup(rendezvous, setup.nodes)
     with contextlib.ExitStack() as held, stop_signals_raise():  # `held`: this host's timed lock, through training
         # 2. This node's guard, then every node's: the lead decides for all.
         guard = guard_this_node(options.guard, held, timed=options.timed)
-        group.post(f"node/{group.index}", {
-            "node": group.index, "hostname": socket.gethostname(), "host": host, "stack": options.stack,
-            "gpus": [str(g.get("name")) for g in provenance["host"].get("gpus") or []],
-            # The setup with its data by content: copies of the data in other folders agree.
-            "setup": hashlib.sha256(setup.fingerprint_payload(data_identity(setup.data.source)).encode()).hexdigest()[:16],
-            "guard": guard.to_dict(),
-        })  # fmt: skip
-        try:
-            hellos = group.gather("node", rendezvous.timeout_s, f"node {group.index}: the other nodes")
-            if group.is_lead:
-                status, reason = decide(hellos, options.allow_noisy)
-                group.post("decision", {"status": status, "reason": reason})
-            else:
-                group.wait_for(["decision"], rendezvous.timeout_s, f"node {group.index}: the lead's decision")
-                status, reason = group.read("decision")["status"], group.read("decision")["reason"]
-        except LeadLost as exc:
-            raise UserError(f"node {group.index}: the lead node was lost before the run began: {exc}") from None
+        group.post(f"node/{group.index}", hello(setup, options, header, guard, group.index).model_dump(mode="json"))
+        hellos, status, reason = agree(group, rendezvous.timeout_s, options.allow_noisy)
+        run = NodeRun(setup, options, header, group, guard, hellos, started)
         if status is not None:
-            if not group.is_lead:
-                try:
-                    return received_record(group)
-                except LeadLost as exc:
-                    raise UserError(f"node {group.index}: the lead node was lost: {exc}") from None
-            nodes = [node_info(h, status="busy" if not h["guard"]["ok"] else "ok") for h in hellos]
-            guard_record = {"timed": options.timed, "precheck": guard.precheck, "nodes": [h["guard"] for h in hellos]}
-            record = RunRecord(**base, status=status, reason=reason, guard=guard_record, nodes=nodes)
-            return publish(group, record, write_record(options.results_dir, record))
+            return ended_before_training(run, status, reason)
+        # 3–10. The trainers on every node, then the one record.
+        return train_and_record(run, rendezvous)
 
-        # 3–9. The trainers: torchrun on every node, one c10d rendezvous; the lead's first process reports.
-        work_dir = create_work_dir(options.results_dir, run_id, base)
-        job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet or not group.is_lead)
-        env = {NODE_ENV: str(group.index), **(offline_env() if options.timed else {})}
-        stopper = TrainerStopper(job.work_dir / "job.json")
-        liveness = Liveness(group, on_lost=lambda node, why: stopper.stop(), on_ended=lambda node, end: stopper.stop(),
-                            on_record=stopper.stop, ranks=lambda: local_ranks(job.work_dir))  # fmt: skip
-        liveness.start()
-        interrupted: BaseException | None = None
-        child: ChildOutcome | None = None
-        sampler: Sampler | None = None
-        try:
-            with Sampler(options.guard) if options.timed else contextlib.nullcontext() as sampler:
-                child = start_trainer(job, cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes,
-                                      extra_env=env, rendezvous=rendezvous)  # fmt: skip
-        except (Stopped, KeyboardInterrupt) as exc:
-            interrupted = exc
-        ended = node_end(child, interrupted, guard, sampler, job.work_dir)
-        if group.is_lead and 0 not in liveness.lost:
-            # The others stop at once when the lead's trainer ended badly, instead of waiting in a collective.
-            group.post("end/0", ended)
 
-        # 10. The record: the lead writes it from every node's end; a node that lost the lead writes its own.
+def hello(setup: SetupConfig, options: RunOptions, header: RecordHeader, guard: NodeGuard, index: int) -> Hello:
+    """Who this node is and what its guard saw, for the others (the lead compares setups and stacks)."""
+    return Hello(
+        node=index, hostname=socket.gethostname(), host=header.host, stack=options.stack,
+        gpus=[str(g.get("name")) for g in header.provenance["host"].get("gpus") or []], setup=setup_digest(setup),
+        guard=guard,
+    )  # fmt: skip
+
+
+def agree(group: NodeGroup, timeout_s: float, allow_noisy: bool) -> tuple[list[Hello], str | None, str | None]:
+    """Every node's hello, and the lead's decision for all: (hellos, status, reason), status None to train."""
+    try:
+        hellos = [Hello.model_validate(h) for h in group.gather("node", timeout_s, f"node {group.index}: the other nodes")]
+        if group.is_lead:
+            status, reason = decide(hellos, allow_noisy)
+            group.post("decision", {"status": status, "reason": reason})
+            return hellos, status, reason
+        group.wait_for(["decision"], timeout_s, f"node {group.index}: the lead's decision")
+        decision = group.read("decision")
+        return hellos, decision["status"], decision["reason"]
+    except LeadLost as exc:
+        raise UserError(f"node {group.index}: the lead node was lost before the run began: {exc}") from None
+
+
+def ended_before_training(run: NodeRun, status: str, reason: str | None) -> tuple[RunRecord, Path]:
+    """The lead refused or failed the run before any trainer started: it writes the record, every node
+    returns it."""
+    if not run.group.is_lead:
         try:
-            if not group.is_lead:
-                if 0 in liveness.lost:
-                    raise LeadLost(liveness.lost[0])
-                group.post(f"end/{group.index}", ended)
-                record, path = received_record(group)
-                shutil.rmtree(job.work_dir, ignore_errors=True)  # what its ranks wrote; the record is the lead's
-                if interrupted is not None:  # the stop goes on up, as on one host: a shell loop stops too
-                    print(summary_line(record, path), file=sys.stderr)
-                    raise KeyboardInterrupt(str(interrupted)) from interrupted
-                return record, path
-            ends = wait_for_ends(group, liveness)
+            return received_record(run.group)
         except LeadLost as exc:
-            liveness.lost.setdefault(0, str(exc))
-            nodes = [node_info(h, status="lost" if h["node"] == 0 else "ok") for h in hellos]
-            lead = node_name(hellos[0])
-            mine = ended.get("reason") or "it ended with the lead gone"
-            why = f"{lead}, the lead, was lost mid-run: {liveness.lost[0]}; written by node {group.index} instead ({mine})"
-            record = RunRecord(**base, status="killed", reason=why, guard={"timed": options.timed}, nodes=nodes)
-            path = write_record(options.results_dir, record)
-            print(summary_line(record, path), file=sys.stderr)
-            return record, path
-        finally:
-            liveness.close()
-        outcome = lead_outcome(job.work_dir, child, interrupted)
-        if outcome.traceback:
-            (job.work_dir / "traceback.txt").write_text(outcome.traceback, encoding="utf-8")
-            outcome.reason = f"{outcome.reason} (traceback: {job.work_dir / 'traceback.txt'})"
-        for hello in hellos:  # the ranks each node saw start, for a node that never reported its end
-            if group.has(f"ranks/{hello['node']}"):
-                hello["ranks"] = group.read(f"ranks/{hello['node']}")
-        record = lead_record(base, outcome, hellos, ends, liveness.lost, ended, options, started)
-        produced = job.work_dir / "predictions.jsonl"
-        if produced.is_file():
-            record = record.model_copy(update={"predictions_file": predictions_path(record_path(options.results_dir, record)).name})
-        path = write_record(options.results_dir, record)
-        if produced.is_file():
-            os.replace(produced, predictions_path(path))
-        keep_adapter(job.work_dir / "adapter", path)
-        if not outcome.traceback:
-            shutil.rmtree(job.work_dir, ignore_errors=True)
-        publish(group, record, path)
-        if interrupted is not None:
-            print(summary_line(record, path), file=sys.stderr)
-            raise KeyboardInterrupt(str(interrupted)) from interrupted
-        return record, path
+            raise UserError(f"node {run.group.index}: the lead node was lost: {exc}") from None
+    nodes = [node_info(h, status="busy" if not h.guard.ok else "ok") for h in run.hellos]
+    guard = GuardRecord(timed=run.options.timed, precheck=run.guard.precheck, nodes=[h.guard.to_dict() for h in run.hellos])
+    record = RunRecord.from_header(run.header, status=status, reason=reason, guard=guard.to_record(), nodes=nodes)
+    return publish(run.group, *landed(land(run.options.results_dir, run.header, lambda _path: record)))
 
 
-def node_name(hello: dict[str, Any], ranks: list[int] | None = None) -> str:
+def train_and_record(run: NodeRun, rendezvous: Rendezvous) -> tuple[RunRecord, Path]:
+    """3–9: torchrun on every node, one c10d rendezvous; the lead's first process reports. 10: the lead
+    writes the record from every node's end; a node that lost the lead writes its own."""
+    group = run.group
+    work_dir = create_work_dir(run.options.results_dir, run.header)
+    job = Job(setup=run.setup, work_dir=work_dir.resolve(), quiet=run.options.quiet or not group.is_lead)
+    stopper = TrainerStopper(job.work_dir / "job.json")
+    liveness = Liveness(group, on_lost=lambda node, why: stopper.stop(), on_ended=lambda node, end: stopper.stop(),
+                        on_record=stopper.stop, ranks=lambda: local_ranks(job.work_dir))  # fmt: skip
+    liveness.start()
+    child, interrupted, ended = train_here(run, job, rendezvous)
+    if group.is_lead and 0 not in liveness.lost:
+        # The others stop at once when the lead's trainer ended badly, instead of waiting in a collective.
+        group.post("end/0", ended.to_post())
+    try:
+        if not group.is_lead:
+            return follower_ends(run, job, liveness, ended, interrupted)
+        ends = wait_for_ends(group, liveness)
+    except LeadLost as exc:
+        liveness.lost.setdefault(0, str(exc))
+        return lead_lost_record(run, liveness.lost[0], ended)
+    finally:
+        liveness.close()
+    outcome = lead_outcome(job.work_dir, child, interrupted)
+    nodes, guard = lead_verdict(run, outcome, ends, liveness.lost, ended)
+    outcome.add_timings(total_s=round(time.perf_counter() - run.started, 2))
+    record, path = landed(land_run(run.options.results_dir, run.header, outcome, guard, job.work_dir, nodes=nodes))
+    remove_work_dir(job.work_dir)
+    publish(group, record, path)
+    if interrupted is not None:
+        print(summary_line(record, path), file=sys.stderr)
+        raise KeyboardInterrupt(str(interrupted)) from interrupted
+    return record, path
+
+
+def train_here(
+    run: NodeRun, job: Job, rendezvous: Rendezvous
+) -> tuple[ChildOutcome | None, BaseException | None, NodeEnd]:
+    """This node's torchrun to its end (or a stop from outside), and how it ended, for the lead."""
+    env = {NODE_ENV: str(run.group.index), **(offline_env() if run.options.timed else {})}
+    interrupted: BaseException | None = None
+    child: ChildOutcome | None = None
+    sampler: Sampler | None = None
+    try:
+        with Sampler(run.options.guard) if run.options.timed else contextlib.nullcontext() as sampler:
+            child = start_trainer(job, cap_bytes=run.options.memory_cap_bytes, floor_bytes=run.options.memory_floor_bytes,
+                                  extra_env=env, rendezvous=rendezvous)  # fmt: skip
+    except (Stopped, KeyboardInterrupt) as exc:
+        interrupted = exc
+    return child, interrupted, node_end(child, interrupted, run.guard, sampler, job.work_dir)
+
+
+def follower_ends(
+    run: NodeRun, job: Job, liveness: Liveness, ended: NodeEnd, interrupted: BaseException | None
+) -> tuple[RunRecord, Path]:
+    """A node other than the lead: posts how its trainer ended and returns the lead's record."""
+    if 0 in liveness.lost:
+        raise LeadLost(liveness.lost[0])
+    run.group.post(f"end/{run.group.index}", ended.to_post())
+    record, path = received_record(run.group)
+    shutil.rmtree(job.work_dir, ignore_errors=True)  # what its ranks wrote; the record is the lead's
+    if interrupted is not None:  # the stop goes on up, as on one host: a shell loop stops too
+        print(summary_line(record, path), file=sys.stderr)
+        raise KeyboardInterrupt(str(interrupted)) from interrupted
+    return record, path
+
+
+def lead_lost_record(run: NodeRun, why_lost: str, ended: NodeEnd) -> tuple[RunRecord, Path]:
+    """A node that lost the lead mid-run writes a `killed` record itself, so no run vanishes."""
+    nodes = [node_info(h, status="lost" if h.node == 0 else "ok") for h in run.hellos]
+    mine = ended.reason or "it ended with the lead gone"
+    why = f"{node_name(run.hellos[0])}, the lead, was lost mid-run: {why_lost}; written by node {run.group.index} instead ({mine})"
+    guard = GuardRecord(timed=run.options.timed)
+    record = RunRecord.from_header(run.header, status="killed", reason=why, guard=guard.to_record(), nodes=nodes)
+    record, path = landed(land(run.options.results_dir, run.header, lambda _path: record))
+    print(summary_line(record, path), file=sys.stderr)
+    return record, path
+
+
+def landed(result: tuple[RunRecord, Path] | None) -> tuple[RunRecord, Path]:
+    if result is None:  # `land` returns None only for a late record (a sweep), which a node never writes
+        raise AssertionError("a node's record was not written")
+    return result
+
+
+def node_name(hello: Hello, ranks: list[int] | None = None) -> str:
     shown = f"; ranks {', '.join(map(str, ranks))}" if ranks else ""
-    return f"node {hello['node']} ({hello['hostname']}, {hello['host']}{shown})"
+    return f"node {hello.node} ({hello.hostname}, {hello.host}{shown})"
 
 
-def decide(hellos: list[dict[str, Any]], allow_noisy: bool) -> tuple[str | None, str | None]:
+def decide(hellos: list[Hello], allow_noisy: bool) -> tuple[str | None, str | None]:
     """The lead's call for every node: (status, reason) that ends the run before training, or (None, None)."""
     lead = hellos[0]
     for field, what in (("setup", "setups (file, seed and --set overrides)"), ("stack", "stacks")):
-        odd = [h for h in hellos[1:] if h[field] != lead[field]]
+        odd = [h for h in hellos[1:] if getattr(h, field) != getattr(lead, field)]
         if odd:
-            names = ", ".join(f"{node_name(h)}: {h[field]}" for h in odd)
+            names = ", ".join(f"{node_name(h)}: {getattr(h, field)}" for h in odd)
             return "failed", (
-                f"the nodes run different {what}: {names}, against {node_name(lead)}: {lead[field]}; run the same "
+                f"the nodes run different {what}: {names}, against {node_name(lead)}: {getattr(lead, field)}; run the same "
                 f"`lorabench run` on every node (one run is one {field})"
             )
-    busy = refusal([(node_name(h), NodeGuard.from_dict(h["guard"])) for h in hellos])
+    busy = refusal([(node_name(h), h.guard) for h in hellos])
     if busy and not allow_noisy:
         return "refused", busy
     return None, None
 
 
-def node_info(hello: dict[str, Any], *, status: str = "ok", detail: str | None = None, ranks: list[int] | None = None,
-              guard: dict[str, Any] | None = None) -> NodeInfo:  # fmt: skip
-    node_guard = {**hello["guard"], **(guard or {})} if hello["guard"]["timed"] else None
-    return NodeInfo(node=hello["node"], hostname=hello["hostname"], host=hello["host"], gpus=hello["gpus"],
-                    ranks=ranks or [], status=status, detail=detail or (hello["guard"]["reason"] if status == "busy" else None),
+def node_info(hello: Hello, *, status: NodeStatus = "ok", detail: str | None = None, ranks: list[int] | None = None,
+              guard: GuardRecord | None = None) -> NodeInfo:  # fmt: skip
+    node_guard = {**hello.guard.to_dict(), **(guard.to_record() if guard else {})} if hello.guard.timed else None
+    return NodeInfo(node=hello.node, hostname=hello.hostname, host=hello.host, gpus=hello.gpus,
+                    ranks=ranks or [], status=status, detail=detail or (hello.guard.reason if status == "busy" else None),
                     guard=node_guard)  # fmt: skip
 
 
@@ -251,31 +319,32 @@ def train_window(work_dir: Path) -> tuple[float, float] | None:
 def node_end(
     child: ChildOutcome | None, interrupted: BaseException | None, guard: NodeGuard, sampler: Sampler | None,
     work_dir: Path,
-) -> dict[str, Any]:  # fmt: skip
+) -> NodeEnd:  # fmt: skip
     """How this node's trainer ended, and whether its timing holds (its pre-check and its sampler)."""
-    ended: dict[str, Any] = {"returncode": child.returncode if child else None, "ranks": local_ranks(work_dir)}
+    reason, stopped = None, interrupted is not None
     if interrupted is not None:
         name = str(interrupted) if isinstance(interrupted, Stopped) else "SIGINT"
-        ended["reason"] = f"stopped from outside by {STOP_CAUSES.get(name, name)} before the run ended"
-        ended["stopped"] = True
+        reason = f"stopped from outside by {STOP_CAUSES.get(name, name)} before the run ended"
     elif child is not None and child.returncode != 0:
-        ended["reason"] = f"trainer {child.reason}"
+        reason = f"trainer {child.reason}"
+    timing = None
     if sampler is not None:
         report = sampler.report(window=train_window(work_dir))
-        ended["guard"] = {"sampler": report.to_dict(), "timing_valid": guard.ok and report.valid,
-                          "timing_invalid_reason": report.reason or (None if guard.ok else guard.reason)}  # fmt: skip
-    return ended
+        timing = GuardRecord(sampler=report.to_dict(), timing_valid=guard.ok and report.valid,
+                             timing_invalid_reason=report.reason or (None if guard.ok else guard.reason))  # fmt: skip
+    return NodeEnd(returncode=child.returncode if child else None, ranks=local_ranks(work_dir), reason=reason,
+                   stopped=stopped, guard=timing)  # fmt: skip
 
 
-def wait_for_ends(group: NodeGroup, liveness: Liveness) -> dict[int, dict[str, Any]]:
+def wait_for_ends(group: NodeGroup, liveness: Liveness) -> dict[int, NodeEnd]:
     """Every other node's end post, until each has posted or is lost, or END_WAIT after the lead's own end."""
-    deadline = time.monotonic() + float(os.environ.get(END_WAIT_ENV) or DEFAULT_END_WAIT_S)
-    ends: dict[int, dict[str, Any]] = {}
+    deadline = time.monotonic() + settings.NODE_END_WAIT.value()
+    ends: dict[int, NodeEnd] = {}
     while True:
         pending = [n for n in range(1, group.nodes) if n not in ends and n not in liveness.lost]
         for node in pending:
             if group.has(f"end/{node}"):
-                ends[node] = group.read(f"end/{node}")
+                ends[node] = NodeEnd.model_validate(group.read(f"end/{node}"))
         if not [n for n in pending if n not in ends] or time.monotonic() > deadline:
             return ends
         time.sleep(0.25)
@@ -297,60 +366,70 @@ def lead_outcome(work_dir: Path, child: ChildOutcome | None, interrupted: BaseEx
     return outcome
 
 
-def lead_record(
-    base: dict[str, Any], outcome: Outcome, hellos: list[dict[str, Any]], ends: dict[int, dict[str, Any]],
-    lost: dict[int, str], lead_end: dict[str, Any], options: RunOptions, started: float,
-) -> RunRecord:  # fmt: skip
-    """The record from the lead's outcome and every node's end; a node lost or stopped from outside makes it
-    `killed`, a node whose trainer failed while the lead's did not makes it `failed`, each naming the node."""
+def lead_verdict(
+    run: NodeRun, outcome: Outcome, ends: dict[int, NodeEnd], lost: dict[int, str], lead_end: NodeEnd
+) -> tuple[list[NodeInfo], GuardRecord]:  # fmt: skip
+    """The run's status from the lead's outcome and every node's end, set on `outcome`: a node lost or
+    stopped from outside makes it `killed`, a node whose trainer failed while the lead's did not makes it
+    `failed`, each naming the node. Returns every node's line and the guard's verdict over all of them."""
+    # The ranks each node was seen to start, for a node that never reported its end.
+    hellos = [h.model_copy(update={"ranks": run.group.read(f"ranks/{h.node}")}) if run.group.has(f"ranks/{h.node}") else h
+              for h in run.hellos]  # fmt: skip
+    nodes, problems, stopped = judge_nodes(outcome, hellos, ends, lost, lead_end)
+    if stopped or lost:  # a node lost, or stopped from outside (timeout, docker stop, a cancelled job)
+        reason = "; ".join([*stopped, *problems]) + (f" (the lead's trainer then: {outcome.reason})" if outcome.reason else "")
+        outcome.status, outcome.reason = "killed", reason
+    elif problems and outcome.status == "ok":
+        outcome.status, outcome.reason = "failed", "; ".join(problems)
+    elif problems:
+        outcome.reason = f"{outcome.reason}; {'; '.join(problems)}"
+    return nodes, nodes_guard(run, nodes, lead_end)
+
+
+def judge_nodes(
+    outcome: Outcome, hellos: list[Hello], ends: dict[int, NodeEnd], lost: dict[int, str], lead_end: NodeEnd,
+) -> tuple[list[NodeInfo], list[str], list[str]]:  # fmt: skip
+    """Every node's line in the record, the problems to name, and the nodes stopped from outside."""
     ranks_of = {n: sorted(r.rank for r in outcome.ranks or [] if r.node == n) for n in range(len(hellos))}
     nodes: list[NodeInfo] = []
     problems: list[str] = []
     stopped: list[str] = []
-    status, reason = outcome.status, outcome.reason
     for hello in hellos:
-        n = hello["node"]
+        n = hello.node
         end = lead_end if n == 0 else ends.get(n)
-        ranks = ranks_of[n] or (end or {}).get("ranks") or hello.get("ranks") or None
+        ranks = ranks_of[n] or (end.ranks if end else None) or hello.ranks or None
         name = node_name(hello, ranks)
         if n in lost:
             nodes.append(node_info(hello, status="lost", detail=lost[n], ranks=ranks))
             problems.append(f"{name} was lost mid-run: {lost[n]}")
         elif end is None:
-            wait = float(os.environ.get(END_WAIT_ENV) or DEFAULT_END_WAIT_S)
+            wait = settings.NODE_END_WAIT.value()
             detail = f"did not report how its trainer ended within {wait:g} s of the lead's"
             nodes.append(node_info(hello, status="failed", detail=detail, ranks=ranks))
             problems.append(f"{name} {detail}")
         else:
-            failed = outcome.status != "ok" if n == 0 else end.get("returncode") != 0
-            detail = (outcome.reason if n == 0 else end.get("reason")) if failed else None
-            nodes.append(node_info(hello, status="failed" if failed else "ok", detail=detail, ranks=ranks, guard=end.get("guard")))
-            if end.get("stopped") and n != 0:
+            failed = outcome.status != "ok" if n == 0 else end.returncode != 0
+            detail = (outcome.reason if n == 0 else end.reason) if failed else None
+            nodes.append(node_info(hello, status="failed" if failed else "ok", detail=detail, ranks=ranks, guard=end.guard))
+            if end.stopped and n != 0:
                 stopped.append(f"{name} was {detail}")
             elif failed and n != 0:
                 problems.append(f"{name}: {detail}")
-    if stopped or lost:  # a node lost, or stopped from outside (timeout, docker stop, a cancelled job)
-        status = "killed"
-        reason = "; ".join([*stopped, *problems]) + (f" (the lead's trainer then: {outcome.reason})" if outcome.reason else "")
-    elif problems and status == "ok":
-        status, reason = "failed", "; ".join(problems)
-    elif problems:
-        reason = f"{reason}; {'; '.join(problems)}"
-    guard: dict[str, Any] = {"timed": options.timed}
-    if options.timed:
-        guard["precheck"] = hellos[0]["guard"]["precheck"]
-        guard.update({k: v for k, v in (lead_end.get("guard") or {}).items() if k == "sampler"})
-        invalid = [f"{node_name(h)}: {g.get('timing_invalid_reason')}" for h, g in
-                   ((h, nodes[h["node"]].guard or {}) for h in hellos) if g.get("timing_valid") is not True]  # fmt: skip
-        guard["timing_valid"] = not invalid
-        guard["timing_invalid_reason"] = "; ".join(invalid) or None
-    outcome.add_timings(total_s=round(time.perf_counter() - started, 2))
-    record = RunRecord(
-        **base, status=status, reason=reason, data=outcome.data, model=outcome.model, baseline=outcome.baseline,
-        trained=outcome.trained, train=outcome.train, memory=outcome.memory, timings=outcome.timings,
-        checks=outcome.checks, guard=guard, predictions_file=None, nodes=nodes, ranks=outcome.ranks,
+    return nodes, problems, stopped
+
+
+def nodes_guard(run: NodeRun, nodes: list[NodeInfo], lead_end: NodeEnd) -> GuardRecord:
+    """The guard's verdict on a run over several hosts: the lead's pre-check and sampler, and the timing
+    valid only when every node's was."""
+    if not run.options.timed:
+        return GuardRecord(timed=False)
+    invalid = [f"{node_name(h)}: {g.get('timing_invalid_reason')}" for h, g in
+               ((h, nodes[h.node].guard or {}) for h in run.hellos) if g.get("timing_valid") is not True]  # fmt: skip
+    sampler = {"sampler": lead_end.guard.sampler} if lead_end.guard is not None else {}
+    return GuardRecord(
+        timed=True, precheck=run.hellos[0].guard.precheck, **sampler, timing_valid=not invalid,
+        timing_invalid_reason="; ".join(invalid) or None,
     )  # fmt: skip
-    return record
 
 
 def publish(group: NodeGroup, record: RunRecord, path: Path) -> tuple[RunRecord, Path]:

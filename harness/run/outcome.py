@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from harness import atomic
 from harness.config import SetupConfig
+from harness.guard.verdict import GuardRecord
 from harness.results import (
     CheckVerdict,
     DataInfo,
@@ -43,6 +44,7 @@ from harness.results import (
     Metrics,
     ModelInfo,
     RankInfo,
+    Seeding,
     Status,
     Timings,
     TrainStats,
@@ -86,6 +88,7 @@ class Outcome(BaseModel):
     timings: Timings = Timings()
     checks: dict[str, CheckVerdict] = {}
     ranks: list[RankInfo] | None = None
+    seeding: Seeding | None = None
     traceback: str | None = None
     # Set by the trainer when a check of its inputs refused the run before any work was done: the
     # parent then answers like any input check (one line, exit 2) and writes no record.
@@ -190,19 +193,20 @@ def read_partial(work_dir: Path) -> Outcome | None:
     return None
 
 
-def write_ended(work_dir: Path, outcome: Outcome, guard: dict[str, Any], unwritten: str | None = None) -> None:
+def write_ended(work_dir: Path, outcome: Outcome, guard: GuardRecord, unwritten: str | None = None) -> None:
     """The parent's final word on the run, before its record; `unwritten` says why the record could not
     be written (added when it could not)."""
-    body = {"outcome": outcome.model_dump(mode="json"), "guard": guard, "unwritten": unwritten}
+    body = {"outcome": outcome.model_dump(mode="json"), "guard": guard.to_record(), "unwritten": unwritten}
     write_durable(work_dir / ENDED_FILE, json.dumps(body, indent=1, ensure_ascii=False))
 
 
-def read_ended(work_dir: Path) -> tuple[Outcome, dict[str, Any], str | None] | None:
+def read_ended(work_dir: Path) -> tuple[Outcome, GuardRecord, str | None] | None:
     path = work_dir / ENDED_FILE
     if not path.is_file():
         return None
     body = json.loads(path.read_text(encoding="utf-8"))
-    return Outcome.model_validate(body["outcome"]), dict(body.get("guard") or {}), body.get("unwritten")
+    guard = GuardRecord.model_validate(body.get("guard") or {})
+    return Outcome.model_validate(body["outcome"]), guard, body.get("unwritten")
 
 
 def read_events(work_dir: Path) -> list[dict[str, Any]]:

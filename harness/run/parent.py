@@ -20,21 +20,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness import settings
 from harness.config import SetupConfig
 from harness.errors import UserError, describe_os_error
 from harness.gpu.visibility import hide_integrated_gpus
-from harness.guard import GuardConfig, GuardVerdict, Sampler, offline_env, precheck, timed_lock
+from harness.guard import GuardConfig, GuardRecord, GuardVerdict, Sampler, offline_env, precheck, timed_lock
 from harness.provenance import collect_provenance, default_stack
-from harness.results import (
-    MemoryStats,
-    RunRecord,
-    run_fingerprint,
-)
+from harness.results import MemoryStats, RecordHeader, RunRecord, run_fingerprint
 from harness.run.child import execute_job
-from harness.run.inputs import DEFAULT_MIN_FREE, MIN_FREE_ENV, check_inputs
+from harness.run.inputs import check_inputs
 from harness.run.landing import land_run
 from harness.run.launch import start_trainer
-from harness.run.memory_env import check_memory_settings, name_the_cap, parse_bytes_env
+from harness.run.memory_env import check_memory_settings, name_the_cap
 from harness.run.outcome import (
     Job,
     Outcome,
@@ -59,12 +56,12 @@ class RunOptions:
     guard: GuardConfig = field(default_factory=GuardConfig)
     quiet: bool = False
     isolate: bool = True  # the trainer in a child process; tests may run it inline
-    memory_cap_bytes: int | None = field(default_factory=lambda: parse_bytes_env("LORABENCH_MEM_CAP"))
+    memory_cap_bytes: int | None = field(default_factory=settings.MEM_CAP.get)
     # The watchdog kills the trainer, never the host, when available memory falls below this floor
     # (unified-memory APUs freeze instead of failing an allocation).
-    memory_floor_bytes: int | None = field(default_factory=lambda: parse_bytes_env("LORABENCH_MEMORY_FLOOR", "512m"))
+    memory_floor_bytes: int | None = field(default_factory=settings.MEMORY_FLOOR.get)
     # Free space the results folder needs before a run starts (adapter, predictions, record).
-    min_free_bytes: int | None = field(default_factory=lambda: parse_bytes_env(MIN_FREE_ENV, DEFAULT_MIN_FREE))
+    min_free_bytes: int | None = field(default_factory=settings.MIN_FREE.get)
 
 
 def new_run_id(created: datetime, fp: str, seed: int) -> str:
@@ -82,7 +79,7 @@ def check_and_sweep(setup: SetupConfig, options: RunOptions) -> None:
         print(f"lorabench: {swept}", file=sys.stderr)
 
 
-def record_base(setup: SetupConfig, options: RunOptions) -> dict[str, Any]:
+def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
     """Step 1, the provenance snapshot (host, stack, git; an iGPU is hidden from HIP first, before torch
     looks), and the record's fields known at the start: run id, fingerprint, setup."""
     created = datetime.now(UTC)
@@ -91,12 +88,11 @@ def record_base(setup: SetupConfig, options: RunOptions) -> dict[str, Any]:
     if hidden:
         provenance["host"]["hidden_gpus"] = hidden
     fp = run_fingerprint(setup, options.stack, provenance["host"]["kind"])
-    return {
-        "run_id": new_run_id(created, fp, setup.recipe.seed), "created": created.isoformat(timespec="seconds"),
-        "experiment": setup.experiment, "setup_name": setup.name, "seed": setup.recipe.seed, "stack": options.stack,
-        "host": provenance["host"]["id"], "fingerprint": fp, "setup": setup.model_dump(mode="json"),
-        "provenance": provenance,
-    }  # fmt: skip
+    return RecordHeader(
+        run_id=new_run_id(created, fp, setup.recipe.seed), created=created.isoformat(timespec="seconds"),
+        experiment=setup.experiment, setup_name=setup.name, seed=setup.recipe.seed, stack=options.stack,
+        host=provenance["host"]["id"], fingerprint=fp, setup=setup.model_dump(mode="json"), provenance=provenance,
+    )  # fmt: skip
 
 
 # How a stop from outside is named in the record: what the user did, not only the signal.
@@ -118,32 +114,18 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         raise UserError(f"nodes: {setup.nodes} hosts run through harness.run.start (as `lorabench run` does), not here")
     started = time.perf_counter()
     stamps = [time.time()]
-    base = record_base(setup, options)
+    header = record_header(setup, options)
     stamps.append(time.time())
 
     # From here on the run has started: whatever happens, it ends with a record.
-    work_dir = create_work_dir(options.results_dir, base["run_id"], base)
+    work_dir = create_work_dir(options.results_dir, header)
     job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet)
     stamps.append(time.time())
     before = {"startup": began - process_start if process_start is not None else 0.0, "inputs": stamps[0] - began,
               "provenance": stamps[1] - stamps[0], "work_dir": stamps[2] - stamps[1]}  # fmt: skip
-    guard: dict[str, Any] = {"timed": options.timed}
-    interrupted: BaseException | None = None
-    try:
-        with stop_signals_raise():
-            outcome = run_phases_in_child(job, options, guard)
-    except (Stopped, KeyboardInterrupt) as exc:
-        # The trainer's process group is already killed (run_capped).
-        interrupted = exc
-        outcome = stopped_outcome(job.work_dir, str(exc) if isinstance(exc, Stopped) else "SIGINT")
-    except OSError as exc:
-        # The environment failed the parent mid-run (a full disk, the work folder removed): still a record.
-        outcome = Outcome(status="failed", reason=describe_os_error(exc), traceback=traceback.format_exc())
-    except UserError as exc:  # e.g. a guard that cannot take its readings
-        outcome = Outcome(status="failed", reason=str(exc))
-    except Exception as exc:  # a lorabench bug: the run had started, so it still ends with a record
-        outcome = Outcome(status="failed", reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
-    if outcome.refused_input and interrupted is None:
+    ended = run_phases_in_child(job, options)
+    outcome = ended.outcome
+    if outcome.refused_input and ended.interrupted is None:
         # The trainer's input check refused the run before any work: an input error, no record.
         remove_work_dir(work_dir)
         raise UserError(outcome.reason or "the trainer refused its inputs")
@@ -158,11 +140,11 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     around = "trainer_unreported" if unreported else "parent"
     prepend_phases(outcome, {**before, around: time.time() - stamps[2] - trainer_window(outcome)})
     close_books(outcome, process_start, began)
-    record, path = land_record(options.results_dir, base, outcome, guard, work_dir)
-    if interrupted is not None:
+    record, path = land_record(options.results_dir, header, outcome, ended.guard, work_dir)
+    if ended.interrupted is not None:
         # The record is written; the stop goes on up, so a suite or a shell loop stops too.
         print(summary_line(record, path), file=sys.stderr)
-        raise KeyboardInterrupt(str(interrupted)) from interrupted
+        raise KeyboardInterrupt(str(ended.interrupted)) from ended.interrupted
     return record, path
 
 
@@ -180,25 +162,54 @@ def stopped_outcome(work_dir: Path, signal_name: str) -> Outcome:
     return outcome
 
 
-def run_phases_in_child(job: Job, options: RunOptions, guard: dict[str, Any]) -> Outcome:
-    """Steps 2–9: the guard (timed runs) and the trainer child."""
-    if not options.timed:
-        return run_trainer(job, options) if options.isolate else execute_job(job)
-    # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
-    with timed_lock():
-        verdict = precheck(options.guard)
-        guard["precheck"] = verdict.to_dict()
-        if not verdict.ok and not options.allow_noisy:
-            return Outcome(status="refused", reason=verdict.reason)
-        # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
-        with Sampler(options.guard) as sampler:
-            outcome = run_trainer(job, options, extra_env=offline_env())
-        guard.update(timing_verdict(verdict, sampler, job.work_dir))
-    return outcome
+@dataclass(frozen=True)
+class Phases:
+    """How steps 2–9 ended: the outcome, the guard's verdict on the run, and a stop from outside (the
+    record is written first; the stop then goes on up)."""
+
+    outcome: Outcome
+    guard: GuardRecord
+    interrupted: BaseException | None = None
+
+
+def run_phases_in_child(job: Job, options: RunOptions) -> Phases:
+    """Steps 2–9: the guard (timed runs) and the trainer child. Whatever happens, the result is the
+    outcome to record: the run has started, so it ends with a record."""
+    guard = GuardRecord(timed=options.timed)
+    try:
+        with stop_signals_raise():
+            if not options.timed:
+                return Phases(run_trainer(job, options) if options.isolate else execute_job(job), guard)
+            # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
+            with timed_lock():
+                verdict = precheck(options.guard)
+                guard = GuardRecord(timed=True, precheck=verdict.to_dict())
+                if not verdict.ok and not options.allow_noisy:
+                    return Phases(Outcome(status="refused", reason=verdict.reason), guard)
+                # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
+                with Sampler(options.guard) as sampler:
+                    outcome = run_trainer(job, options, extra_env=offline_env())
+                return Phases(outcome, timing_verdict(verdict, sampler, job.work_dir))
+    except (Stopped, KeyboardInterrupt, Exception) as exc:
+        return Phases(caught_outcome(exc, job.work_dir), guard, exc if isinstance(exc, Stopped | KeyboardInterrupt) else None)
+
+
+def caught_outcome(exc: BaseException, work_dir: Path) -> Outcome:
+    """The outcome of steps 2–9 ended by an exception (called while it is handled)."""
+    if isinstance(exc, Stopped | KeyboardInterrupt):
+        # The trainer's process group is already killed (run_capped).
+        return stopped_outcome(work_dir, str(exc) if isinstance(exc, Stopped) else "SIGINT")
+    if isinstance(exc, OSError):
+        # The environment failed the parent mid-run (a full disk, the work folder removed): still a record.
+        return Outcome(status="failed", reason=describe_os_error(exc), traceback=traceback.format_exc())
+    if isinstance(exc, UserError):  # e.g. a guard that cannot take its readings
+        return Outcome(status="failed", reason=str(exc))
+    # A lorabench bug: the run had started, so it still ends with a record.
+    return Outcome(status="failed", reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
 
 
 def land_record(
-    results_dir: Path, base: dict[str, Any], outcome: Outcome, guard: dict[str, Any], work_dir: Path
+    results_dir: Path, header: RecordHeader, outcome: Outcome, guard: GuardRecord, work_dir: Path
 ) -> tuple[RunRecord, Path]:
     """The outcome first, durable in the work folder (`ended.json`), then the record from it: a record
     that cannot be written now (a full disk, a lock that cannot be taken, a stop while waiting for the
@@ -209,7 +220,7 @@ def land_record(
         mark_unwritten(work_dir, outcome.status, exc)
     try:
         with stop_signals_raise():
-            landed = land_run(results_dir, base, outcome, guard, work_dir)
+            landed = land_run(results_dir, header, outcome, guard, work_dir)
     except (Stopped, KeyboardInterrupt) as exc:
         signal_name = str(exc) if isinstance(exc, Stopped) else "SIGINT"
         cause = f"stopped by {STOP_CAUSES.get(signal_name, signal_name)} while writing its record"
@@ -265,13 +276,16 @@ def train_window(work_dir: Path) -> tuple[float, float] | None:
     return (stamps["start"], stamps["end"]) if {"start", "end"} <= stamps.keys() else None
 
 
-def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: Path) -> dict[str, Any]:
+def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: Path) -> GuardRecord:
     """Whether the timing holds: a quiet pre-check and no noise while the train phase ran."""
     window = train_window(work_dir)
     report = sampler.report(window=window)
     valid = precheck_verdict.ok and report.valid
     reasons = [r for r in (precheck_verdict.reason if not precheck_verdict.ok else None, report.reason) if r]
-    return {"sampler": report.to_dict(), "timing_valid": valid, "timing_invalid_reason": "; ".join(reasons) or None}
+    return GuardRecord(
+        timed=True, precheck=precheck_verdict.to_dict(), sampler=report.to_dict(), timing_valid=valid,
+        timing_invalid_reason="; ".join(reasons) or None,
+    )
 
 
 def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:

@@ -8,15 +8,13 @@ suite follows this file from the parent and shows the progress itself (harness/s
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import TextIO
 
+from harness import settings
 from harness.run.ranks import is_main_process
-
-PROGRESS_FILE_ENV = "LORABENCH_PROGRESS_FILE"
 
 
 def _clock(seconds: float) -> str:
@@ -26,8 +24,8 @@ def _clock(seconds: float) -> str:
 
 def progress_file_from_env() -> Path | None:
     """The file named by $LORABENCH_PROGRESS_FILE, for rank 0 only (other DDP ranks would repeat it)."""
-    name = os.environ.get(PROGRESS_FILE_ENV)
-    return Path(name) if name and is_main_process() else None
+    path = settings.PROGRESS_FILE.get()
+    return path if path and is_main_process() else None
 
 
 class Progress:

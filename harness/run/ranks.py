@@ -20,22 +20,23 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness import settings
 from harness.locks import exclusive_lock, lock_dir
 from harness.results import RankInfo
 
 # Set by the parent of a multi-node run on its trainer: which lorabench node this is ("0" = the lead).
-NODE_ENV = "LORABENCH_NODE"
+NODE_ENV = settings.NODE.name
 
 
 def node_index() -> int:
-    return int(os.environ.get(NODE_ENV, "0"))
+    return settings.NODE.value()
 
 
 def is_main_process() -> bool:
     """The process that scores, stamps events and reports: rank 0 under torchrun on one node, or the only
     process; on several nodes the lead node's local rank 0 (the lead writes the record; the c10d
     rendezvous orders nodes by address, so global rank 0 may be on another host)."""
-    if NODE_ENV in os.environ:
+    if settings.NODE.is_set():
         return node_index() == 0 and int(os.environ.get("LOCAL_RANK", "0")) == 0
     return int(os.environ.get("RANK", "0")) == 0
 
@@ -86,8 +87,8 @@ def load_windows(windows: Sequence[tuple[float, float]]) -> list[list[float]]:
 
 def load_lock_path() -> Path:
     """One lock per user and host: $LORABENCH_LOAD_LOCK, else a file in the lock folder."""
-    if env := os.environ.get("LORABENCH_LOAD_LOCK"):
-        return Path(env)
+    if path := settings.LOAD_LOCK.get():
+        return path
     return lock_dir() / f"lorabench-model-load-{os.getuid()}.lock"
 
 

@@ -10,53 +10,75 @@ the smoke's steps with eval off.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import time
+from collections.abc import Generator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType  # a task module (harness.tasks.registry)
 from typing import Any
 
-from harness import atomic
-from harness.backends.common import TrainOutcome, steady_step_seconds
+from harness import atomic, settings
+from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome, steady_step_seconds
+from harness.backends.registry import Backend, backend_for
 from harness.checks import DivergenceObserver, SmokeObserver, check_adapter_weights, check_answers
 from harness.config import SetupConfig
 from harness.errors import RunStopped, UserError
 from harness.gpu.facts import visible_gpu_count
 from harness.models import resolve_model
 from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
-from harness.run.adapter import eval_adapter_source, save_adapter
+from harness.run.adapter import AdapterSource, eval_adapter_source, save_adapter
+from harness.run.aside import Aside, scoring_aside
 from harness.run.evaluate import baseline_answers, decoded_in, merges_adapter, timed_answers
 from harness.run.inputs import check_model_inputs
 from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome, recordable_losses
 from harness.run.progress import Progress
 from harness.run.ranks import gathered, is_main_process, load_windows, rank_facts, staggered_load
+from harness.run.seeding import rng_untouched, seed_run
 from harness.run.timeline import add_phase, phase
 from harness.runtime import Runtime, resolve_setup_runtime, runtime_of
 from harness.tasks.encoding import end_of_turn
-from harness.tasks.registry import Split, task_module
-
-
-def backend_module(name: str) -> ModuleType:
-    """Backends share function signatures (`load`, `train`, `attach_adapter`), not a class tree."""
-    return importlib.import_module(f"harness.backends.{name}")
+from harness.tasks.registry import Example, Split, task_module
 
 
 def preload(setup: SetupConfig) -> None:
-    """The backend's heavy imports (and, on a GPU, its runtime's start) before the first phase, where a
-    backend offers them: they are the child's start-up cost, not the data's or the model's."""
-    backend = backend_module(setup.backend)
-    if hasattr(backend, "preload"):
-        backend.preload(setup, resolve_setup_runtime(setup))
+    """The backend's heavy imports (and, on a GPU, its runtime's start) before the first phase: they are
+    the child's start-up cost, not the data's or the model's."""
+    backend_for(setup.backend).preload(setup, resolve_setup_runtime(setup))
+
+
+@dataclass(frozen=True)
+class RecipeRun:
+    """What every phase of one run reads: the setup as resolved on this host, and where results go."""
+
+    setup: SetupConfig
+    runtime: Runtime
+    backend: Backend
+    work_dir: Path
+    outcome: Outcome
+    events: Events
+    progress: Progress
+    main_process: bool
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The base model as step 4 loaded it: its folder, the model and its tokenizer."""
+
+    path: Path
+    model: Model
+    tokenizer: Tokenizer
 
 
 def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress) -> None:
+    # The run's one seed, before anything draws from it (harness/run/seeding.py says what it decides).
+    outcome.seeding = seed_run(setup.recipe.seed)
     with phase(outcome, "runtime"):
         runtime = resolve_setup_runtime(setup)
-        backend = backend_module(setup.backend)
-        main_process = is_main_process()
+        backend = backend_for(setup.backend)
         check_gpus(setup, runtime)
-
+    run = RecipeRun(setup, runtime, backend, work_dir, outcome, events, progress, main_process=is_main_process())
     # 3. Data: the story's split, hashed so runs compare only on equal splits. The task reads and scores it.
     progress.phase("data")
     with phase(outcome, "data"):
@@ -66,19 +88,54 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
     outcome.data = DataInfo(
         source=split.source, split_hash=split.hash, n_rows=split.n_rows, n_train=len(split.train), n_test=len(test)
     )
+    # Scores are computed beside training where cores are spare (harness/run/aside.py).
+    with scoring_aside(settings.SCORING_WORKER.value()) as aside:
+        # 4. Model through the backend; the untrained model scored the same way as the trained one will be.
+        # Neither draws from the run's seed: the adapter's init is the same draw whatever came before.
+        with rng_untouched(runtime.device):
+            loaded, load_window = load_model(run, split, test)
+            baseline = score_baseline(run, task, loaded, split, test, aside)
+        # 5–8. Train, or (eval.adapter) put a trained adapter onto this base and train nothing. The
+        # baseline's scores land in the outcome also when training stops the run.
+        source = eval_adapter_source(setup)
+        with landing_baseline(run, baseline) as riders:
+            scored_model = train_or_attach(run, loaded, split, load_window, source, riders)
+        # 9. Evaluate the trained adapter (rank 0 alone under DDP).
+        if setup.eval.enabled and run.main_process:
+            base_answers = baseline.answers if baseline else None
+            evaluate(run, task, scored_model, loaded.tokenizer, test, base_answers, aside, attached=source is not None)
 
-    # 4. Model through the backend. Ranks load one after another: several copies in host RAM at once
-    # overflowed it in the story.
-    progress.phase(f"load {setup.model.source} ({runtime.device}, {runtime.precision})")
+
+def train_or_attach(
+    run: RecipeRun, loaded: Loaded, split: Split, load_window: tuple[float, float], source: AdapterSource | None,
+    riders: Sequence[StepObserver],
+) -> Model:  # fmt: skip
+    """Steps 5–8 (`riders` ride along the steps), or the trained adapter of `source` put onto the base
+    (eval.adapter)."""
+    if source is None:
+        return train_and_keep(run, loaded, split, load_window, riders)
+    with phase(run.outcome, "attach_adapter"):
+        scored_model = run.backend.attach_adapter(loaded.model, source.adapter_dir)
+    run.outcome.model = run.outcome.model.model_copy(update={"adapter": {
+        "path": str(source.adapter_dir), "base_model": source.base_model, "trained_precision": source.precision,
+    }})  # fmt: skip
+    return scored_model
+
+
+def load_model(run: RecipeRun, split: Split, test: Sequence[Example]) -> tuple[Loaded, tuple[float, float]]:
+    """Step 4: the model through the backend. Ranks load one after another: several copies in host RAM
+    at once overflowed it in the story. Returns the model and its load's wall-clock window."""
+    setup, runtime, outcome = run.setup, run.runtime, run.outcome
+    run.progress.phase(f"load {setup.model.source} ({runtime.device}, {runtime.precision})")
     started = time.perf_counter()
     staggered = staggered_load() if setup.gpus > 1 else contextlib.nullcontext()
-    with phase(outcome, "load"), events.span("load"), staggered:
+    with phase(outcome, "load"), run.events.span("load"), staggered:
         load_started = time.time()  # wall clock, comparable across ranks; inside the lock
         resolved = resolve_model(setup.model)
         # Before any weight loads: LoRA's targets and rank against the model, every row against
         # max_length in its tokens (a refusal ends the run as an input error: no record).
         check_model_inputs(setup, resolved.path, split.train, test)
-        model, tokenizer = backend.load(setup, resolved.path, runtime)
+        model, tokenizer = run.backend.load(setup, resolved.path, runtime)
         load_window = (load_started, time.time())
     outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
     named = time.time()
@@ -90,67 +147,136 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
     )  # fmt: skip
     outcome.add_checks({"end_of_turn": end_of_turn_check(tokenizer)})
     add_phase(outcome, "end_of_turn", time.time() - named)
+    return Loaded(resolved.path, model, tokenizer), load_window
 
-    # The untrained model, scored the same way (its answers cached per model + split + eval settings).
-    base_answers: list[str] | None = None
-    if setup.eval.enabled and setup.eval.baseline and main_process:
-        with events.span("baseline eval"), phase(outcome, "baseline"):
-            base_answers, seconds, cached = baseline_answers(
-                setup, runtime, resolved.path, split, test, model, tokenizer, progress
-            )
-        with phase(outcome, "baseline_score"):
-            outcome.baseline = Metrics(
-                **task.score(base_answers, test), eval_s=seconds, cached=cached, decoded_in=decoded_in(setup, runtime)
-            )
-        # Time spent in this run: none when the answers came from the cache.
-        outcome.add_timings(baseline_eval_s=0.0 if cached else seconds)
 
-    # 5–8. Train, or (eval.adapter) put a trained adapter onto this base and train nothing.
-    source = eval_adapter_source(setup)
-    if source is not None:
-        with phase(outcome, "attach_adapter"):
-            scored_model = backend.attach_adapter(model, source.adapter_dir)
-        outcome.model = outcome.model.model_copy(update={"adapter": {
-            "path": str(source.adapter_dir), "base_model": source.base_model, "trained_precision": source.precision,
-        }})  # fmt: skip
-    else:
-        scored_model = train(setup, runtime, model, tokenizer, split, backend, outcome, progress, events)
-        if setup.world_size > 1:  # the process group exists once training has set it up
-            outcome.add_timings(load_windows=load_windows(gathered(load_window)))
-            outcome.ranks = rank_facts(load_window, *device_facts(runtime))
-        # The adapter, for `lorabench export` (the parent decides whether it is kept beside the record).
-        if main_process:
-            with phase(outcome, "save_adapter"):
-                save_adapter(scored_model, work_dir / "adapter", setup, runtime.precision, resolved.path)
+@dataclass
+class Baseline:
+    """The untrained model's answers, and their scores (computed aside, or already done)."""
 
-    # 9. Evaluate the trained adapter (rank 0 alone under DDP).
-    if setup.eval.enabled and main_process:
-        with events.span("eval"), phase(outcome, "eval"):
-            answers, seconds = timed_answers(scored_model, tokenizer, test, setup, progress, "eval")
-        outcome.add_timings(eval_s=seconds)
-        with phase(outcome, "score"):
-            metrics, rows = task.score_with_rows(test, answers, base_answers)
-            outcome.trained = Metrics(
-                **metrics, eval_s=seconds, decoded_in=decoded_in(setup, runtime_of(scored_model)),
-                merged=merges_adapter(setup, runtime_of(scored_model)),
-            )  # fmt: skip
-            atomic.write_lines(work_dir / "predictions.jsonl", rows)
-            if source is not None:
-                outcome.memory = memory_stats(runtime)
-            # Scored and kept first: the record shows the empty answers it was judged on.
-            answered = check_answers(answers, base_answers) if setup.checks.divergence.enabled else None
-        if answered is not None:
-            outcome.add_checks({"answers": answered})
-            if answered.verdict == "fail":
-                raise RunStopped("diverged", f"answers: {answered.detail}")
+    answers: list[str]
+    scores: Future[dict[str, Any]]
+    seconds: float
+    cached: bool
+    landed: bool = False
+
+
+class BaselineLanding:
+    """A step observer: the baseline's scores into the outcome at the first step after they are ready, so
+    a run killed while training keeps them (the outcome is rewritten to the work folder as it changes)."""
+
+    def __init__(self, run: RecipeRun, baseline: Baseline) -> None:
+        self.run, self.baseline = run, baseline
+
+    def on_step(self, step: int, loss: float, grad_norm: float | None = None) -> str | None:
+        if not self.baseline.landed and self.baseline.scores.done():
+            _land(self.run, self.baseline)
+        return None
+
+
+def score_baseline(
+    run: RecipeRun, task: ModuleType, loaded: Loaded, split: Split, test: Sequence[Example], aside: Aside
+) -> Baseline | None:
+    """The untrained model's answers (cached per model + split + eval settings), handed to be scored the
+    same way as the trained model's will be (`landing_baseline` puts the scores into the outcome)."""
+    setup, outcome = run.setup, run.outcome
+    if not (setup.eval.enabled and setup.eval.baseline and run.main_process):
+        return None
+    with run.events.span("baseline eval"), phase(outcome, "baseline"):
+        base_answers, seconds, cached = baseline_answers(
+            setup, run.runtime, loaded.path, split, test, loaded.model, loaded.tokenizer, run.progress
+        )
+    with phase(outcome, "baseline_score"):
+        scores = aside.submit(task.score, base_answers, test)
+    # Time spent in this run: none when the answers came from the cache.
+    outcome.add_timings(baseline_eval_s=0.0 if cached else seconds)
+    baseline = Baseline(base_answers, scores, seconds, cached)
+    if scores.done():  # scored here: into the outcome at once
+        _land(run, baseline)
+    return baseline
+
+
+@contextlib.contextmanager
+def landing_baseline(run: RecipeRun, baseline: Baseline | None) -> Generator[list[StepObserver]]:
+    """The baseline's scores in the outcome by the end of the block: the observers it yields land them
+    at the first training step after they are ready; on the way out they are waited for (that wait is
+    the baseline_score phase). When the block raises, its error is the run's: a scoring error then is not
+    raised over it."""
+    if baseline is None or baseline.landed:
+        yield []
+        return
+    try:
+        yield [BaselineLanding(run, baseline)]
+    except BaseException:
+        with contextlib.suppress(Exception):
+            _land(run, baseline)
+        raise
+    _land(run, baseline)
+
+
+def _land(run: RecipeRun, baseline: Baseline) -> None:
+    if baseline.landed:
+        return
+    baseline.landed = True
+    with phase(run.outcome, "baseline_score"):
+        run.outcome.baseline = Metrics(
+            **baseline.scores.result(), eval_s=baseline.seconds, cached=baseline.cached,
+            decoded_in=decoded_in(run.setup, run.runtime),
+        )  # fmt: skip
+
+
+def train_and_keep(
+    run: RecipeRun, loaded: Loaded, split: Split, load_window: tuple[float, float], riders: Sequence[StepObserver] = ()
+) -> Model:  # fmt: skip
+    """Steps 5–8, then the adapter saved for `lorabench export` (the parent decides whether it is kept
+    beside the record)."""
+    setup, runtime, outcome = run.setup, run.runtime, run.outcome
+    trained = train(
+        setup, runtime, loaded.model, loaded.tokenizer, split, run.backend, outcome, run.progress, run.events, riders
+    )  # fmt: skip
+    if setup.world_size > 1:  # the process group exists once training has set it up
+        outcome.add_timings(load_windows=load_windows(gathered(load_window)))
+        outcome.ranks = rank_facts(load_window, *device_facts(runtime))
+    if run.main_process:
+        with phase(outcome, "save_adapter"):
+            save_adapter(trained, run.work_dir / "adapter", setup, runtime.precision, loaded.path)
+    return trained
+
+
+def evaluate(
+    run: RecipeRun, task: ModuleType, model: Model, tokenizer: Tokenizer, test: Sequence[Example], base_answers: list[str] | None,
+    aside: Aside, *, attached: bool,
+) -> None:  # fmt: skip
+    """Step 9: the trained adapter's answers, scored, its predictions kept; empty answers stop the run."""
+    setup, outcome = run.setup, run.outcome
+    with run.events.span("eval"), phase(outcome, "eval"):
+        answers, seconds = timed_answers(model, tokenizer, test, setup, run.progress, "eval")
+    outcome.add_timings(eval_s=seconds)
+    with phase(outcome, "score"):
+        # Where the baseline was scored: a task that remembers its scores does not score those answers again.
+        metrics, rows = aside.submit(task.score_with_rows, test, answers, base_answers).result()
+        outcome.trained = Metrics(
+            **metrics, eval_s=seconds, decoded_in=decoded_in(setup, runtime_of(model)),
+            merged=merges_adapter(setup, runtime_of(model)),
+        )  # fmt: skip
+        atomic.write_lines(run.work_dir / "predictions.jsonl", rows)
+        if attached:
+            outcome.memory = memory_stats(run.runtime)
+        # Scored and kept first: the record shows the empty answers it was judged on.
+        answered = check_answers(answers, base_answers) if setup.checks.divergence.enabled else None
+    if answered is not None:
+        outcome.add_checks({"answers": answered})
+        if answered.verdict == "fail":
+            raise RunStopped("diverged", f"answers: {answered.detail}")
 
 
 def train(
-    setup: SetupConfig, runtime: Runtime, model: Any, tokenizer: Any, split: Split, backend: ModuleType,
-    outcome: Outcome, progress: Progress, events: Events,
-) -> Any:  # fmt: skip
-    """Steps 5–8: preflight checks, training with the smoke and divergence observers riding along, post
-    checks. Returns the trained model; a failed check, smoke or divergence stops the run (RunStopped)."""
+    setup: SetupConfig, runtime: Runtime, model: Model, tokenizer: Tokenizer, split: Split, backend: Backend,
+    outcome: Outcome, progress: Progress, events: Events, riders: Sequence[StepObserver] = (),
+) -> Model:  # fmt: skip
+    """Steps 5–8: preflight checks, training with the smoke and divergence observers riding along (and
+    `riders`, which never stop it), post checks. Returns the trained model; a failed check, smoke or
+    divergence stops the run (RunStopped)."""
     smoke = SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None
     divergence = DivergenceObserver(setup.checks.divergence) if setup.checks.divergence.enabled else None
     progress.phase("train", total=setup.recipe.steps)
@@ -158,7 +284,7 @@ def train(
     # calls a NaN `diverged` too when the divergence check is off). Progress and the step journal first:
     # they never stop a run, and the journal keeps each step's loss, so a killed or stopped trainer's
     # record keeps its progress (the diverged step included).
-    observers = [o for o in (ProgressObserver(progress), events, divergence, smoke) if o]
+    observers = [o for o in (ProgressObserver(progress), events, *riders, divergence, smoke) if o]
     with events.span("train"):
         trained = backend.train(model, tokenizer, split.train, setup, runtime, observers)
     # The backend's spans (lora, trainer, preflight, graph_capture, steps), then what follows here.
@@ -174,7 +300,7 @@ def train(
 def _after_training(
     setup: SetupConfig, runtime: Runtime, trained: TrainOutcome, outcome: Outcome,
     smoke: SmokeObserver | None, divergence: DivergenceObserver | None,
-) -> Any:  # fmt: skip
+) -> Model:  # fmt: skip
     """The trained run's stats, memory and post checks (step 8); a failed check stops the run."""
     if trained.preflight_s is not None:
         outcome.add_timings(preflight_s=trained.preflight_s)
@@ -215,7 +341,7 @@ class ProgressObserver:
         return None
 
 
-def end_of_turn_check(tokenizer: Any) -> CheckVerdict:
+def end_of_turn_check(tokenizer: Tokenizer) -> CheckVerdict:
     """What ends an answer in training and generation, next to what the tokenizer calls EOS."""
     eot = end_of_turn(tokenizer)
     evidence = {"eos_token": tokenizer.eos_token, "end_of_turn": eot}

@@ -28,7 +28,8 @@ from pydantic import ValidationError
 
 from harness import atomic
 from harness.errors import UserError, describe_os_error
-from harness.results import RunRecord
+from harness.guard import GuardRecord
+from harness.results import RecordHeader
 from harness.run.landing import land_run
 from harness.run.lifeline import identity, is_alive
 from harness.run.outcome import (
@@ -50,11 +51,11 @@ def work_root(results_dir: Path) -> Path:
     return results_dir / WORK
 
 
-def create_work_dir(results_dir: Path, run_id: str, base: dict[str, Any]) -> Path:
-    """The folder for one run, owned by this process; `base` is the record's fields known at the start."""
-    work_dir = work_root(results_dir) / run_id
+def create_work_dir(results_dir: Path, header: RecordHeader) -> Path:
+    """The folder for one run, owned by this process, holding the record's header (`base` in `run.json`)."""
+    work_dir = work_root(results_dir) / header.run_id
     work_dir.mkdir(parents=True)  # run ids are unique: an existing folder is someone else's
-    atomic.write_json(work_dir / RUN_FILE, {"owner": identity(), "base": base})
+    atomic.write_json(work_dir / RUN_FILE, {"owner": identity(), "base": header.model_dump(mode="json")})
     reserve_space(work_dir)
     return work_dir
 
@@ -149,13 +150,13 @@ def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
     run = json.loads((work_dir / RUN_FILE).read_text(encoding="utf-8"))
     owner = run["owner"]
     # Fields another version wrote and this one does not know are left out (and said), not an error.
-    base = {k: v for k, v in run["base"].items() if k in RunRecord.model_fields}
-    unknown = sorted(set(run["base"]) - set(base))
+    header = RecordHeader.model_validate({k: v for k, v in run["base"].items() if k in RecordHeader.model_fields})
+    unknown = sorted(set(run["base"]) - set(RecordHeader.model_fields))
     name = work_dir.name.split(".swept-")[0].lstrip(".")
     found = datetime.now(UTC).isoformat(timespec="seconds")
     pid = owner.split("/")[2] if owner.count("/") == 3 else "?"
     ended = read_ended(work_dir) if (work_dir / "ended.json").is_file() else None
-    guard: dict[str, Any] = {}
+    guard = GuardRecord()  # what the guard said is known only from the parent's ended outcome
     if ended is not None:
         outcome, guard, unwritten = ended
         if unwritten is None and (mark := read_unwritten_mark(work_dir)) is not None:
@@ -191,7 +192,7 @@ def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
     if note:
         outcome.reason = f"{outcome.reason} ({note})" if outcome.reason else note
     # Never wait: the suite holds a record's lock for a whole run, and two sweepers must not wait on each other.
-    landed = land_run(results_dir, base, outcome, guard, work_dir, timeout_s=0, late=True)
+    landed = land_run(results_dir, header, outcome, guard, work_dir, timeout_s=0, late=True)
     return Swept(name, landed[1], said) if landed else None
 
 

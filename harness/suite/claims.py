@@ -1,7 +1,8 @@
 """The experiments' claims as judgments over run records: each `check_*` returns an `Outcome` (pass, fail
 or not evaluable, with the numbers behind it), so the suite (`require`, which raises) and the report
-(which renders every outcome) judge with the same code. Which setups and bounds each claim takes is
-`harness.suite.catalogue`.
+(which renders every outcome) judge with the same code. `KINDS` (at the end) is the registry a setup file's claim names by its `kind`:
+each kind's judge, the setups it compares and the bounds it takes. Which claims there are is what the
+setup files say (`harness.suite.catalogue`).
 
 "Not evaluable" is its own answer: too few seeds for the statistic, or a number the records lack. The
 suite skips the test with its reason (`harness.suite.plugin` turns `NotEvaluable` into a skip; outside the
@@ -13,8 +14,8 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, ParamSpec
 
 from harness import stats
@@ -343,3 +344,68 @@ def check_packages_differ(one: RunRecord, other: RunRecord) -> Outcome:
     if not diff:
         return failed(f"stacks {one.stack!r} and {other.stack!r} have the same packages: nothing is compared", diff)
     return passed("; ".join(f"{k} {a or '–'} → {b or '–'}" for k, (a, b) in diff.items()), diff)
+
+
+# --- the kinds a setup file's claim names (`[claims.NAME] kind = "…"`) ---
+
+Runs = Sequence[Sequence[RunRecord]]  # the records of each setup the claim reads, in its `setups` order
+Bounds = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of claim: how many setups it reads (the first is the reference), the bounds it takes
+    (`required`; `defaults` for optional ones, whose allowed words are `choices`), the bound in words for
+    the report, and its judge. `per_seed`: judged seed by seed (one suite case per seed). `cost`: a time
+    or memory figure, compared only between runs of one compile mode (CUDA graphs keep their own pools)."""
+
+    name: str
+    setups: int
+    bound: str  # formatted with the bounds: "≥ {min_gain:g} points …"
+    judge: Callable[[Runs, Bounds], Outcome]
+    required: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    per_seed: bool = False
+    cost: Literal["time", "memory"] | None = None
+
+
+def _time_ratio_either_way(runs: Runs, b: Bounds) -> Outcome:
+    there = check_time_ratio(runs[0], runs[1], b["max_time_ratio"])
+    back = check_time_ratio(runs[1], runs[0], b["max_time_ratio"])
+    return back if there.status == "pass" and back.status != "pass" else there
+
+
+EQUIVALENT = "within ±{equivalence_margin:g} points (TOST, 90% interval)"
+
+KINDS: Mapping[str, Kind] = {k.name: k for k in (
+    Kind("gain", 1, "≥ {min_gain:g} points exact match over the untrained model",
+         lambda r, b: check_gain(r[0], b["min_gain"]), ("min_gain",), per_seed=True),
+    Kind("seed_spread", 1, "max − min trained exact match ≤ {max_seed_spread:g} points",
+         lambda r, b: check_seed_spread(r[0], b["max_seed_spread"]), ("max_seed_spread",)),
+    Kind("finite", 1, "every loss finite, every run scored", lambda r, b: check_finite(r[0]), per_seed=True),
+    Kind("equivalent", 2, EQUIVALENT, lambda r, b: check_equivalent(r[0], r[1], b["equivalence_margin"]),
+         ("equivalence_margin",)),
+    Kind("speedup", 2, "lower end of the 95% interval ≥ {min_speedup:g}× per {speedup_per}",
+         lambda r, b: check_speedup(r[0], r[1], b["min_speedup"], b["speedup_per"]), ("min_speedup",),
+         {"speedup_per": "run"}, {"speedup_per": ("run", "step")}, cost="time"),
+    Kind("time_ratio", 2, "≤ {max_time_ratio:g}× the first setup's train time",
+         lambda r, b: check_time_ratio(r[0], r[1], b["max_time_ratio"]), ("max_time_ratio",), cost="time"),
+    Kind("time_ratio_either_way", 2, "either ≤ {max_time_ratio:g}× the other's train time", _time_ratio_either_way,
+         ("max_time_ratio",), cost="time"),
+    Kind("memory", 1, "peak VRAM ≤ {vram_budget_gib:g} GiB",
+         lambda r, b: check_memory(r[0], b["vram_budget_gib"] * GiB), ("vram_budget_gib",), per_seed=True, cost="memory"),
+    Kind("memory_saved", 2, "saved ≥ {min_saving_share:g} × the predicted saving (quantizable_fraction check)",
+         lambda r, b: check_memory_saved(r[0], r[1], predicted_4bit_saving(r[0][0]), b["min_saving_share"]),
+         ("min_saving_share",), cost="memory"),
+    Kind("vram_ratio", 2, "peak VRAM per card ≤ {max_vram_per_card_ratio:g}× one card's",
+         lambda r, b: check_vram_ratio(r[0][0], r[1][0], b["max_vram_per_card_ratio"]), ("max_vram_per_card_ratio",),
+         per_seed=True, cost="memory"),
+    Kind("mean_gain_over", 2, "mean ≥ {min_points:+g} points over the first setup",
+         lambda r, b: check_mean_gain_over(r[0], r[1], b["min_points"]), ("min_points",)),
+    Kind("loads_staggered", 1, "no load window starts before the previous one ended",
+         lambda r, b: check_loads_staggered(r[0][0]), per_seed=True),
+    Kind("contract", 1, "≥ {min_contract:g}% of held-out answers keep the contract",
+         lambda r, b: check_contract(r[0][0], b["min_contract"]), ("min_contract",), per_seed=True),
+    Kind("packages_differ", 2, "some installed package differs", lambda r, b: check_packages_differ(r[0][0], r[1][0])),
+)}  # fmt: skip

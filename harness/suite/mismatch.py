@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.config import SetupConfig
-from harness.results import RunRecord, data_identity
+from harness.results import RunRecord, fingerprint_payload
 
 MAX_SHOWN = 4  # fields named in one reason; the rest are counted
 MISSING = "(not a field)"
@@ -32,7 +32,7 @@ def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _sides(setup: SetupConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the fields the fingerprint sees: those not at their default, data by content; every field's value)."""
-    seen = _flat(json.loads(setup.fingerprint_payload(data_identity(setup.data.source))))
+    seen = _flat(json.loads(fingerprint_payload(setup)))
     seen.pop("fingerprint_version", None)
     return seen, _flat(setup.model_dump(mode="json"))
 

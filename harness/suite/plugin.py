@@ -1,8 +1,10 @@
-"""pytest plugin for `benchmarks/`: options, markers, host skips and the run fixtures.
+"""pytest plugin for `benchmarks/`: options, markers, host skips, the claim cases and the run fixtures.
 
-Load it from `benchmarks/conftest.py` with `pytest_plugins = ["harness.suite.plugin"]`. A case asks for
-records through `lorabench_run(setup_file, seed)`; the run cache (`harness.suite.cache`) decides whether
-that trains or re-reads a record, so a second `pytest benchmarks` re-asserts without re-training.
+Load it from `benchmarks/conftest.py` with `pytest_plugins = ["harness.suite.plugin"]`. A test that asks
+for `lorabench_claim` is parametrized with one case per claim of every setup file (`harness.suite.cases`:
+benchmarks/test_setups.py) and judges it with `lorabench_judge`. Records come through
+`lorabench_run(setup_file, seed)`; the run cache (`harness.suite.cache`) decides whether that trains or
+re-reads a record, so a second `pytest benchmarks` re-asserts without re-training.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from typing import Any, Protocol
 
 import pytest
 
+from harness import settings
 from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
 from harness.results import RunRecord, record_path
 from harness.suite.cache import DEFAULT_RERUN
+from harness.suite.cases import CaseRuns, ClaimCase, collect_cases, judge_case, params, skip_reason
+from harness.suite.catalogue import Catalogue, load_catalogue
 from harness.suite.claims import NotEvaluable
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
 from harness.suite.progress import Mode, ProgressView, Sink, followed_run
@@ -28,8 +33,9 @@ from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSetting
 from harness.suite.setups import BenchSetup
 
 DEFAULT_SEEDS = "3407,42,1234"
+SETUPS_FOLDER = "setups"  # the built-in setups, beside the test module that asks for lorabench_claim
 PUBLISHED = "reports/results"
-STACK_ENV = "LORABENCH_STACK"
+STACK_ENV = settings.STACK.name
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 RUN_FIXTURES = frozenset({"lorabench_run", "lorabench_record"})
 MARKERS = {
@@ -43,6 +49,7 @@ MARKERS = {
 SETTINGS_KEY = pytest.StashKey[SuiteSettings]()
 RUNNER_KEY = pytest.StashKey[SuiteRunner]()
 CAPS_KEY = pytest.StashKey[HostCapabilities]()
+CATALOGUES_KEY = pytest.StashKey[dict[tuple[Path, ...], Catalogue]]()
 
 
 class RunFixture(Protocol):
@@ -59,94 +66,56 @@ class RecordFixture(Protocol):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lorabench", "lorabench benchmark suite")
-    group.addoption(
-        "--lorabench-stack",
-        default=os.environ.get(STACK_ENV, "cpu"),
-        metavar="NAME",
-        help=f"stack name runs are recorded and looked up under (default: ${STACK_ENV} or cpu)",
-    )
-    group.addoption(
-        "--lorabench-seeds",
-        default=DEFAULT_SEEDS,
-        metavar="N,N,…",
-        help=f"comma-separated seeds every case runs with (default: {DEFAULT_SEEDS})",
-    )
-    group.addoption(
-        "--lorabench-model",
-        default=None,
-        metavar="SOURCE",
-        help="model.source for every setup: preset, hub id, local folder or .gguf (default: each setup's own)",
-    )
-    group.addoption(
-        "--lorabench-data",
-        default=os.environ.get(DATA_ENV),
-        metavar="SOURCE",
-        help=f"data.source for every setup: hub dataset id or local .jsonl/.json/.parquet "
-        f"(default: ${DATA_ENV} if set, else each setup's own)",
-    )
-    group.addoption(
-        "--lorabench-results",
-        default="results",
-        metavar="DIR",
-        help="results folder records are read from and written to (default: results)",
-    )
-    group.addoption(
-        "--lorabench-published",
-        default=PUBLISHED,
-        metavar="DIR",
-        help="published (committed) records: read, never written; one whose fingerprint matches stands in "
-        f"for a run (default: {PUBLISHED}; an empty value reads none)",
-    )
-    group.addoption(
-        "--lorabench-set",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a setup field in every setup, e.g. recipe.steps=20 (repeatable; counts in the fingerprint)",
-    )
-    group.addoption(
-        "--lorabench-rerun",
-        nargs="?",
-        const="all",
-        default=DEFAULT_RERUN,
-        choices=("no", "failed", "all"),
-        help="which cached records run again: failed = any status but ok (killed, failed, refused, diverged), "
-        "so an interrupted suite resumes; all (the flag alone) = every one; no = reuse every record "
-        f"(default: {DEFAULT_RERUN})",
-    )
-    group.addoption(
-        "--lorabench-allow-noisy",
-        action="store_true",
-        default=False,
-        help="timed runs on a busy machine are recorded (marked untimed) instead of refused",
-    )
-    group.addoption(
-        "--lorabench-inline",
-        action="store_true",
-        default=False,
-        help="train in the pytest process instead of a child process (debugging)",
-    )
-    group.addoption(
-        "--lorabench-progress",
-        default="auto",
-        choices=("auto", "live", "lines", "off"),
-        help="progress of runs that train, shown past pytest's capture: live (one status line rewritten in "
-        "place), lines (a line per phase and every --lorabench-progress-every seconds: CI logs), off; "
-        "auto = live on a terminal, lines otherwise, off with -s (the trainer then prints its own) (default: auto)",
-    )
-    group.addoption(
-        "--lorabench-progress-every",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="in lines mode, seconds between progress lines within a phase (default: 30)",
-    )
-    group.addoption(
-        "--lorabench-other-stack",
-        default=None,
-        metavar="NAME",
-        help="stack to compare against in Exp E; its records must already be in the results folder",
-    )
+    _add_source_options(group)
+    _add_run_options(group)
+    _add_view_options(group)
+
+
+def _add_source_options(group: pytest.OptionGroup) -> None:
+    """What runs: the setups, seeds, model, data and overrides."""
+    group.addoption("--lorabench-setups", action="append", default=[], metavar="DIR",
+                    help="a folder of setup files (*.toml with [claims]) whose claims are the cases (repeatable; "
+                         f"default: the {SETUPS_FOLDER}/ folder beside the test module)")  # fmt: skip
+    group.addoption("--lorabench-seeds", default=DEFAULT_SEEDS, metavar="N,N,…",
+                    help=f"comma-separated seeds every case runs with (default: {DEFAULT_SEEDS})")  # fmt: skip
+    group.addoption("--lorabench-model", default=None, metavar="SOURCE",
+                    help="model.source for every setup: preset, hub id, local folder or .gguf (default: each setup's own)")  # fmt: skip
+    group.addoption("--lorabench-data", default=settings.DATA.get(), metavar="SOURCE",
+                    help=f"data.source for every setup: hub dataset id or local .jsonl/.json/.parquet "
+                         f"(default: ${DATA_ENV} if set, else each setup's own)")  # fmt: skip
+    group.addoption("--lorabench-set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a setup field in every setup, e.g. recipe.steps=20 (repeatable; counts in the fingerprint)")  # fmt: skip
+
+
+def _add_run_options(group: pytest.OptionGroup) -> None:
+    """Where records live, which are reused, and how runs are made."""
+    group.addoption("--lorabench-stack", default=settings.STACK.get() or "cpu", metavar="NAME",
+                    help=f"stack name runs are recorded and looked up under (default: ${STACK_ENV} or cpu)")  # fmt: skip
+    group.addoption("--lorabench-other-stack", default=None, metavar="NAME",
+                    help="stack a cross-stack claim (Exp E) compares against; its records must already be in the results folder")  # fmt: skip
+    group.addoption("--lorabench-results", default="results", metavar="DIR",
+                    help="results folder records are read from and written to (default: results)")  # fmt: skip
+    group.addoption("--lorabench-published", default=PUBLISHED, metavar="DIR",
+                    help="published (committed) records: read, never written; one whose fingerprint matches stands in "
+                         f"for a run (default: {PUBLISHED}; an empty value reads none)")  # fmt: skip
+    group.addoption("--lorabench-rerun", nargs="?", const="all", default=DEFAULT_RERUN, choices=("no", "failed", "all"),
+                    help="which cached records run again: failed = any status but ok (killed, failed, refused, diverged), "
+                         "so an interrupted suite resumes; all (the flag alone) = every one; no = reuse every record "
+                         f"(default: {DEFAULT_RERUN})")  # fmt: skip
+    group.addoption("--lorabench-allow-noisy", action="store_true", default=False,
+                    help="timed runs on a busy machine are recorded (marked untimed) instead of refused")  # fmt: skip
+    group.addoption("--lorabench-inline", action="store_true", default=False,
+                    help="train in the pytest process instead of a child process (debugging)")  # fmt: skip
+
+
+def _add_view_options(group: pytest.OptionGroup) -> None:
+    """How a training run's progress is shown."""
+    group.addoption("--lorabench-progress", default="auto", choices=("auto", "live", "lines", "off"),
+                    help="progress of runs that train, shown past pytest's capture: live (one status line rewritten in "
+                         "place), lines (a line per phase and every --lorabench-progress-every seconds: CI logs), off; "
+                         "auto = live on a terminal, lines otherwise, off with -s (the trainer then prints its own) (default: auto)")  # fmt: skip
+    group.addoption("--lorabench-progress-every", type=float, default=30.0, metavar="SECONDS",
+                    help="in lines mode, seconds between progress lines within a phase (default: 30)")  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -202,6 +171,8 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
         problems.append(
             f"--lorabench-other-stack: {other!r} is the stack under test; name the stack to compare against"
         )
+    setups = tuple((here / folder).resolve() for folder in config.getoption("lorabench_setups"))
+    problems += [f"--lorabench-setups: {f} is not a folder; give a folder of setup .toml files" for f in setups if not f.is_dir()]
     every = config.getoption("lorabench_progress_every")
     if every < 0:
         problems.append(f"--lorabench-progress-every: {every} is negative; give seconds >= 0, e.g. 30")
@@ -211,7 +182,7 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
         stack=stack, seeds=seeds, results_dir=results.resolve(), published_dir=published, model=model, data=data, overrides=overrides,
         allow_noisy=config.getoption("lorabench_allow_noisy"), rerun=config.getoption("lorabench_rerun"),
         inline=config.getoption("lorabench_inline"), quiet=config.getoption("capture") != "no", other_stack=other,
-        progress=config.getoption("lorabench_progress"), progress_every_s=every,
+        progress=config.getoption("lorabench_progress"), progress_every_s=every, setups=setups,
     )  # fmt: skip
 
 
@@ -280,9 +251,24 @@ def _parse_seeds(text: str, problems: list[str]) -> tuple[int, ...]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    settings = metafunc.config.stash[SETTINGS_KEY]
     if "lorabench_seed" in metafunc.fixturenames:
-        seeds = metafunc.config.stash[SETTINGS_KEY].seeds
-        metafunc.parametrize("lorabench_seed", seeds, ids=[f"seed{s}" for s in seeds])
+        metafunc.parametrize("lorabench_seed", settings.seeds, ids=[f"seed{s}" for s in settings.seeds])
+    if "lorabench_claim" in metafunc.fixturenames:
+        folders = settings.setups or (metafunc.definition.path.parent / SETUPS_FOLDER,)
+        metafunc.parametrize("lorabench_claim", params(collect_cases(catalogue(metafunc.config, folders), settings.seeds)))
+
+
+def catalogue(config: pytest.Config, folders: tuple[Path, ...]) -> Catalogue:
+    """The claims of the setup files in `folders`, read once a session; a bad file stops the collection
+    with its one line (field, value, fix)."""
+    known = config.stash.setdefault(CATALOGUES_KEY, {})
+    if folders not in known:
+        try:
+            known[folders] = load_catalogue(folders)
+        except UserError as exc:
+            pytest.fail(str(exc), pytrace=False)
+    return known[folders]
 
 
 def capabilities(config: pytest.Config) -> HostCapabilities:
@@ -333,7 +319,7 @@ def lorabench_seeds(lorabench_settings: SuiteSettings) -> tuple[int, ...]:
 
 @pytest.fixture
 def lorabench_setup(request: pytest.FixtureRequest) -> Callable[[str | Path], BenchSetup]:
-    """`lorabench_setup("setups/exp_a.toml")`: the setup file (path relative to the test module) and its claims."""
+    """`lorabench_setup("setups/exp_a.toml")`: the setup file (path relative to the test module, or absolute), read once."""
     runner = request.config.stash[RUNNER_KEY]
 
     def load(setup_file: str | Path) -> BenchSetup:
@@ -398,6 +384,34 @@ def lorabench_record_file(request: pytest.FixtureRequest) -> Callable[[RunRecord
     lie beside it), e.g. for a setup that scores another run's adapter (`eval.adapter`)."""
     runner = request.config.stash[RUNNER_KEY]
     return lambda record: record_path(runner.settings.results_dir, record)
+
+
+@pytest.fixture
+def lorabench_judge(
+    request: pytest.FixtureRequest, lorabench_run: RunFixture, lorabench_record: RecordFixture,
+    lorabench_record_file: Callable[[RunRecord], Path],
+) -> Callable[[ClaimCase], Any]:  # fmt: skip
+    """`lorabench_judge(case) -> figure`: the case's claim judged on the records of its setups (trained or
+    reused); skips, before any run, a case this session or host cannot judge, naming what is missing."""
+    runner = request.config.stash[RUNNER_KEY]
+    settings = runner.settings
+    runs = CaseRuns(
+        load=runner.bench_setup, run=lambda path, seed, overrides: lorabench_run(path, seed, overrides),
+        other=lambda path, seed: lorabench_record(path, seed, stack=settings.other_stack or ""),
+        record_file=lorabench_record_file,
+    )  # fmt: skip
+
+    def judge(case: ClaimCase) -> Any:
+        if reason := skip_reason(case, settings, runner.bench_setup):
+            pytest.skip(reason)
+        seeds = case.seeds(settings)
+        for path in dict.fromkeys(case.claim.setups.values()):  # what this host lacks first, before hours of a reference
+            setup = _resolve(runner, runner.bench_setup(path), seeds[0], None)
+            if missing := missing_for_setup(setup, capabilities(request.config)):
+                pytest.skip(f"{setup.experiment}/{setup.name}: " + "; ".join(missing))
+        return judge_case(case, seeds, runs)
+
+    return judge
 
 
 def _resolve(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import tempfile
 import threading
 import time
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.run.progress import PROGRESS_FILE_ENV
+from harness import settings
 
 Mode = Literal["live", "lines", "off"]
 # (text, transient): a transient line is replaced by the next one (live mode's status line).
@@ -235,16 +234,11 @@ def followed_run(
     with tempfile.TemporaryDirectory(prefix="lorabench-progress-") as tmp:
         path = Path(tmp) / "progress.jsonl"
         path.touch()
-        before = os.environ.get(PROGRESS_FILE_ENV)
-        os.environ[PROGRESS_FILE_ENV] = str(path)  # the child inherits the parent's environment
         follower = ProgressFollower(path, view)
         view.drain = follower.stop  # stopping twice is harmless: the thread has ended, the file is read to its end
         follower.start()
         try:
-            yield view
+            with settings.for_children(settings.PROGRESS_FILE, path):  # the child inherits the parent's environment
+                yield view
         finally:
             follower.stop()
-            if before is None:
-                os.environ.pop(PROGRESS_FILE_ENV, None)
-            else:
-                os.environ[PROGRESS_FILE_ENV] = before

@@ -18,10 +18,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
+from harness import settings
 from harness.config import Override, SetupConfig
 from harness.locks import exclusive_lock
 from harness.results import RunRecord, record_dir, record_lock_path, run_fingerprint
-from harness.run.checkpoint import CHECKPOINT_ENV, is_resumable, latest, remove
+from harness.run.checkpoint import is_resumable, latest, remove
 from harness.suite.cache import (
     DEFAULT_RERUN,
     HostKey,
@@ -32,6 +33,7 @@ from harness.suite.cache import (
     wants_rerun,
     why_not_standing_in,
 )
+from harness.suite.expected import expected_note
 from harness.suite.progress import ProgressView
 from harness.suite.setups import BenchSetup, load_bench_setup
 
@@ -58,6 +60,7 @@ class SuiteSettings:
     other_stack: str | None = None
     progress: Literal["auto", "live", "lines", "off"] = "auto"
     progress_every_s: float = 30.0
+    setups: tuple[Path, ...] = ()  # folders of setup files whose claims are the cases (none: the built-in folder)
 
     def setup_overrides(self) -> list[Override]:
         """Overrides every setup gets, before a case's own: data, model, then `--lorabench-set`."""
@@ -187,12 +190,16 @@ class SuiteRunner:
     def cached(self, setup: SetupConfig, stack: str) -> tuple[RunRecord | None, Path]:
         """A record of another stack on this host, never run here (Exp E compares stacks run in two images):
         the user's, else the published one."""
-        folders = [self.settings.results_dir] + ([self.settings.published_dir] if self.settings.published_dir else [])
-        for folder in folders:
+        for folder in self._folders:
             record = lookup(folder, setup, stack, self.host_key)
             if record is not None:
                 return record, expected_path(folder, setup, stack, self.host)
         return None, expected_path(self.settings.results_dir, setup, stack, self.host)
+
+    @property
+    def _folders(self) -> list[Path]:
+        """The user's results folder, then the published one (when there is one)."""
+        return [self.settings.results_dir, *([self.settings.published_dir] if self.settings.published_dir else [])]
 
     def _older(self, record: RunRecord) -> bool:
         # A record another worker wrote during this session is the re-run: do not re-run it again.
@@ -222,6 +229,9 @@ class SuiteRunner:
         resumes = latest(checkpoints) if checkpoints and is_resumable(setup) else None
         if resumes:
             header += f"; resuming from step {resumes[1].step} ({shown(resumes[0])})"
+        # What it will take, before it starts: from an earlier run of this setup on this host, if any.
+        header += "; " + expected_note(self._folders, setup, self.settings.stack, self.host_key,
+                                       more_runs=self._seeds_after(setup), shown=shown)  # fmt: skip
         follow = self.follow(label, header, self._seeds_after(setup)) if self.follow else nullcontext()
         with self._pinned(), self._checkpoints_in(checkpoints), follow as view:
             record, path = run_on_hosts(setup, options)
@@ -251,18 +261,9 @@ class SuiteRunner:
 
     @contextmanager
     def _checkpoints_in(self, folder: Path | None) -> Generator[None]:
-        before = os.environ.get(CHECKPOINT_ENV)
-        if folder is None:
-            os.environ.pop(CHECKPOINT_ENV, None)
-        else:
-            os.environ[CHECKPOINT_ENV] = str(folder)  # the trainer child inherits it (harness.run.checkpoint)
-        try:
+        # The trainer child inherits it (harness.run.checkpoint).
+        with settings.for_children(settings.CHECKPOINT_DIR, folder):
             yield
-        finally:
-            if before is None:
-                os.environ.pop(CHECKPOINT_ENV, None)
-            else:
-                os.environ[CHECKPOINT_ENV] = before
 
     @contextmanager
     def _pinned(self) -> Generator[None]:

@@ -1,29 +1,26 @@
-"""The task registry and the contract every task keeps.
+"""The contract every task keeps, and the task of a name.
 
-Every task has a module `harness.tasks.<name>.task` with the same functions (a shared signature, no
-class tree, as the backends):
+A task is a module `harness/tasks/<name>/task.py` (found by `harness.tasks.catalog`, imported when first
+asked for) whose module-level names are those of `Task` below: a shared signature, no class tree, as
+the backends. Outside `harness/tasks/<name>/`, code knows a task's examples, splits, scores and miss
+analysis only through the protocols here, and asks for a task by the name its setup or record holds:
 
-    check_source(config: DataConfig) -> None       # before any process starts: a cheap look at the source
-    load_split(config: DataConfig) -> Split        # the data, split and hashed
-    score(answers, test) -> dict                   # the record's Metrics fields
-    score_with_rows(test, answers, base_answers) -> (dict, list[dict])  # the same, plus a predictions
-                                                   # line per question, scored once
-
-and, where the task has one, a miss analysis over several runs' predictions:
-
-    analyze_runs(prediction_files, labels, record, data=None) -> MissReport
-
-Outside `harness.tasks.<name>`, code knows examples and splits only through the protocols below.
+    task = task_module(record.task)
+    task.COLUMNS        # what the report shows of its scores, beside exact match
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
-from types import ModuleType
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-TASKS = {"sql": "harness.tasks.sql.task", "verdict": "harness.tasks.verdict.task"}
+from harness.tasks import catalog
+
+if TYPE_CHECKING:
+    from harness.config import DataConfig
+    from harness.results import Metrics, RunRecord
 
 
 class Example(Protocol):
@@ -74,5 +71,51 @@ class MissReport(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
-def task_module(name: str) -> ModuleType:
-    return importlib.import_module(TASKS[name])
+class AnalyzeRuns(Protocol):
+    """The miss analysis of several runs' predictions (`labels`: one per file); `record`, one of the runs,
+    finds the test rows they were scored on (`data`: a local copy of the data to try first)."""
+
+    def __call__(
+        self, prediction_files: Sequence[Path], labels: Sequence[str], record: RunRecord | None, data: str | None = None
+    ) -> MissReport: ...
+
+
+@dataclass(frozen=True)
+class MetricColumn:
+    """A score of a task's trained metrics that the report shows beside exact match, as a column."""
+
+    label: str  # the column's header, also the figure's name in the report's JSON
+    value: Callable[[Metrics], float | None]
+    # A cell is marked when a run's trained or baseline metrics call for it (a score that may read
+    # otherwise elsewhere, say); `note` explains the mark under the table.
+    mark: str = ""
+    is_marked: Callable[[Metrics], bool] | None = None
+    note: str = ""
+
+
+class Task(Protocol):
+    """What a task module provides (module-level names; `self` is the module)."""
+
+    METRICS: type[Metrics]  # its metrics model: the record's scores of this task
+    COLUMNS: tuple[MetricColumn, ...]  # its scores the report shows, beyond exact match and gain
+    analyze_runs: AnalyzeRuns | None  # its miss analysis; None: it has none
+
+    def check_source(self, config: DataConfig) -> None:
+        """Before any process starts: a cheap look at the data source, refusing one that cannot serve."""
+
+    def load_split(self, config: DataConfig) -> Split:
+        """The data, split and hashed."""
+
+    def score(self, answers: Sequence[str], test: Sequence[Any]) -> dict[str, Any]:
+        """The fields of its metrics model for these answers to the test examples (of `load_split`)."""
+
+    def score_with_rows(
+        self, test: Sequence[Any], answers: Sequence[str], base_answers: Sequence[str] | None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """`score`'s fields and a predictions line per question (with `index` and `exact`, and `base_exact`
+        when there are base answers), from one scoring pass."""
+
+
+def task_module(name: str) -> Task:
+    """The task called `name` (a setup's `task`, a record's `.task`)."""
+    return cast("Task", catalog.load_task(name))

@@ -9,6 +9,7 @@ import torch
 
 from harness.backends import hf
 from harness.config import load_setup
+from harness.run.seeding import seed_run
 from harness.runtime import Runtime, resolve_runtime
 
 
@@ -51,6 +52,7 @@ def _train_tiny(tiny_model_dir: Path, compile_: str) -> tuple[object, list[float
     ])  # fmt: skip
     runtime = Runtime("cpu", "fp32")
     examples = tiny_sql_examples(8)
+    seed_run(setup.recipe.seed)  # as the recipe's top does: every training starts from the same adapter
     model, tokenizer = hf.load(setup, tiny_model_dir, runtime)
     outcome = hf.train(model, tokenizer, examples, setup, runtime)
     return outcome.model, outcome.losses
@@ -87,6 +89,7 @@ def test_the_sync_free_trainer_trains_as_sft_trainer_does(tiny_model_dir: Path, 
     examples = tiny_sql_examples(16)
 
     def losses_and_tokens(reference: bool) -> tuple[list[float], int]:
+        seed_run(setup.recipe.seed)  # as the recipe's top does: both trainings start from the same adapter
         model, tokenizer = hf.load(setup, tiny_model_dir, runtime)
         model = hf.wrap_lora(model, setup)
         trainer = hf.build_trainer(model, tokenizer, examples, setup, runtime, [])

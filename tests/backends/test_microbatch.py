@@ -10,6 +10,7 @@ import torch
 
 from harness.backends import hf, microbatch
 from harness.config import load_setup
+from harness.run.seeding import seed_run
 from harness.runtime import Runtime
 from harness.tasks.sql.data import SqlExample
 
@@ -64,6 +65,7 @@ def _losses(tiny_model_dir: Path, parts: int) -> list[float]:
         "recipe.warmup_steps=0", "recipe.lr=1e-2", "checks.preflight=false", f"recipe.micro_batches={parts}",
     ])  # fmt: skip
     runtime = Runtime("cpu", "fp32", micro_batches=parts)
+    seed_run(setup.recipe.seed)  # as the recipe's top does: both trainings start from the same adapter
     model, tokenizer = hf.load(setup, tiny_model_dir, runtime)
     return hf.train(model, tokenizer, _examples(), setup, runtime).losses
 

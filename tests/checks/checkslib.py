@@ -46,6 +46,15 @@ def _scratch_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def _seeded_run() -> None:
+    # These tests call the backend directly, without the recipe: seed as the recipe's top does
+    # (harness/run/seeding.py), so each test's adapter init is the seed's, whatever ran before it.
+    from harness.run.seeding import seed_run
+
+    seed_run(3407)
+
+
 def load_model(path: Path, model_class: Any = None) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 VISIBILITY = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION")
-ROCM = {"bench", "smoke"}
+ROCM = {"bench", "smoke", "bench-setups"}  # bench-setups: bench with your own setups folder mounted
 NVIDIA = {"bench-nvidia", "smoke-nvidia"}
 CPU = {"bench-cpu", "smoke-cpu", "report-cpu"}
 REPORT = {"report", "report-cpu"}

@@ -142,7 +142,10 @@ def test_h200_with_a_torch_without_sm90_kernels_is_blocked(tmp_path: Path) -> No
 def test_cpu_only_host_can_run_the_cpu_stack(tmp_path: Path) -> None:
     d = diagnose(load_host("cpu-only", tmp_path))
     assert d.accelerator == "cpu" and d.exit_status == 0
-    assert {c.name for c in d.checks if c.status == "skip"} >= {"device nodes", "groups", "gfx arch"}
+    skipped = {c.name: c.summary for c in d.checks if c.status == "skip"}
+    assert skipped.keys() >= {"device nodes", "groups", "gfx arch", "GPUs torch sees", "integrated GPUs"}
+    assert skipped["device nodes"] == "CPU run: no GPU device nodes needed"  # each says why it skipped
+    assert skipped["integrated GPUs"] == "not a ROCm run"
 
 
 def test_rocm_image_on_a_cpu_only_host_names_the_cpu_and_nvidia_profiles(tmp_path: Path) -> None:

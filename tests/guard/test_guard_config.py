@@ -45,3 +45,20 @@ def test_every_problem_listed_with_field_and_value(tmp_path: Path) -> None:
 def test_unreadable_file_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot read it"):
         load_guard_config(tmp_path / "missing.toml")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        ("guard.ini", "[guard]\n", "unknown config format '.ini'"),
+        ("guard.yaml", "- 1\n", "top level must be a table"),
+        ("guard.toml", "[guard\n", "cannot parse"),
+        ("guard.toml", b"\xff\xfe", "not UTF-8"),
+    ],
+)
+def test_a_guard_file_is_read_by_the_one_config_reader(tmp_path: Path, name: str, text: str | bytes, words: str) -> None:
+    """Setups and guard thresholds share `harness.config.read_config_file`: a fault reads the same in both."""
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ConfigError, match=words):
+        load_guard_config(path)

@@ -98,26 +98,38 @@ def test_other_tasks_compare_without_the_sql_miss_analysis(tmp_path: Path) -> No
     exact); the miss analysis, which is the SQL task's, is left out instead of failing the report."""
     from builders import HOST_CPU, STACK_CPU, make_record, write
 
+    from harness.results import Metrics
+
     for name, skill in (("verdict-a", 0), ("verdict-b", 1)):
         for seed in (3407, 42):
             rows = [{"index": i, "prediction": "fair", "base_prediction": "x", "exact": (i + seed + skill) % 3 != 0,
                      "contract": True, "decision": "fair", "tag": None, "base_exact": False} for i in range(12)]  # fmt: skip
             record = make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp_g", setup_name=name, seed=seed,
                                  created="2026-11-30T00:00:00+00:00", rows=rows)  # fmt: skip
-            record = record.model_copy(update={"setup": {**record.setup, "task": "verdict"}})
+            scores = {"semantic": None, "n_scorable": None, "n_unscorable": None}  # the SQL task's: not a verdict's
+            record = record.model_copy(update={
+                "setup": {**record.setup, "task": "verdict"},
+                "baseline": Metrics(**record.baseline.model_dump(exclude=set(scores))),
+                "trained": Metrics(**record.trained.model_dump(exclude=set(scores))),
+            })  # fmt: skip
             write(tmp_path / "results", record, rows)
     write_reports([tmp_path / "results"], tmp_path / "reports", BENCHMARKS)
     (scorecard,) = (tmp_path / "reports").glob("*/*/scorecard.md")
     text = scorecard.read_text()
     assert "verdict-b vs verdict-a" in text and "of 24 (seeds 42, 3407)" in text
     assert "### Misses" not in text
+    assert "semantic %" not in text  # the SQL task's column: not in a verdict experiment's table
 
 
 def test_a_semantic_score_the_sql_safety_net_touched_is_marked_and_explained(tmp_path: Path) -> None:
     from builders import HOST_CPU, STACK_CPU, make_record, predictions
 
     from harness.report.groups import LoadedRecord, SetupRuns
-    from harness.report.tables import CLOCK_STOPPED, experiment_table
+    from harness.report.tables import experiment_table
+    from harness.tasks.sql.metrics import COLUMNS
+
+    (semantic,) = COLUMNS
+    CLOCK_STOPPED = semantic.mark
 
     def runs(n_clock_stopped: int) -> SetupRuns:
         record = make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp_a", setup_name="s", seed=1,
@@ -128,7 +140,7 @@ def test_a_semantic_score_the_sql_safety_net_touched_is_marked_and_explained(tmp
     assert CLOCK_STOPPED not in experiment_table([runs(0)])
     assert CLOCK_STOPPED in experiment_table([runs(2)])
     context = _experiment_context_of([runs(2)], tmp_path / "img")
-    assert context["clock_stopped_note"].startswith(" ‡ = the semantic score includes")
+    assert context["marks_note"].startswith(" ‡ = the semantic score includes")
     # The legend appears only where the mark does (the golden files above have neither).
     results = tmp_path / "results"
     write_story_results(results)

@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 from builders import EXP_A_SETUP, EXP_B_SETUP, HOST_AMD, SEEDS, STACK_ROCM, make_record, predictions, write
 
-from harness.report.claim_table import evaluate_claims
+from harness.report.claim_table import evaluate_claims, load_setups
 from harness.report.groups import group_records, load_records
 from harness.report.pipeline import write_reports
 from harness.results import RunRecord
 from harness.suite.catalogue import assert_claim
-from harness.suite.setups import load_bench_setup
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -185,12 +184,14 @@ def test_the_report_and_the_suite_judge_alike(tmp_path: Path) -> None:
     # One judgment, two readers: the scorecard's cell is the suite's assertion message, word for word.
     write_ab(tmp_path / "results", wrong=(6, 12))
     (group,) = group_records(load_records([tmp_path / "results"]))
-    results = {r.claim.name: r for r in evaluate_claims(group, BENCHMARKS) or ()}
+    catalogue = load_setups(BENCHMARKS)
+    assert catalogue is not None
+    results = {r.claim.name: r for r in evaluate_claims(group, catalogue) or ()}
     by_setup = {name: sorted((r for r in group.records if r.setup_name == name), key=lambda r: r.seed)
                 for name in (EXP_A_SETUP, EXP_B_SETUP)}  # fmt: skip
     with pytest.raises(AssertionError) as raised:
-        assert_claim("exp_b", "accuracy equivalent to bf16", {"bf16": by_setup[EXP_A_SETUP], "4bit": by_setup[EXP_B_SETUP]},
-                     lambda name: load_bench_setup(BENCHMARKS / name))  # fmt: skip
+        assert_claim(catalogue.find("exp_b", "accuracy equivalent to bf16"),
+                     {"bf16": by_setup[EXP_A_SETUP], "4bit": by_setup[EXP_B_SETUP]}, catalogue.setups)  # fmt: skip
     assert results["accuracy equivalent to bf16"].measured == str(raised.value)
 
 

@@ -1,5 +1,5 @@
-"""What the fault tests share: the real CLI on the tiny model in a real process, its environment, and
-ways to watch it (the steps its trainer journaled, its trainer processes)."""
+"""What the fault tests share: the real CLI on the tiny model in a real process, its environment, ways to
+watch it (the steps its trainer journaled, its trainer processes), and a small real disk to fill under it."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -81,3 +82,45 @@ def find_trainers(where: Path) -> list[psutil.Process]:
         if "harness.run.child" in cmdline and str(where) in cmdline:
             found.append(proc)
     return found
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Generator[Path]:
+    """A real tmpfs of `size` ("8m") mounted at `where` for the block (skips where this host cannot mount one)."""
+    where.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@contextlib.contextmanager
+def filling_disk(results: Path, filler: Path, *, leave_bytes: int = 0, keep_full: bool = False) -> Generator[None]:
+    """For the block: from the first step a run journals in `results`, write `filler` until its disk has
+    `leave_bytes` free. `keep_full`: then keep taking every block freed (what another job writing there does)."""
+    stop = threading.Event()
+
+    def fill() -> None:
+        while not stop.is_set() and journaled_steps(results) < 1:
+            time.sleep(0.05)
+        with filler.open("wb", buffering=0) as handle:  # unbuffered: a refused write leaves nothing pending
+            while not stop.is_set():
+                room = os.statvfs(filler.parent).f_bavail * os.statvfs(filler.parent).f_frsize - leave_bytes
+                try:
+                    if room <= 0:
+                        raise OSError("full")
+                    handle.write(b"\0" * min(64 << 10, room))
+                except OSError:
+                    if not keep_full:
+                        return
+                    time.sleep(0.02)
+
+    thread = threading.Thread(target=fill)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

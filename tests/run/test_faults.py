@@ -7,12 +7,10 @@ same-second runs died without a record.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Generator
 from datetime import UTC, datetime
@@ -20,7 +18,15 @@ from pathlib import Path
 
 import psutil
 import pytest
-from faultlib import cli_args, cli_env, find_trainers, journaled_steps, started_run, wait_for_steps
+from faultlib import (
+    cli_args,
+    cli_env,
+    filling_disk,
+    find_trainers,
+    started_run,
+    tmpfs,
+    wait_for_steps,
+)
 
 from harness.results import load_record
 from harness.run.parent import new_run_id
@@ -62,11 +68,14 @@ def test_a_sigkilled_parent_takes_its_trainer_along_and_the_next_run_records_it(
     assert not (tmp_path / ".trainer-scratch").exists()  # Trainer's output folder is a temp folder now
 
 
+@pytest.mark.parametrize("scoring_worker", ["0", "1"])
 def test_a_sigtermed_run_is_recorded_as_killed_with_its_progress(
-    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, scoring_worker: str
 ) -> None:
+    # With the scoring worker the baseline's scores arrive during training: they land at a step.
     results = tmp_path / "results"
-    with started_run(tmp_path, cli_args(tiny_model_dir, sql_rows_file, results, steps=100_000)) as parent:
+    args = cli_args(tiny_model_dir, sql_rows_file, results, steps=100_000)
+    with started_run(tmp_path, args, LORABENCH_SCORING_WORKER=scoring_worker) as parent:
         wait_for_steps(results, 3, parent)
         parent.send_signal(signal.SIGTERM)
         _, stderr = parent.communicate(timeout=120)
@@ -120,41 +129,20 @@ def test_run_ids_of_one_setup_and_second_differ() -> None:
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Generator[Path]:
-    """A real 8 MiB tmpfs (skips where this host cannot mount one)."""
-    where = tmp_path / "disk"
-    where.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(where)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
-    try:
+    """A real 8 MiB tmpfs."""
+    with tmpfs(tmp_path / "disk", "8m") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def fill_when_training(results: Path, leave_bytes: int, stop: threading.Event) -> None:
-    """Fill the disk as soon as the first step is journaled, leaving `leave_bytes`: the adapter save
-    after training then runs out of space half way."""
-    while not stop.is_set() and journaled_steps(results) < 1:
-        time.sleep(0.05)
-    free = os.statvfs(results).f_bavail * os.statvfs(results).f_frsize
-    with contextlib.suppress(OSError), (results / "filler").open("wb") as handle:
-        handle.write(b"\0" * max(0, free - leave_bytes))
 
 
 def test_a_disk_filling_up_mid_run_leaves_a_failed_record_and_no_partial_adapter(
     tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, small_disk: Path
 ) -> None:
-    stop = threading.Event()
-    filler = threading.Thread(target=fill_when_training, args=(small_disk, 48 << 10, stop))
-    filler.start()
-    try:
+    # Filled to 48 KiB free from the first step on: the adapter save after training runs out of space half way.
+    with filling_disk(small_disk, small_disk / "filler", leave_bytes=48 << 10):
         done = subprocess.run(
             cli_args(tiny_model_dir, sql_rows_file, small_disk, steps=40), cwd=tmp_path,
             env=cli_env(tmp_path, LORABENCH_MIN_FREE="1m"), capture_output=True, text=True, timeout=900,
         )  # fmt: skip
-    finally:
-        stop.set()
-        filler.join()
     assert "Traceback" not in done.stderr
     record_file = next(small_disk.rglob("seed-3407.json"), None)
     assert record_file is not None, done.stderr[-2000:]

@@ -8,20 +8,17 @@ deleted), and a killed record keeps what was already computed.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import signal
 import stat
 import subprocess
-import threading
 import time
-from collections.abc import Generator
 from pathlib import Path
 
 import pytest
-from faultlib import cli_args, cli_env, find_trainers, journaled_steps, started_run, wait_for_steps
+from faultlib import cli_args, cli_env, filling_disk, find_trainers, started_run, tmpfs, wait_for_steps
 
 from harness.locks import exclusive_lock
 from harness.provenance import collect_host, host_id
@@ -141,47 +138,16 @@ def test_ctrl_c_in_training_is_named_and_the_killed_record_keeps_what_was_comput
     assert not (results / ".work").exists()
 
 
-@contextlib.contextmanager
-def tmpfs(where: Path, size: str) -> Generator[Path]:
-    where.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def keep_full(disk: Path, results: Path, stop: threading.Event) -> None:
-    """From the first journaled step on, fill the disk and keep it full (what another job writing
-    there does): every block freed is taken again."""
-    while not stop.is_set() and journaled_steps(results) < 1:
-        time.sleep(0.05)
-    with (disk / "filler").open("wb") as handle:
-        while not stop.is_set():
-            try:
-                handle.write(b"\0" * (64 << 10))
-                handle.flush()
-            except OSError:
-                time.sleep(0.02)
-
-
 def test_a_disk_kept_full_ends_with_one_line_naming_enospc_and_the_rerun_keeps_the_cause(
     tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
 ) -> None:
     with tmpfs(tmp_path / "disk", "300m") as disk:
         results = disk / "results"
-        stop = threading.Event()
-        filler = threading.Thread(target=keep_full, args=(disk, results, stop))
-        filler.start()
-        try:
+        with filling_disk(results, disk / "filler", keep_full=True):
             done = subprocess.run(
                 cli_args(tiny_model_dir, sql_rows_file, results, steps=30), cwd=tmp_path,
                 env=cli_env(tmp_path, LORABENCH_MIN_FREE="1m"), capture_output=True, text=True, timeout=900,
             )  # fmt: skip
-        finally:
-            stop.set()
-            filler.join()
         # Before: a raw ~25-line traceback of the trainer, and the rerun called it killed by SIGKILL.
         assert "Traceback" not in done.stderr
         if done.returncode == 2:

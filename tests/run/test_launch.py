@@ -12,7 +12,7 @@ from harness.config import load_setup
 from harness.errors import ConfigError, UserError
 from harness.guard.agreement import NodeGuard
 from harness.run.launch import default_run_id, parse_endpoint, rendezvous_from_env, trainer_command
-from harness.run.nodes import decide
+from harness.run.nodes import Hello, decide
 
 JOB = Path("/w/job.json")
 CHILD = ["-m", "harness.run.child", str(JOB)]
@@ -89,9 +89,11 @@ def test_nodes_is_part_of_the_setup_and_its_fingerprint_where_it_meets_is_not(mo
         load_setup(None, ["nodes=2", "recipe.compile=graphs"])
 
 
-def hello(node: int, *, setup: str = "s1", stack: str = "cpu", guard: NodeGuard | None = None) -> dict:
-    return {"node": node, "hostname": f"box{node}", "host": "nvidia-h200x2", "stack": stack, "setup": setup,
-            "gpus": ["NVIDIA H200"], "guard": (guard or NodeGuard(timed=False, ok=True)).to_dict()}  # fmt: skip
+def hello(node: int, *, setup: str = "s1", stack: str = "cpu", guard: NodeGuard | None = None) -> Hello:
+    # As the store hands it to the lead: posted as JSON, read back.
+    posted = Hello(node=node, hostname=f"box{node}", host="nvidia-h200x2", stack=stack, setup=setup,
+                   gpus=["NVIDIA H200"], guard=guard or NodeGuard(timed=False, ok=True))  # fmt: skip
+    return Hello.model_validate_json(posted.model_dump_json())
 
 
 def test_the_lead_decides_for_every_node() -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.results import RecordHeader
 from harness.run.lifeline import identity, is_alive
 from harness.run.outcome import Events, train_progress
 from harness.run.workdir import RUN_FILE, create_work_dir, sweep_stale_runs
@@ -41,7 +42,9 @@ def test_the_journal_keeps_each_steps_loss(tmp_path: Path) -> None:
 
 
 def test_a_sweep_leaves_the_folders_of_living_runs_and_of_other_programs(tmp_path: Path) -> None:
-    alive = create_work_dir(tmp_path, "alive-run", {"run_id": "alive-run"})
+    header = RecordHeader(run_id="alive-run", created="2026-12-01T00:00:00+00:00", experiment="adhoc", setup_name="adhoc",
+                          seed=1, stack="cpu", host="h", fingerprint="f", setup={}, provenance={})  # fmt: skip
+    alive = create_work_dir(tmp_path, header)
     foreign = tmp_path / ".work" / "not-a-run"
     foreign.mkdir()
     assert sweep_stale_runs(tmp_path) == []

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import atomic
+from harness import atomic, settings
 from harness.errors import UserError
 from harness.results import DataInfo, Metrics
-from harness.run.memory_env import check_memory_settings, parse_bytes_env
+from harness.run.memory_env import check_memory_settings
 from harness.run.outcome import (
     RESERVE_FILE,
     Outcome,
@@ -100,7 +100,7 @@ def test_files_and_folders_get_the_users_umask_not_0600(tmp_path: Path, mask: in
 def test_sizes_that_mean_nothing_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str, words: str) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(UserError, match=rf"\${name}: .*{words}"):
-        parse_bytes_env(name)
+        settings.lookup(name).get()
 
 
 def test_a_cap_too_small_or_a_floor_above_the_hosts_memory_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

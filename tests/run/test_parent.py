@@ -41,6 +41,7 @@ def test_inline_run_writes_a_complete_record(tiny_model_dir: Path, sql_rows_file
     assert record.trained.n == 6 and record.baseline.n == 6
     assert record.data.n_test == 6 and record.data.split_hash
     assert record.checks["smoke"].verdict == "pass"
+    assert record.seeding is not None and record.seeding.seed == record.seed == 3407  # seeded once, said where
     assert {"mask_audit", "accumulation_parity", "cache_parity", "dead_adapters", "end_of_turn"} <= set(record.checks)
     assert record.checks["mask_audit"].verdict == "pass", record.checks["mask_audit"]
     assert (path.parent / "seed-3407.adapter" / "adapter_config.json").is_file()

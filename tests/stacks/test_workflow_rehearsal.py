@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 PLAYED = {"actions/checkout", "actions/setup-python", "actions/upload-artifact", "actions/download-artifact"}
 SHORT_SUITE = (
-    "benchmarks/test_exp_a_learns.py -k gain --lorabench-seeds=3407 --lorabench-set=recipe.steps=10 "
+    "benchmarks/test_setups.py -k exp_a/gain --lorabench-seeds=3407 --lorabench-set=recipe.steps=10 "
     "--lorabench-set=recipe.batch_size=4 --lorabench-set=recipe.warmup_steps=0 --lorabench-set=checks.smoke.steps=10 "
     "--lorabench-set=eval.limit=10 --lorabench-set=checks.preflight=false"
 )

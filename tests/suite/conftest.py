@@ -43,20 +43,16 @@ max_new_tokens = 8
 [checks.smoke]
 enabled = false   # a random tiny model starts near ln(vocab) ≈ 10.8, outside the smoke band on purpose
 
-[claims]
+[suite]
+markers = ["cpu_ok"]
+
+[claims.gain]
+kind = "gain"
 min_gain = {min_gain}
 """
 
-CLAIM_MODULE = """\
-import pytest
-from harness.suite.claims import check_gain, require
-
-pytestmark = pytest.mark.cpu_ok
-
-def test_gain(lorabench_run, lorabench_setup, lorabench_seed):
-    record = lorabench_run("setups/tiny.toml", lorabench_seed)
-    require(check_gain([record], lorabench_setup("setups/tiny.toml").claim("min_gain")))
-"""
+# The suite's own generic module, as benchmarks/ has it: one case per claim of the setups/ beside it.
+CLAIM_MODULE = (Path(__file__).resolve().parents[2] / "benchmarks" / "test_setups.py").read_text(encoding="utf-8")
 
 STACK = "teststack"
 BASE_ARGS = (
@@ -90,7 +86,8 @@ def bench_dir(
     pytester: pytest.Pytester, tiny_model_dir: Path, sql_rows_file: Path, monkeypatch: pytest.MonkeyPatch,
     _trainer_imported: None,
 ) -> Callable[..., Path]:  # fmt: skip
-    """`bench_dir(steps=2, min_gain=20.0, data=None)` writes conftest, setups/tiny.toml and the claim module."""
+    """`bench_dir(steps=2, min_gain=20.0, data=None)` writes conftest, setups/tiny.toml and the suite's
+    generic module (benchmarks/test_setups.py) as test_claims.py."""
     for name in ("LORABENCH_DATA", "LORABENCH_STACK", "PYTEST_XDIST_WORKER"):
         monkeypatch.delenv(name, raising=False)
     pytester.makeconftest('pytest_plugins = ["harness.suite.plugin"]')

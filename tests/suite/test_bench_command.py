@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -35,11 +34,8 @@ def test_exit_status_follows_the_claims(
     write_cached(setup, pytester.path / "results", baseline=10.0, trained=40.0)  # gain 30: holds
     passed = pytester.run(*command)
     assert passed.ret == 0, passed.stdout.str()
-    passed.stdout.fnmatch_lines(["reused  exp_t/tiny seed 3407: ok → *", "*1 passed*"])
-    if importlib.util.find_spec("harness.commands.report") is None:
-        passed.stdout.fnmatch_lines(
-            ["lorabench bench: the report step is not available in this lorabench yet; *"]
-        )
+    passed.stdout.fnmatch_lines(["reused  exp_t/tiny seed 3407: ok → *", "*1 passed*",
+                                 "lorabench bench: scorecards from results (yours)"])  # fmt: skip
 
     write_cached(setup, pytester.path / "results", baseline=10.0, trained=25.0)  # gain 15: fails
     failed = pytester.run(*command)
@@ -47,6 +43,8 @@ def test_exit_status_follows_the_claims(
     failed.stdout.fnmatch_lines(
         ["*gain below 20 points: exp_t/tiny seed 3407: 10.0 → 25.0 (gain +15.0)*", "*1 failed*"]
     )
+    # The scorecard is rendered whatever the suite's verdict (its claims table is test_own_benchmark.py's).
+    failed.stdout.fnmatch_lines(["lorabench bench: scorecards from results (yours)", "reports-local/*/teststack/scorecard.md: *"])
 
 
 def test_suite_folder_is_the_default_path() -> None:
@@ -54,6 +52,19 @@ def test_suite_folder_is_the_default_path() -> None:
     assert pytest_command(["--", "-k", "exp_a"], Path("r"))[-3:] == ["-k", "exp_a", "benchmarks"]
     here = str(Path(__file__))
     assert pytest_command([f"{here}::test_suite_folder_is_the_default_path"], Path("r"))[-1].startswith(here)
+    # Your setups folder: the suite's cases are its claims (--lorabench-setups), the suite is still benchmarks/.
+    assert pytest_command([], Path("r"), setups=[Path("mine")])[-2:] == ["--lorabench-setups=mine", "benchmarks"]
+
+
+def test_no_command_module_imports_the_cli() -> None:
+    # harness.cli imports every command to build its parser: a command importing it back is a cycle.
+    import ast
+
+    for module in sorted((REPO / "harness" / "commands").glob("*.py")):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert "harness.cli" not in imported, module.name
 
 
 def test_make_bench_passes_pytest_arguments_and_folders_through() -> None:
@@ -76,3 +87,8 @@ def test_make_bench_passes_pytest_arguments_and_folders_through() -> None:
     ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "results/x", "reports-local/x"],
                              capture_output=True, text=True)  # fmt: skip
     assert ignored.stdout.split() == ["results/x", "reports-local/x"]
+    mine = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(REPO), "bench", "SETUPS=my-setups"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert mine.stdout.strip().splitlines()[-1].endswith(
+        "lorabench bench --results results --reports reports-local --setups my-setups -- -m cpu_ok"
+    )

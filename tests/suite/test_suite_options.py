@@ -87,3 +87,56 @@ def test_cases_the_host_cannot_run_skip_naming_what_is_missing(
         "SKIPPED * exp_t/tiny: backend 'unsloth' needs the unsloth package (not importable here); *",
     ])  # fmt: skip
     assert "lorabench runs" not in result.stdout.str()
+
+
+def test_a_setups_folder_that_is_not_there_is_a_usage_error(pytester: pytest.Pytester, bench_dir: Callable[..., Path]) -> None:
+    bench_dir()
+    result = pytester.runpytest("--lorabench-setups=nowhere")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: lorabench options:", "*--lorabench-setups: */nowhere is not a folder; give a folder of setup .toml files"])
+
+
+def test_a_bad_setup_file_stops_the_collection_in_one_line(pytester: pytest.Pytester, bench_dir: Callable[..., Path]) -> None:
+    setup = bench_dir()
+    setup.write_text(setup.read_text().replace('kind = "gain"', 'kind = "gian"'))
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error: nothing runs
+    said = [line for line in result.stdout.lines if "'gian' is not a claim kind" in line]
+    assert said[0].endswith("(harness/suite/claims.py, KINDS)") and "setups/tiny.toml: claims.gain.kind: " in said[0]
+    assert "Traceback" not in result.stdout.str() and "plugin.py" not in result.stdout.str()
+
+
+PAIR = """\
+[suite]
+markers = ["cpu_ok"]
+
+[claims."same as tiny"]
+kind = "equivalent"
+equivalence_margin = 3.0
+{extra}setups = {{ tiny = "tiny.toml", other = "other.toml" }}
+"""
+
+
+@pytest.mark.parametrize(
+    ("other", "extra", "args", "reason"),
+    [
+        ('[model]\nsource = "smollm2-135m"\n', "", ["--lorabench-model=smollm2-135m"],
+         "*exp_t: 'same as tiny' compares two models; --lorabench-model would make them the same model"),
+        ("", "across_stacks = true\n", [], "*exp_t: 'same as tiny' compares two stacks: give --lorabench-other-stack NAME*"),
+        ("nodes = 2\ngpus = 1\n", "", [], "*two nodes meet at $LORABENCH_RDZV_ENDPOINT (README: Across two hosts); not set"),
+    ],
+)  # fmt: skip
+def test_a_claim_this_session_cannot_judge_skips_before_any_run(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch, other: str, extra: str, args: list[str], reason: str,
+) -> None:  # fmt: skip
+    for name in ("LORABENCH_RDZV_ENDPOINT", "PET_RDZV_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    tiny = bench_dir()
+    model = "" if "[model]" in other else tiny.read_text().split("[model]\n", 1)[1].split("\n", 1)[0] + "\n"
+    (tiny.parent / "other.toml").write_text(f'name = "other"\nexperiment = "exp_t"\n{other}'
+                                            + (f"\n[model]\n{model}" if model else "") + "\n" + PAIR.format(extra=extra))  # fmt: skip
+    result = pytester.runpytest(*bench_args, *args, "-rs", "-k", "same-as-tiny")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([f"SKIPPED [[]1] {reason}"])
+    assert "lorabench runs" not in result.stdout.str()  # skipped before anything trained or was read

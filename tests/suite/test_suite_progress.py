@@ -24,7 +24,8 @@ def test_progress_shows_through_fd_capture(
     shown = pytester.runpytest_subprocess(*bench_args, "--lorabench-progress-every=0", timeout=300)
     shown.assert_outcomes(passed=1)
     shown.stdout.fnmatch_lines([
-        f"[[]lorabench] {LABEL} · no record of this setup on this host: training",
+        f"[[]lorabench] {LABEL} · no record of this setup on this host: training; expected time: no earlier run "
+        "of this setup on this host; an estimate follows 5 steps in",
         f"[[]lorabench] {LABEL} · train 0/2 · *",
         f"[[]lorabench] {LABEL} · train 2/2 · loss * · *",
         f"[[]lorabench] {LABEL} · eval 4/4 · *",
@@ -37,6 +38,12 @@ def test_progress_shows_through_fd_capture(
     hidden = pytester.runpytest_subprocess(*bench_args, "--lorabench-progress=off", timeout=300)
     hidden.assert_outcomes(passed=1)
     assert f"[lorabench] {LABEL}" not in hidden.stdout.str()
+
+    # Run again: the first line tells the time before it starts, from the newest earlier run (3 steps).
+    again = pytester.runpytest_subprocess(*bench_args, "--lorabench-rerun", "--lorabench-progress-every=0", timeout=300)
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines([f"[[]lorabench] {LABEL} · its record is ok, running it again: training; expected ~*:* "
+                                "(from results/*seed-3407.json, *: 3 steps*)"])  # fmt: skip
 
 
 def test_lines_mode_writes_a_line_per_phase_and_an_eta_from_the_first_step() -> None:

@@ -345,127 +345,159 @@ def _word(rng: random.Random) -> str:
     return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 5)))
 
 
-def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Rows:
-    """Rows for every table of one database (see the module docstring)."""
-    r = rng.random  # `seq[int(r() * len(seq))]` draws like rng.choice, at a third of its cost
+Row = tuple[object, ...]
+Column = tuple[str, str]  # (lower-cased name, affinity)
 
-    def pick(seq: Sequence[object]) -> object:
-        return seq[int(r() * len(seq))]
 
-    small_ints = rng.sample(range(-3 if prof.p_negative else 0, 12), rng.randint(3, 8))
-    vocabulary = [_word(rng) for _ in range(rng.randint(2, 4))]
-    # Ids shared by every joined column, so that joins find partners.
-    join_pool: list[object] = rng.sample(small_ints, min(rng.choice((1, 2, 3)), len(small_ints)))
-    if prof.p_fresh:  # more ids, each met by fewer rows: a join's rows and groups differ in size
-        join_pool = rng.sample(range(20, 40), rng.choice((4, 6, 8)))
+class _Cells:
+    """The draws one database's rows share: its small numbers, words and join ids, and how a cell is
+    drawn from them and from the hints. Every draw goes through `self.r` in one order: same seed, same rows."""
 
-    numbers = [v for v in hints.anywhere if isinstance(v, int | float)]
+    def __init__(self, hints: Hints, rng: random.Random, prof: Profile) -> None:
+        self.rng, self.hints, self.prof = rng, hints, prof
+        self.r = rng.random  # `seq[int(r() * len(seq))]` draws like rng.choice, at a third of its cost
+        self.small_ints = rng.sample(range(-3 if prof.p_negative else 0, 12), rng.randint(3, 8))
+        self.vocabulary = [_word(rng) for _ in range(rng.randint(2, 4))]
+        # Ids shared by every joined column, so that joins find partners.
+        self.join_pool: list[object] = rng.sample(self.small_ints, min(rng.choice((1, 2, 3)), len(self.small_ints)))
+        if prof.p_fresh:  # more ids, each met by fewer rows: a join's rows and groups differ in size
+            self.join_pool = rng.sample(range(20, 40), rng.choice((4, 6, 8)))
+        self.numbers = [v for v in hints.anywhere if isinstance(v, int | float)]
+        self.fresh = iter(range(1000, 10**9))
 
-    fresh = iter(range(1000, 10**9))
+    def pick(self, seq: Sequence[object]) -> object:
+        return seq[int(self.r() * len(seq))]
 
-    def random_value(kind: str) -> object:
+    def random_value(self, kind: str) -> object:
+        r, prof, pick = self.r, self.prof, self.pick
         if prof.p_fresh and r() < prof.p_fresh:
-            n = next(fresh) + int(r() * 7)
-            return n if kind in _NUMBER_KINDS else f"{_word(rng)}{n}"
+            n = next(self.fresh) + int(r() * 7)
+            return n if kind in _NUMBER_KINDS else f"{_word(self.rng)}{n}"
         if kind in _NUMBER_KINDS:
-            if numbers and r() < 0.15:  # the queries' numbers, wherever they were compared
-                return pick(numbers)
-            value: int | float = pick(small_ints)  # type: ignore[assignment]
+            if self.numbers and r() < 0.15:  # the queries' numbers, wherever they were compared
+                return pick(self.numbers)
+            value: int | float = pick(self.small_ints)  # type: ignore[assignment]
             if prof.p_negative and r() < prof.p_negative:
                 value = -abs(value) - 1
             if kind != "integer" and r() < 0.3:
                 value += 0.5
             return value
         if kind == "blob" and r() < 0.5:
-            return pick(small_ints)
-        if hints.anywhere and r() < 0.15:
-            return pick(hints.anywhere)
-        return pick(vocabulary)
+            return pick(self.small_ints)
+        if self.hints.anywhere and r() < 0.15:
+            return pick(self.hints.anywhere)
+        return pick(self.vocabulary)
 
-    def hinted(name: str) -> object | None:
-        exact, near = hints.exact.get(name), hints.by_column.get(name)
-        if exact and r() < 0.5:
-            return pick(exact)
-        return pick(near) if near else None
+    def hinted(self, name: str) -> object | None:
+        exact, near = self.hints.exact.get(name), self.hints.by_column.get(name)
+        if exact and self.r() < 0.5:
+            return self.pick(exact)
+        return self.pick(near) if near else None
 
-    def cell(name: str, kind: str) -> object:
+    def cell(self, name: str, kind: str) -> object:
+        r, prof, hints = self.r, self.prof, self.hints
         if prof.p_null and r() < prof.p_null:
             return None
         if prof.p_mixed and r() < prof.p_mixed:  # a word in a numeric column, a number in a text one
-            return pick(vocabulary) if kind in _NUMBER_KINDS else str(pick(small_ints))
+            return self.pick(self.vocabulary) if kind in _NUMBER_KINDS else str(self.pick(self.small_ints))
         if name in hints.joined and r() < 0.8:
-            return pick(join_pool)
+            return self.pick(self.join_pool)
         if name in hints.by_column and r() < prof.p_hint:
-            return hinted(name)
-        return random_value(kind)
+            return self.hinted(name)
+        return self.random_value(kind)
 
-    def template_cell(name: str, kind: str) -> object:
-        if name in hints.joined:
-            return pick(join_pool)
-        meets = hints.meets.get(name)
-        if meets and r() < 0.8:
-            return pick(meets)
-        value = hinted(name)
-        return random_value(kind) if value is None else value
+    def template_cell(self, name: str, kind: str) -> object:
+        if name in self.hints.joined:
+            return self.pick(self.join_pool)
+        meets = self.hints.meets.get(name)
+        if meets and self.r() < 0.8:
+            return self.pick(meets)
+        value = self.hinted(name)
+        return self.random_value(kind) if value is None else value
 
-    rows: Rows = {}
-    for table in schema.tables:
-        columns = [(c.name.lower(), affinity(c.decl_type)) for c in table.columns]
-        if prof.p_empty_table and r() < prof.p_empty_table:
-            rows[table.name] = []
-            continue
-        n = 1 + int(r() * prof.max_rows)
-        if hints.min_rows and (prof.templates or prof.p_fresh):
-            n = max(n, hints.min_rows)
-        if prof.templates:
-            # Rows that meet the queries' conditions, and copies that miss by one or two columns.
-            templates = [tuple(template_cell(*c) for c in columns) for _ in range(prof.templates)]
-            table_rows = list(templates)
-            for _ in range(n):
-                row = list(pick(templates))  # type: ignore[arg-type]
-                for _ in range(1 if r() < 0.7 else 2):
-                    j = int(r() * len(columns))
-                    row[j] = cell(*columns[j])
-                table_rows.append(tuple(row))
-        else:
-            table_rows = [tuple(cell(*c) for c in columns) for _ in range(n)]
-        extra: list[tuple[object, ...]] = []
-        for row in table_rows:
-            if prof.p_near_miss and r() < prof.p_near_miss:
-                j = int(r() * len(columns))
-                extra.append((*row[:j], cell(*columns[j]), *row[j + 1 :]))
-            if prof.p_duplicate and r() < prof.p_duplicate:
-                extra.append(row)
-        table_rows += extra
-        nulled: dict[int, int] = {}  # row index -> the column its NULL copy emptied
-        if prof.null_copies and table_rows:
-            # From a template row (one meeting the queries' conditions) where there are templates.
-            sources = table_rows[: prof.templates] if prof.templates else list(table_rows)
-            for j in range(len(columns)):
-                row = sources[int(r() * len(sources))]
-                if row[j] is not None:
-                    nulled[len(table_rows)] = j
-                    table_rows.append((*row[:j], None, *row[j + 1 :]))
-        keys = _key_columns(table.name, [n for n, _ in columns]) if prof.unique_keys else []
-        if keys:
-            # Join ids first (so joins find partners), then ids nothing else uses; a key's own NULL
-            # copy keeps its NULL.
-            ids = [*join_pool, *(v for v in range(100, 100 + len(table_rows)))]
-            for j in keys:
-                table_rows = [
-                    (*row[:j], None if nulled.get(k) == j else ids[k], *row[j + 1 :]) for k, row in enumerate(table_rows)
-                ]
-            if nulled:
-                # The NULL copies got ids of their own, so they join nothing: a NULL also goes into
-                # a row that joins, in a column the queries name (COUNT(name) in a GROUP BY over a
-                # join counts it there).
-                others = [j for j in range(len(columns)) if j not in keys]
-                named = [j for j in others if columns[j][0] in hints.mentioned] or others
-                joined = min(len(join_pool), len(table_rows) - len(nulled))
-                if named and joined:
-                    k, j = int(r() * joined), named[int(r() * len(named))]
-                    table_rows[k] = (*table_rows[k][:j], None, *table_rows[k][j + 1 :])
-        rows[table.name] = table_rows
+
+def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Rows:
+    """Rows for every table of one database (see the module docstring)."""
+    cells = _Cells(hints, rng, prof)
+    return {table.name: _table_rows(cells, table.name, [(c.name.lower(), affinity(c.decl_type)) for c in table.columns])
+            for table in schema.tables}  # fmt: skip
+
+
+def _table_rows(cells: _Cells, table: str, columns: list[Column]) -> list[Row]:
+    """One table's rows: drawn (around templates where the profile has them), near misses and duplicates
+    added, then a NULL copy per column, then unique keys."""
+    prof, r = cells.prof, cells.r
+    if prof.p_empty_table and r() < prof.p_empty_table:
+        return []
+    n = 1 + int(r() * prof.max_rows)
+    if cells.hints.min_rows and (prof.templates or prof.p_fresh):
+        n = max(n, cells.hints.min_rows)
+    rows = _drawn_rows(cells, columns, n)
+    rows += _near_misses_and_duplicates(cells, columns, rows)
+    nulled = _add_null_copies(cells, columns, rows)
+    keys = _key_columns(table, [name for name, _ in columns]) if prof.unique_keys else []
+    return _with_keys(cells, columns, rows, keys, nulled) if keys else rows
+
+
+def _drawn_rows(cells: _Cells, columns: list[Column], n: int) -> list[Row]:
+    if not cells.prof.templates:
+        return [tuple(cells.cell(*c) for c in columns) for _ in range(n)]
+    # Rows that meet the queries' conditions, and copies that miss by one or two columns.
+    r = cells.r
+    templates = [tuple(cells.template_cell(*c) for c in columns) for _ in range(cells.prof.templates)]
+    rows = list(templates)
+    for _ in range(n):
+        row = list(cells.pick(templates))  # type: ignore[call-overload]
+        for _ in range(1 if r() < 0.7 else 2):
+            j = int(r() * len(columns))
+            row[j] = cells.cell(*columns[j])
+        rows.append(tuple(row))
+    return rows
+
+
+def _near_misses_and_duplicates(cells: _Cells, columns: list[Column], rows: list[Row]) -> list[Row]:
+    prof, r = cells.prof, cells.r
+    extra: list[Row] = []
+    for row in rows:
+        if prof.p_near_miss and r() < prof.p_near_miss:
+            j = int(r() * len(columns))
+            extra.append((*row[:j], cells.cell(*columns[j]), *row[j + 1 :]))
+        if prof.p_duplicate and r() < prof.p_duplicate:
+            extra.append(row)
+    return extra
+
+
+def _add_null_copies(cells: _Cells, columns: list[Column], rows: list[Row]) -> dict[int, int]:
+    """Where the profile wants them, a copy of a row per column with that column NULL (from a template row,
+    one meeting the queries' conditions, where there are templates), appended; returns row index -> the
+    column its NULL copy emptied."""
+    nulled: dict[int, int] = {}
+    if not (cells.prof.null_copies and rows):
+        return nulled
+    sources = rows[: cells.prof.templates] if cells.prof.templates else list(rows)
+    for j in range(len(columns)):
+        row = sources[int(cells.r() * len(sources))]
+        if row[j] is not None:
+            nulled[len(rows)] = j
+            rows.append((*row[:j], None, *row[j + 1 :]))
+    return nulled
+
+
+def _with_keys(cells: _Cells, columns: list[Column], rows: list[Row], keys: list[int], nulled: dict[int, int]) -> list[Row]:
+    """Key columns get unique ids: join ids first (so joins find partners), then ids nothing else uses; a
+    key's own NULL copy keeps its NULL."""
+    ids = [*cells.join_pool, *(v for v in range(100, 100 + len(rows)))]
+    for j in keys:
+        rows = [(*row[:j], None if nulled.get(k) == j else ids[k], *row[j + 1 :]) for k, row in enumerate(rows)]
+    if nulled:
+        # The NULL copies got ids of their own, so they join nothing: a NULL also goes into a row that
+        # joins, in a column the queries name (COUNT(name) in a GROUP BY over a join counts it there).
+        others = [j for j in range(len(columns)) if j not in keys]
+        named = [j for j in others if columns[j][0] in cells.hints.mentioned] or others
+        joined = min(len(cells.join_pool), len(rows) - len(nulled))
+        if named and joined:
+            k, j = int(cells.r() * joined), named[int(cells.r() * len(named))]
+            rows[k] = (*rows[k][:j], None, *rows[k][j + 1 :])
     return rows
 
 

@@ -10,7 +10,6 @@ fetched here (the report must not touch the network): point $LORABENCH_DATA at a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -18,7 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.config import DATA_ENV, DataConfig
+from harness import settings
+from harness.config import DataConfig
 from harness.errors import UserError
 from harness.results import RunRecord
 from harness.tasks.sql.data import SqlExample, load_split
@@ -45,7 +45,7 @@ def resolve_test_rows(setup: Mapping[str, Any], split_hash: str | None) -> tuple
         data = DataConfig.model_validate(setup.get("data") or {})
     except ValidationError:
         return None
-    for source in dict.fromkeys(c for c in (data.source, os.environ.get(DATA_ENV, "")) if c and Path(c).expanduser().is_file()):
+    for source in dict.fromkeys(c for c in (data.source, settings.DATA.get()) if c and Path(c).expanduser().is_file()):
         found = _split(source, data.split_seed, data.test_size, data.train_size)
         if found is not None and found[0] == split_hash:
             return found[1]

@@ -40,6 +40,7 @@ from harness.tasks.sql.sandbox import (
     ContextError,
     Failure,
     QueryResult,
+    Schema,
     ScratchDatabase,
     parse_schema,
     run_query,
@@ -194,6 +195,104 @@ def _trim(
     return kept, alive + orphans
 
 
+def _screen_mutants(
+    bench: Workbench, gold: str, schema: Schema, budget: Budget
+) -> tuple[list[Variant], list[tuple[Variant, str]]]:
+    """The gold's mutants that execute on the empty database (one that does not is told apart by any
+    database), and those a rule shows equivalent to the gold, each with its rule; stops where the budget does."""
+    alive: list[Variant] = []
+    equivalent: list[tuple[Variant, str]] = []
+    for variant in mutants(gold, identifiers_of(schema), siblings_of(schema), tables=tables_of(schema)):
+        rule = equivalence_rule(gold, variant.sql) if variant.kind in RULE_KINDS else None
+        if rule is not None:
+            equivalent.append((variant, rule))
+            continue
+        ran = bench.run(variant.sql, budget)
+        if _out_of_budget(ran):
+            break  # the search stops at once too (`truncated`)
+        if ran.is_ok:
+            alive.append(variant)
+    return alive, equivalent
+
+
+@dataclass
+class _Search:
+    """`distil`'s search for databases that tell the gold from its mutants: what it has chosen so far."""
+
+    bench: Workbench
+    gold: str
+    order_matters: bool
+    budget: Budget
+    alive: list[Variant]  # mutants no database has told apart yet
+    chosen: list[tuple[SuiteDatabase, list[Variant]]] = field(default_factory=list)  # with the mutants each told apart
+    promising: list[SuiteDatabase] = field(default_factory=list)  # databases on which the gold returns rows
+    drawn: int = 0
+    truncated: bool = False
+    last_failure: str = ""
+    last_kill: int = 0
+
+    def attempt(self, rows: Rows, index: int) -> None:
+        self.bench.load(rows)
+        db = self.bench.gold_database(rows, self.gold, self.budget, order_matters=self.order_matters)
+        if isinstance(db, QueryResult):
+            self.last_failure = f"gold fails on a database ({db.failure}): {db.message}"
+            return
+        killed = [v for v in self.alive if self.bench.check(v.sql, db, self.order_matters, self.budget) is not None]
+        if self.budget.is_exhausted:
+            return  # checked only in part: a mutant "told apart" here may only have run out of budget
+        if killed or len(self.chosen) < MIN_DATABASES:
+            self.chosen.append((db, killed))
+        if any(answer_size(g) for g in db.gold):
+            self.promising.append(db)
+        self.alive = [v for v in self.alive if v not in killed]
+        if killed:
+            self.last_kill = index
+
+    def run(self, schema: Schema, seed: int, context: str, n_drawn: int, local_steps: int, patience: int) -> None:
+        """Drawn databases first, then local steps from promising ones for what is still alive."""
+        hints = collect_hints([self.gold], identifiers_of(schema))
+        for i in range(n_drawn + local_steps):
+            if (not self.alive and len(self.chosen) >= MIN_DATABASES) or i - self.last_kill > patience:
+                break  # all told apart, or the rest look equivalent: nothing new for PATIENCE tries
+            if self.budget.is_exhausted:
+                self.truncated = True
+                break
+            self.drawn += 1
+            rng = random.Random(f"{seed}|{i}|{self.gold}|{context}")
+            if i < n_drawn or not self.promising:
+                self.attempt(fill(schema, hints, rng, profile(i, rng)), i)
+            else:
+                self.attempt(perturb(dict(rng.choice(self.promising).rows), schema, hints, rng), i)
+        self.truncated = self.truncated or self.budget.is_exhausted
+
+
+def _suite(search: _Search, n_mutants: int, equivalent: list[tuple[Variant, str]], max_databases: int) -> Suite:
+    """The search's databases as a suite, trimmed to `max_databases`."""
+    budget = search.budget
+    if not search.chosen:
+        return Suite(
+            failure=search.last_failure or "no database could be drawn in the budget",
+            drawn=search.drawn,
+            clock_stopped=budget.net_fired,
+            instructions=budget.spent,
+        )
+    chosen, alive = search.chosen, search.alive
+    if len(chosen) > max_databases:
+        chosen, alive = _trim(search.bench, chosen, alive, max_databases, search.order_matters, budget)
+    return Suite(
+        databases=tuple(db for db, _ in chosen),
+        order_matters=search.order_matters,
+        n_mutants=n_mutants,
+        survivors=tuple(alive),
+        equivalent=tuple(equivalent),
+        drawn=search.drawn,
+        truncated=search.truncated or budget.is_exhausted,
+        clock_stopped=budget.net_fired,
+        kills=tuple(len(k) for _, k in chosen),
+        instructions=budget.spent,
+    )
+
+
 @lru_cache(maxsize=2048)
 def distil(
     gold: str,
@@ -224,79 +323,8 @@ def distil(
                 clock_stopped=budget.net_fired,
                 instructions=budget.spent,
             )
-        ids = identifiers_of(schema)
-        order_matters = top_level_order_by(tokenize(gold))
-        alive: list[Variant] = []
-        equivalent: list[tuple[Variant, str]] = []
-        for variant in mutants(gold, ids, siblings_of(schema), tables=tables_of(schema)) if use_mutants else ():
-            rule = equivalence_rule(gold, variant.sql) if variant.kind in RULE_KINDS else None
-            if rule is not None:
-                equivalent.append((variant, rule))
-                continue
-            ran = bench.run(variant.sql, budget)
-            if _out_of_budget(ran):
-                break  # the search below stops at once too (`truncated`)
-            if ran.is_ok:
-                alive.append(variant)  # one that does not execute is told apart by any database
-        n_mutants = len(alive)
-        hints = collect_hints([gold], ids)
-        chosen: list[tuple[SuiteDatabase, list[Variant]]] = []
-        promising: list[SuiteDatabase] = []  # databases on which the gold returns rows
-        drawn, truncated, last_failure = 0, False, ""
-
-        last_kill = 0
-
-        def attempt(rows: Rows, index: int) -> None:
-            nonlocal alive, last_failure, last_kill
-            bench.load(rows)
-            db = bench.gold_database(rows, gold, budget, order_matters=order_matters)
-            if isinstance(db, QueryResult):
-                last_failure = f"gold fails on a database ({db.failure}): {db.message}"
-                return
-            killed = [v for v in alive if bench.check(v.sql, db, order_matters, budget) is not None]
-            if budget.is_exhausted:
-                return  # checked only in part: a mutant "told apart" here may only have run out of budget
-            if killed or len(chosen) < MIN_DATABASES:
-                chosen.append((db, killed))
-            if any(answer_size(g) for g in db.gold):
-                promising.append(db)
-            alive = [v for v in alive if v not in killed]
-            if killed:
-                last_kill = index
-
-        # Drawn databases first, then local steps from promising ones for what is still alive.
+        alive, equivalent = _screen_mutants(bench, gold, schema, budget) if use_mutants else ([], [])
+        search = _Search(bench, gold, top_level_order_by(tokenize(gold)), budget, alive)
         n_drawn = candidates if use_mutants else max_databases
-        for i in range(n_drawn + (local_steps if use_mutants else 0)):
-            if (not alive and len(chosen) >= MIN_DATABASES) or i - last_kill > patience:
-                break  # all told apart, or the rest look equivalent: nothing new for PATIENCE tries
-            if budget.is_exhausted:
-                truncated = True
-                break
-            drawn += 1
-            rng = random.Random(f"{seed}|{i}|{gold}|{context}")
-            if i < n_drawn or not promising:
-                attempt(fill(schema, hints, rng, profile(i, rng)), i)
-            else:
-                attempt(perturb(dict(rng.choice(promising).rows), schema, hints, rng), i)
-        truncated = truncated or budget.is_exhausted
-        if not chosen:
-            return Suite(
-                failure=last_failure or "no database could be drawn in the budget",
-                drawn=drawn,
-                clock_stopped=budget.net_fired,
-                instructions=budget.spent,
-            )
-        if len(chosen) > max_databases:
-            chosen, alive = _trim(bench, chosen, alive, max_databases, order_matters, budget)
-        return Suite(
-            databases=tuple(db for db, _ in chosen),
-            order_matters=order_matters,
-            n_mutants=n_mutants,
-            survivors=tuple(alive),
-            equivalent=tuple(equivalent),
-            drawn=drawn,
-            truncated=truncated or budget.is_exhausted,
-            clock_stopped=budget.net_fired,
-            kills=tuple(len(k) for _, k in chosen),
-            instructions=budget.spent,
-        )
+        search.run(schema, seed, context, n_drawn, local_steps if use_mutants else 0, patience)
+        return _suite(search, len(alive), equivalent, max_databases)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,15 +10,25 @@ from typing import Any
 from harness.results import RunRecord
 from harness.tasks.sql.data import SqlExample, load_split, row_id
 from harness.tasks.sql.data import check_data_source as check_source
+from harness.tasks.sql.metrics import COLUMNS, METRICS
 from harness.tasks.sql.misses import MissAnalysis, analyze_misses, load_predictions
 from harness.tasks.sql.resolve import record_test_rows
 from harness.tasks.sql.scoring import QuestionScore, score_prediction, summarize
 
-__all__ = ["analyze_runs", "check_source", "load_split", "score", "score_with_rows"]
+__all__ = ["COLUMNS", "METRICS", "analyze_runs", "check_source", "load_split", "score", "score_with_rows"]
 
 
-def _scores(answers: Sequence[str], test: Sequence[SqlExample]) -> list[QuestionScore]:
-    return [score_prediction(a, ex.answer, ex.context) for a, ex in zip(answers, test, strict=True)]
+def _scores(answers: Sequence[str], test: Sequence[SqlExample]) -> tuple[QuestionScore, ...]:
+    if len(answers) != len(test):
+        raise ValueError(f"{len(answers)} answers to {len(test)} questions")
+    return _scored(tuple(answers), tuple((ex.answer, ex.context) for ex in test))
+
+
+@functools.lru_cache(maxsize=4)
+def _scored(answers: tuple[str, ...], questions: tuple[tuple[str, str], ...]) -> tuple[QuestionScore, ...]:
+    """Remembered: a run scores its baseline's answers once for the baseline's metrics and again beside the
+    trained answers (`score_with_rows`); the scoring worker (harness/run/aside.py) serves both calls."""
+    return tuple(score_prediction(a, gold, context) for a, (gold, context) in zip(answers, questions, strict=True))
 
 
 def _metrics(scores: Sequence[QuestionScore]) -> dict[str, Any]:

@@ -16,11 +16,11 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config import VERDICT_CORPUS as CORPUS_NAME
 from harness.config import DataConfig
 from harness.errors import UserError
 from harness.tasks.files import read_jsonl
 from harness.tasks.overlap import refuse_overlap
+from harness.tasks.verdict.about import DEFAULT_SOURCE as CORPUS_NAME
 
 CORPUS_FILE = Path(__file__).with_name("corpus.jsonl")
 ROLES = ("system", "user", "assistant")

@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harness.tasks.registry import AnalyzeRuns
 from harness.tasks.verdict.data import VerdictExample, check_source, load_split
+from harness.tasks.verdict.metrics import COLUMNS, METRICS
 from harness.tasks.verdict.scoring import VerdictScore, score_prediction, summarize
 
-__all__ = ["check_source", "load_split", "score", "score_with_rows"]
+__all__ = ["COLUMNS", "METRICS", "analyze_runs", "check_source", "load_split", "score", "score_with_rows"]
+
+analyze_runs: AnalyzeRuns | None = None  # no miss categories (yet)
 
 
 def _scores(answers: Sequence[str], test: Sequence[VerdictExample]) -> list[VerdictScore]:

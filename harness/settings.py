@@ -1,0 +1,468 @@
+"""Every `LORABENCH_*` environment variable, declared once: its name, type, default, meaning, and who
+sets it. Code reads a variable only through its declaration here (`settings.MEM_CAP.get()`), and a
+process that hands a variable to its children writes it under the declared name (`settings.NODE.name`);
+`tests/test_settings.py` holds every other module to that, and checks that the README, compose.yaml,
+the Dockerfiles, the Makefile, .ci and scripts/ name no variable that is not declared here.
+`lorabench doctor --settings` lists them with their values now.
+
+Values are read at call time, never frozen at import: a test sets one with monkeypatch, a parent sets
+one for its child. Unset and empty mean the same: the default. A value that cannot be read is a
+`UserError` naming the variable, the value and the form it takes (`$LORABENCH_MEM_CAP: 'banana' is
+not a size; ...`), raised where the value is needed — a bad value of one variable never stops a
+command that does not use it.
+
+Why not pydantic-settings (the issue names it): its model reads every variable of the prefix at once,
+so a bad `LORABENCH_NODE` fails a read of `LORABENCH_CACHE` too (a `ValidationError` for `node`), and
+`lorabench report` would stop on a variable it never uses; reading at call time means building the
+model on each read: 2.2–3.7 ms a read against 1 µs here (`benchmarks/bench_settings.py`, 28 variables,
+best of 5 × 2000 reads, 3 runs on the 2-core dev machine under a load of 6–8; pydantic-settings 2.16.3);
+it has no place for "who sets it" (most of these are set by the images, by scripts/host_env.sh or by the
+harness for its own children); and adding it means recompiling all four lockfiles, two of them
+against wheels (/opt/wheels, the ROCm torch) that exist only on the build hosts, so every stack's
+recorded lockfile hash would change. The table below uses pydantic (already a dependency) for the
+scalar coercions and one small parser for sizes, the only type pydantic does not read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Generator, Iterable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, Literal, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
+
+from harness.errors import UserError
+
+T = TypeVar("T")
+PREFIX = "LORABENCH_"
+
+# Who puts the variable in the environment: the user; the image (Dockerfile ENV or compose's
+# `environment:`); scripts/host_env.sh, for compose on the host; the harness, for its own child
+# processes (never set these by hand); the project's own tests.
+SetBy = Literal["you", "image", "host_env.sh", "harness", "tests"]
+
+SIZE_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+SIZE_FORM = "bytes or a number with k, m, g (e.g. 2g)"
+
+
+def parse_size(text: str) -> int:
+    """`2g`, `512MiB`, `1.5G`, `4096` → bytes (binary units). ValueError when it is not a size above zero."""
+    body = text.strip().lower().removesuffix("b").removesuffix("i")
+    try:
+        value = int(float(body[:-1]) * SIZE_UNITS[body[-1]]) if body[-1] in SIZE_UNITS else int(body)
+    except (ValueError, IndexError, OverflowError):
+        raise ValueError(f"{text!r} is not a size; use {SIZE_FORM}") from None
+    if value <= 0:
+        raise ValueError(f"{text!r} is not a size above zero; use e.g. 2g, or unset it")
+    return value
+
+
+def _adapted(kind: type[T], form: str) -> Callable[[str], T]:
+    adapter = TypeAdapter(kind)
+
+    def parse(text: str) -> T:
+        try:
+            return adapter.validate_python(text.strip())
+        except ValidationError:
+            raise ValueError(f"{text!r} is not {form}") from None
+
+    return parse
+
+
+def _positive_seconds(text: str) -> float:
+    value = _adapted(float, "a positive number of seconds")(text)
+    if not value > 0:
+        raise ValueError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _path(text: str) -> Path:
+    return Path(text.strip()).expanduser()
+
+
+def _text(text: str) -> str:
+    return text.strip()
+
+
+_flag = _adapted(bool, "1 or 0 (true/false, yes/no, on/off)")
+_count = _adapted(int, "a whole number")
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """One environment variable. `default` is written as a user would write the value (it goes through
+    `parse` like one); `default_note` says where the default comes from when code computes it."""
+
+    name: str
+    parse: Callable[[str], T]
+    meaning: str
+    set_by: SetBy
+    default: str | None = None
+    default_note: str = ""
+    read_by: str = "lorabench"  # or the script/file that reads it, for those lorabench never reads
+    example: str = ""
+
+    def raw(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The text set now (stripped), or None when unset or empty."""
+        value = (os.environ if environ is None else environ).get(self.name, "").strip()
+        return value or None
+
+    def is_set(self, environ: Mapping[str, str] | None = None) -> bool:
+        return self.raw(environ) is not None
+
+    def get(self, environ: Mapping[str, str] | None = None) -> T | None:
+        """The value now (from `environ`, default os.environ), else the default; None when neither."""
+        raw = self.raw(environ)
+        if raw is None:
+            return None if self.default is None else self.parse(self.default)
+        try:
+            return self.parse(raw)
+        except ValueError as exc:
+            problem = str(exc)
+            if "e.g." not in problem and self.example:
+                problem += f"; set e.g. {self.name}={self.example}"
+            if "unset" not in problem:
+                problem += ", or unset it"
+            raise UserError(f"${self.name}: {problem}") from None
+
+    def value(self, environ: Mapping[str, str] | None = None) -> T:
+        """`get` for a variable that has a default: never None."""
+        found = self.get(environ)
+        if found is None:
+            raise RuntimeError(f"{self.name} has no default; use get() and handle None")
+        return found
+
+    def shown(self, environ: Mapping[str, str] | None = None) -> str:
+        """The value as `lorabench doctor --settings` shows it: set, or the default and where it comes from."""
+        raw = self.raw(environ)
+        if raw is not None:
+            return raw
+        default = " ".join(filter(None, (self.default, self.default_note and f"({self.default_note})")))
+        return f"unset: default {default}" if default else "unset"
+
+
+REGISTRY: dict[str, Setting[object]] = {}
+
+
+def declare(name: str, parse: Callable[[str], T], meaning: str, set_by: SetBy, **extra: str) -> Setting[T]:
+    if not name.startswith(PREFIX):
+        raise ValueError(f"{name}: a lorabench variable's name starts with {PREFIX}")
+    if name in REGISTRY:
+        raise ValueError(f"{name}: declared twice")
+    setting = Setting(name, parse, meaning, set_by, **extra)
+    REGISTRY[name] = setting  # type: ignore[assignment]
+    return setting
+
+
+def snapshot(declared: Iterable[Setting[object]], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The set ones of `declared` as text, name → value: what a report records of the environment."""
+    return {s.name: raw for s in declared if (raw := s.raw(environ)) is not None}
+
+
+@contextmanager
+def for_children(setting: Setting[T], value: object | None) -> Generator[None]:
+    """`setting` set to `value` (None: unset) in this process's environment for the block, so the child
+    processes started in it inherit it; the value before is restored after."""
+    before = os.environ.get(setting.name)
+    _put(setting.name, None if value is None else str(value))
+    try:
+        yield
+    finally:
+        _put(setting.name, before)
+
+
+def _put(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def lookup(name: str) -> Setting[object]:
+    """The declaration of `name` (KeyError: not declared)."""
+    return REGISTRY[name]
+
+
+# ---- What you set ------------------------------------------------------------------------------------
+DATA = declare(
+    "LORABENCH_DATA",
+    _text,
+    "the task's data: a local .jsonl/.json/.parquet or hub id, instead of each setup's own",
+    "you",
+    example="/data/train.jsonl",
+)
+CACHE = declare(
+    "LORABENCH_CACHE",
+    _path,
+    "lorabench's own cache (dequantized models, converted checkpoints)",
+    "you",
+    default="~/.cache/lorabench",
+)
+STACK = declare(
+    "LORABENCH_STACK",
+    _text,
+    "the stack name runs are recorded under (the images set it)",
+    "image",
+    default_note="cpu where a command needs one",
+)
+LOCK_DIR = declare(
+    "LORABENCH_LOCK_DIR",
+    _path,
+    "where host-wide locks live (timed phases, model loads); share it between containers of one host",
+    "you",
+    default_note="the temp folder",
+)
+LOAD_LOCK = declare(
+    "LORABENCH_LOAD_LOCK",
+    _path,
+    "the model-load lock file (ranks load one at a time)",
+    "you",
+    default_note="a file in the lock folder",
+)
+MEM_CAP = declare(
+    "LORABENCH_MEM_CAP",
+    parse_size,
+    "memory cap on the trainer (cgroup, else RLIMIT_DATA); unset: no cap",
+    "you",
+    example="4g",
+)
+MEMORY_FLOOR = declare(
+    "LORABENCH_MEMORY_FLOOR",
+    parse_size,
+    "available memory below which the watchdog kills the trainer",
+    "you",
+    default="512m",
+    example="1g",
+)
+MIN_FREE = declare(
+    "LORABENCH_MIN_FREE",
+    parse_size,
+    "free disk a run needs in its results folder",
+    "you",
+    default="256m",
+    example="1g",
+)
+DEBUG = declare(
+    "LORABENCH_DEBUG",
+    _flag,
+    "show the traceback behind an error (like --debug)",
+    "you",
+    default="0",
+    example="1",
+)
+BYTECODE_CACHE = declare(
+    "LORABENCH_BYTECODE_CACHE",
+    _flag,
+    "where PYTHONDONTWRITEBYTECODE is set and torch has no bytecode beside its sources, the trainer child "
+    "caches its compiled bytecode under the cache folder (harness/run/bytecode.py); 0 turns that off",
+    "you",
+    default="1",
+    example="0",
+)
+METADATA_CACHE = declare(
+    "LORABENCH_METADATA_CACHE",
+    _flag,
+    "the trainer child answers transformers' and TRL's packages_distributions() (every installed "
+    "distribution's metadata read at import) from a file under the cache folder while the installation is "
+    "unchanged (harness/run/distributions.py); 0 turns that off",
+    "you",
+    default="1",
+    example="0",
+)
+SCORING_WORKER = declare(
+    "LORABENCH_SCORING_WORKER",
+    _adapted(Literal["auto", "1", "0"], "auto, 1 or 0"),
+    "the baseline's answers are scored in a second process while the run trains, the final answers in "
+    "the same one (harness/run/aside.py): auto where the machine has 4 or more CPUs, 1 always, 0 never",
+    "you",
+    default="auto",
+    example="0",
+)
+GGUF_CONVERTER = declare(
+    "LORABENCH_GGUF_CONVERTER",
+    _path,
+    "llama.cpp's convert_hf_to_gguf.py, for `lorabench export --gguf`",
+    "you",
+    default_note="found on PATH",
+)
+CPUINFO_FILE = declare(
+    "LORABENCH_CPUINFO_FILE",
+    _path,
+    "a recorded /proc/cpuinfo text read instead of the host's (tests)",
+    "you",
+    default_note="/proc/cpuinfo",
+)
+LOCKFILES = declare(
+    "LORABENCH_LOCKFILES",
+    _path,
+    "the folder with stacks.toml and the lockfiles",
+    "image",
+    default_note="the checkout's lockfiles/",
+)
+RDZV_ENDPOINT = declare(
+    "LORABENCH_RDZV_ENDPOINT",
+    _text,
+    "HOST:PORT where the nodes of a several-node run meet (the lead's address, the same on every node)",
+    "you",
+    default_note="PET_RDZV_ENDPOINT",
+    example="10.0.0.5:29400",
+)
+RDZV_ID = declare(
+    "LORABENCH_RDZV_ID",
+    _text,
+    "the rendezvous id of a several-node run",
+    "you",
+    default_note="PET_RDZV_ID, else from setup, seed and stack",
+)
+RDZV_TIMEOUT = declare(
+    "LORABENCH_RDZV_TIMEOUT",
+    _positive_seconds,
+    "seconds a node waits for the others at the rendezvous",
+    "you",
+    default="600",
+    example="600",
+)
+NODE_LOST_AFTER = declare(
+    "LORABENCH_NODE_LOST_AFTER",
+    _positive_seconds,
+    "seconds without a node's heartbeat before the lead calls it lost",
+    "you",
+    default="15",
+    example="15",
+)
+NODE_END_WAIT = declare(
+    "LORABENCH_NODE_END_WAIT",
+    _positive_seconds,
+    "seconds the lead waits for the other nodes' outcomes after its own trainer ended",
+    "you",
+    default="120",
+    example="120",
+)
+
+# ---- What the images set (Dockerfile ENV, compose `environment:`) -------------------------------------
+IMAGE = declare(
+    "LORABENCH_IMAGE",
+    _text,
+    "this image's name (recorded; its presence means: inside a lorabench image)",
+    "image",
+)
+IMAGE_DIGEST = declare(
+    "LORABENCH_IMAGE_DIGEST", _text, "this image's id, passed by compose (an image cannot know it)", "image"
+)
+BASE_IMAGE = declare(
+    "LORABENCH_BASE_IMAGE", _text, "the base image, pinned by digest (recorded, checked by doctor)", "image"
+)
+LOCKFILE = declare(
+    "LORABENCH_LOCKFILE",
+    _path,
+    "the stack's lockfile, hashed into each record",
+    "image",
+    default_note="lockfiles/<stack>.txt",
+)
+GIT_SHA = declare(
+    "LORABENCH_GIT_SHA",
+    _text,
+    "the commit the image was built from (recorded)",
+    "image",
+    default_note="asked of git",
+)
+GIT_DIRTY = declare(
+    "LORABENCH_GIT_DIRTY",
+    _flag,
+    "whether that checkout had changes (recorded)",
+    "image",
+    default_note="asked of git",
+)
+REQUIRE_GPU = declare(
+    "LORABENCH_REQUIRE_GPU",
+    _text,
+    "the accelerator the container demands: rocm or cuda",
+    "image",
+    default_note="the stack's, else the host's",
+)
+WRITABLE = declare(
+    "LORABENCH_WRITABLE",
+    _text,
+    "colon-separated folders the service must be able to write",
+    "image",
+    read_by="scripts/container_checks.py",
+)
+
+# ---- What the harness sets for its own child processes (never by hand) ---------------------------------
+PARENT = declare(
+    "LORABENCH_PARENT",
+    _text,
+    "the run's parent process; the trainer ends itself when it is gone",
+    "harness",
+)
+PROGRESS_FILE = declare(
+    "LORABENCH_PROGRESS_FILE", _path, "where a trainer under pytest writes its progress lines", "harness"
+)
+CHECKPOINT_DIR = declare(
+    "LORABENCH_CHECKPOINT_DIR",
+    _path,
+    "the folder for this run's resumable checkpoints (the suite sets it per run)",
+    "harness",
+)
+NODE = declare("LORABENCH_NODE", _count, "this node's index in a several-node run", "harness", default="0")
+
+# ---- Read by compose, the scripts and the tests only (declared so no file names an unknown one) -------
+_HOST_ENV = "compose.yaml"
+for _name, _meaning in (
+    ("LORABENCH_UID", "the user id the containers run as (yours)"),
+    ("LORABENCH_GID", "the group id the containers run as (yours)"),
+    ("LORABENCH_RENDER_GID", "the host's GID of the render group (the GPU nodes)"),
+    ("LORABENCH_VIDEO_GID", "the host's GID of the video group"),
+    ("LORABENCH_RESULTS_DIR", "the host folder mounted as the containers' results/"),
+    ("LORABENCH_REPORTS_DIR", "the host folder mounted as the containers' reports-local/"),
+    ("LORABENCH_HF_CACHE", "the host's Hugging Face cache, mounted"),
+    ("LORABENCH_CACHE_DIR", "the host's lorabench cache, mounted"),
+    ("LORABENCH_DATA_DIR", "the folder of $LORABENCH_DATA, mounted read-only at /data"),
+    ("LORABENCH_DATA_IN_CONTAINER", "$LORABENCH_DATA's path inside the container"),
+    ("LORABENCH_IMAGE_DIGEST_CPU", "the id of the cpu image built now"),
+    ("LORABENCH_IMAGE_DIGEST_ROCM", "the id of the rocm image built now"),
+    ("LORABENCH_IMAGE_DIGEST_CUDA", "the id of the cuda image built now"),
+):
+    declare(_name, _text, _meaning, "host_env.sh", read_by=_HOST_ENV)
+for _name, _meaning, _reader in (
+    ("LORABENCH_MEM_LIMIT", "the container's memory limit (compose mem_limit)", "compose.yaml"),
+    ("LORABENCH_SETUPS_DIR", "your own setups folder, mounted for `bench-setups` (README: Add your own benchmark)",
+     "compose.yaml"),
+    ("LORABENCH_BASE_TAG", "the tag of the base image scripts/base_image.sh builds", "scripts/base_image.sh"),
+    (
+        "LORABENCH_CI_DIR",
+        "the CI's cache folder (debootstrap, dockerd log)",
+        "scripts/base_image.sh, scripts/docker_engine.sh",
+    ),
+    (
+        "LORABENCH_DOCKERFILE",
+        "a Dockerfile to build with `docker build` instead of the stack's service",
+        "scripts/build_image.sh",
+    ),
+    ("LORABENCH_TAG", "the tag of the image built from $LORABENCH_DOCKERFILE", "scripts/build_image.sh"),
+    ("LORABENCH_WHEELS", "a wheel folder served to the image build", "scripts/build_image.sh"),
+    ("LORABENCH_DEV", "where compose_run.sh looks for device nodes (default /dev)", "scripts/compose_run.sh"),
+    (
+        "LORABENCH_DRY_RUN",
+        "1: compose_run.sh prints the docker command instead of running it",
+        "scripts/compose_run.sh",
+    ),
+    ("LORABENCH_NO_BUILD", "1: exp_e.sh skips building the images", "scripts/exp_e.sh"),
+    ("LORABENCH_EDITABLE", "0: install the project non-editable (images)", "scripts/install.sh"),
+    ("LORABENCH_VERIFY", "0: skip install.sh's closing `lorabench stacks verify`", "scripts/install.sh"),
+    ("LORABENCH_ONLY", "deps or project: install.sh installs only that part", "scripts/install.sh"),
+    (
+        "LORABENCH_SKIP_CHECKS",
+        "1: the entrypoint skips doctor and the container checks",
+        "scripts/entrypoint.sh",
+    ),
+):
+    declare(_name, _text, _meaning, "you", read_by=_reader)
+for _name, _meaning in (
+    ("LORABENCH_UPDATE_GOLDEN", "1: the report tests rewrite their golden files"),
+    ("LORABENCH_REHEARSE", "1: the workflow rehearsals run for real (a Docker engine, minutes)"),
+):
+    declare(_name, _text, _meaning, "tests", read_by="tests")

@@ -1,0 +1,162 @@
+"""One home per concept on the run side: one function writes every run's record (under its lock,
+atomically), one hashes a fingerprint payload, one seeds the run; the record's header is typed and the
+guard's verdict is returned. The AST scans are each shown a source with the bug, so they can fail."""
+
+from __future__ import annotations
+
+import ast
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.guard import GuardRecord
+from harness.locks import LockBusy, exclusive_lock
+from harness.results import RecordHeader, RunRecord, record_lock_path
+from harness.run.landing import land
+
+HARNESS = Path(__file__).resolve().parents[2] / "harness"
+
+
+def header(run_id: str = "r1", created: str = "2026-12-01T10:00:00+00:00") -> RecordHeader:
+    return RecordHeader(
+        run_id=run_id, created=created, experiment="adhoc", setup_name="adhoc", seed=3407, stack="cpu", host="h1",
+        fingerprint="f" * 16, setup={}, provenance={},
+    )  # fmt: skip
+
+
+def modules() -> dict[str, ast.Module]:
+    return {str(p.relative_to(HARNESS.parent)): ast.parse(p.read_text(encoding="utf-8")) for p in HARNESS.rglob("*.py")}
+
+
+def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def called_names(node: ast.AST) -> set[str]:
+    """Names of what `node` calls: `f(…)` and `x.f(…)` both as `f`."""
+    out = set()
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        func = call.func
+        out.add(func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "")
+    return out
+
+
+def callers_of(name: str, trees: dict[str, ast.Module]) -> set[str]:
+    """`file::function` of every innermost function that calls `name`; `file::<module>` for a module-level call."""
+    found = set()
+    for path, tree in trees.items():
+        inner = [f for f in functions(tree) if name in called_names(f)]
+        # The innermost: a function none of whose nested functions is the caller instead.
+        for f in inner:
+            nested = [g for g in functions(f) if g is not f and name in called_names(g)]
+            if not nested:
+                found.add(f"{path}::{f.name}")
+        top = [n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
+        if any(name in called_names(n) for n in top):
+            found.add(f"{path}::<module>")
+    return found
+
+
+def hashing_a_fingerprint_payload(trees: dict[str, ast.Module]) -> set[str]:
+    """Functions that call hashlib and touch a fingerprint payload: exactly what may compute a fingerprint."""
+    found = set()
+    for path, tree in trees.items():
+        for f in functions(tree):
+            uses_hashlib = any(
+                isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "hashlib" for n in ast.walk(f)
+            )
+            if uses_hashlib and called_names(f) & {"fingerprint_payload", "setup_digest"}:
+                found.add(f"{path}::{f.name}")
+    return found
+
+
+def test_one_function_writes_every_record() -> None:
+    trees = modules()
+    assert callers_of("write_record", trees) == {"harness/run/landing.py::land"}
+    # Nodes' records (refused, lead lost, the lead's) go through it too, not a writer of their own.
+    nodes = trees["harness/run/nodes.py"]
+    assert {"land", "land_run"} <= called_names(nodes)
+    assert not {"write_record", "write_text", "write_json"} & called_names(nodes)
+    # The scan catches a second writer (the bug the issue names: nodes writing records their own way).
+    trees["harness/run/nodes.py"] = ast.parse("def lead_record(d, r):\n    return write_record(d, r)\n")
+    assert callers_of("write_record", trees) == {"harness/run/landing.py::land", "harness/run/nodes.py::lead_record"}
+
+
+def test_one_function_hashes_a_fingerprint_payload() -> None:
+    trees = modules()
+    assert hashing_a_fingerprint_payload(trees) == {"harness/results.py::setup_digest"}
+    # The setup's payload is read through results.fingerprint_payload (data by content), nowhere else.
+    readers = {f"{path}::{f.name}" for path, tree in trees.items() for f in functions(tree) for n in ast.walk(f)
+               if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "fingerprint_payload"}  # fmt: skip
+    assert readers == {"harness/results.py::fingerprint_payload"}
+    # The bug the issue names: a hash of its own over the payload (run/nodes.py had one).
+    trees["harness/run/nodes.py"] = ast.parse(
+        "import hashlib\ndef hello(setup):\n    return hashlib.sha256(fingerprint_payload(setup).encode()).hexdigest()\n"
+    )
+    assert "harness/run/nodes.py::hello" in hashing_a_fingerprint_payload(trees)
+
+
+def test_the_run_is_seeded_in_one_place() -> None:
+    trees = modules()
+    # harness/testing.py builds the tests' tiny models: a test's model, not a run's.
+    assert callers_of("manual_seed", trees) - {"harness/testing.py::build_tiny_model"} == {
+        "harness/run/seeding.py::seed_run"
+    }
+
+
+def test_every_function_of_the_run_side_is_short() -> None:
+    mine = [p for p in modules() if p.startswith(("harness/run/", "harness/backends/")) or p in (
+        "harness/results.py", "harness/guard/verdict.py")]  # fmt: skip
+    trees = modules()
+    long = [f"{p}::{f.name} {f.end_lineno - f.lineno + 1}" for p in mine for f in functions(trees[p])
+            if (f.end_lineno or 0) - f.lineno + 1 > 60]  # fmt: skip
+    assert long == []
+
+
+def test_a_record_is_written_under_its_lock(tmp_path: Path) -> None:
+    target = header().record_path(tmp_path)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with exclusive_lock(record_lock_path(target)):
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(30)
+    try:
+        with pytest.raises(LockBusy):
+            land(tmp_path, header(), lambda _path: RunRecord.from_header(header(), status="ok"), timeout_s=0)
+        assert not target.exists()
+    finally:
+        release.set()
+        holder.join()
+    record, path = land(tmp_path, header(), lambda _path: RunRecord.from_header(header(), status="ok"), timeout_s=0) or (None, None)
+    assert path == target and record is not None and record.run_id == "r1"
+
+
+def test_a_late_record_of_a_landed_run_is_not_written_again(tmp_path: Path) -> None:
+    compose = lambda _path: RunRecord.from_header(header(), status="ok")  # ruff: ignore[lambda-assignment]
+    assert land(tmp_path, header(), compose) is not None
+    assert land(tmp_path, header(), compose, late=True) is None
+    # A newer run holds the name: the late one is kept beside it as a previous record.
+    newer = header("r2", "2026-12-01T11:00:00+00:00")
+    land(tmp_path, newer, lambda _path: RunRecord.from_header(newer, status="ok"))
+    old = header("r0", "2026-12-01T09:00:00+00:00")
+    landed = land(tmp_path, old, lambda path: RunRecord.from_header(old, status="killed", reason=path.name), late=True)
+    assert landed is not None and ".prev-" in landed[1].name and landed[0].reason == landed[1].name
+
+
+@pytest.mark.parametrize(
+    ("guard", "written"),
+    [
+        (GuardRecord(timed=False), {"timed": False}),
+        (GuardRecord(), {}),  # recovered by a sweep: what the guard said is not known
+        (GuardRecord(timed=True, precheck=None, nodes=[]), {"timed": True, "precheck": None, "nodes": []}),
+    ],
+)
+def test_the_guard_verdict_keeps_the_record_shape(guard: GuardRecord, written: dict[str, object]) -> None:
+    assert guard.to_record() == written
+    assert GuardRecord.model_validate(written).to_record() == written  # ended.json round trip

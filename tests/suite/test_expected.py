@@ -1,0 +1,84 @@
+"""The expected time a run's first line gives before it starts (harness/suite/expected.py): projected from
+an earlier run of the same setup on this host, scaled in steps and questions, and silent on a run whose
+costly settings changed."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.config import SetupConfig
+from harness.results import RunRecord, load_record, write_record
+from harness.suite.cache import HostKey
+from harness.suite.expected import earlier_runs, expected_note, projected_s
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+from builders import HOST_CPU, STACK_CPU, make_record, predictions
+
+REPO = Path(__file__).resolve().parents[2]
+# A real record of Exp A made on a 2-core EPYC (bf16, eager), 300 steps, before the timeline existed.
+EPYC = REPO / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora-bf16-eager/seed-3407.json"
+
+
+def _setup_like(record: RunRecord, **recipe: object) -> SetupConfig:
+    fields = dict(record.setup)
+    fields["recipe"] = {**fields.get("recipe", {}), **recipe}
+    return SetupConfig.model_validate(fields)
+
+
+def _host(record: RunRecord) -> HostKey:
+    return HostKey(record.host, record.provenance["host"].get("kind", record.host))
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> tuple[RunRecord, Path]:
+    rows = predictions(3407, 0)  # 24 questions
+    record = make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp_a", setup_name="smollm2-135m-lora",
+                         seed=3407, created="2026-12-01T10:00:00+00:00", train_s=120.0, steps=60, rows=rows)  # fmt: skip
+    path = write_record(tmp_path, record)
+    return load_record(path), path  # as read back: an upgraded old record says what its defaults were
+
+
+def test_coarse_timings_scale_steps_and_repeat_the_rest(
+    built: tuple[RunRecord, Path], tmp_path: Path
+) -> None:
+    record, _ = built
+    # total 160 s = 120 s of 60 steps + 11.5 s eval + 28.5 s the rest: 120 steps → 240 + 11.5 + 28.5.
+    assert projected_s(record, _setup_like(record, steps=120)) == pytest.approx(280.0)
+    # Three seeds: the per-run part three times (the builder's record has no baseline eval time).
+    assert projected_s(record, _setup_like(record, steps=120), runs=3) == pytest.approx(3 * 280.0)
+
+
+def test_a_real_record_of_this_host_tells_a_shorter_run_before_it_starts(tmp_path: Path) -> None:
+    record = load_record(EPYC)
+    folder = tmp_path / "published"
+    target = folder / EPYC.relative_to(REPO / "reports/results")
+    target.parent.mkdir(parents=True)
+    shutil.copy(EPYC, target)
+    whole = projected_s(record, _setup_like(record, seed=42))
+    assert whole == pytest.approx(record.timings.total_s, rel=1e-6)  # same steps, same questions: as measured
+    short = projected_s(record, _setup_like(record, seed=42, steps=30))
+    per_step = record.timings.train_s / record.train.steps_done
+    assert short == pytest.approx(whole - 270 * per_step, rel=1e-6)
+    note = expected_note(
+        [folder], _setup_like(record, seed=42, steps=30), record.stack, _host(record), more_runs=2
+    )
+    assert note.startswith("expected ~") and "with the 2 seed(s) after it" in note and "300 steps" in note
+
+
+def test_a_run_with_other_costly_settings_is_not_told_a_time(
+    built: tuple[RunRecord, Path], tmp_path: Path
+) -> None:
+    record, _ = built
+    host = _host(record)
+    assert earlier_runs([tmp_path], _setup_like(record, steps=10), record.stack, host)
+    for changed in (_setup_like(record, batch_size=16), _setup_like(record, gradient_checkpointing=True)):
+        assert earlier_runs([tmp_path], changed, record.stack, host) == []
+        assert "no earlier run of this setup on this host" in expected_note(
+            [tmp_path], changed, record.stack, host
+        )
+    assert earlier_runs([tmp_path], _setup_like(record), "rocm7.2-hf5.5", host) == []  # another stack
+    assert earlier_runs([tmp_path], _setup_like(record), record.stack, HostKey("other-host", host.kind)) == []
