@@ -30,7 +30,7 @@ bench: setup  ## the suite's CPU cases (Exp A: SmolLM2, 3 seeds), then the score
 	$(VENV)/bin/lorabench bench --results $(RESULTS) --reports $(REPORTS) $(if $(SETUPS),--setups $(SETUPS) )-- -m cpu_ok $(PYTEST_ARGS)
 
 test: setup
-	$(PY) -m pytest tests -q -n 2 --dist loadfile
+	$(PY) -m pytest tests -q -n 2 --dist loadfile --durations=15
 
 lint: setup
 	$(VENV)/bin/ruff check --preview harness tests benchmarks

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import torch
 
+from harness import settings
 from harness.backends import hf
 from harness.config import load_setup
 from harness.models import resolve_model
@@ -26,7 +28,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], dest="sets")
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
-    setup = load_setup("benchmarks/setups/exp_a.toml", [f"recipe.steps={args.steps}", "recipe.warmup_steps=1", *args.sets])
+    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [f"recipe.steps={args.steps}", "recipe.warmup_steps=1", f"data.source={settings.DATA.get()}", *args.sets])
     runtime = resolve_setup_runtime(setup)
     print(f"runtime: {runtime}")
     split = load_split(setup.data)

@@ -281,6 +281,16 @@ SCORING_WORKER = declare(
     default="auto",
     example="0",
 )
+ANSWER_LOSS = declare(
+    "LORABENCH_ANSWER_LOSS",
+    _flag,
+    "the hf backend computes the training loss once over the answer tokens in place of TRL's chunked, "
+    "recomputed cross-entropy where their logits fit 256 MiB (harness/backends/answer_loss.py; same loss); "
+    "0 leaves TRL's own path",
+    "you",
+    default="1",
+    example="0",
+)
 GGUF_CONVERTER = declare(
     "LORABENCH_GGUF_CONVERTER",
     _path,

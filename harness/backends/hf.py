@@ -252,7 +252,11 @@ def _sync_free_trainer_class() -> type:
     from transformers import Trainer
     from trl import SFTTrainer
 
+    from harness.backends import answer_loss
     from harness.backends.lean_steps import LeanSteps
+
+    # The loss TRL's patched forward computes: once over the answer tokens (same sum, same count).
+    answer_loss.install()
 
     # LeanSteps first: its FLOP count and clipping replace Trainer's whole-model walks (same values).
     class SyncFreeSFTTrainer(LeanSteps, SFTTrainer):

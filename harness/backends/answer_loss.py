@@ -1,0 +1,111 @@
+"""The training loss over the answer tokens, computed once, in place of TRL's chunked cross-entropy (issue 28).
+
+TRL's SFTTrainer (1.14 and 1.15, `loss_type="chunked_nll"`, its default) computes the loss from the
+backbone's hidden states in chunks of 256 answer tokens (`trl.trainer.sft_trainer._chunked_cross_entropy_loss`):
+the count is rounded up to whole chunks, each chunk's logits are recomputed in the backward pass
+(gradient checkpointing, to bound their memory), and each chunk also computes the token accuracy and the
+entropy, which TRL logs and lorabench does not read (its trainer skips TRL's metrics). Exp A's batches
+hold 180-280 answer tokens: one or two chunks of 256, so the `lm_head` product over SmolLM2's 49,152-token
+vocabulary ran for 256-512 rows three times a step (forward, recomputed forward, backward) where two
+passes over the answer rows carry the loss (torch.profiler on the 2-core EPYC:
+reports/benchmarks/cpu/profile_cpu_step.txt, where exp, argmax and log-softmax over the vocabulary are
+these chunks').
+
+Here, where the answer tokens' logits fit in `LOGITS_BUDGET_BYTES` (fp32), they are computed once for exactly
+those tokens, with no recomputation and no accuracy or entropy: the loss is the same sum over the same
+tokens divided by the same count (log-softmax then NLL in fp32, as TRL's `_chunk` does), its gradients
+the same; sums differ only in rounding. Larger counts (the 4B packed shape: 16k tokens × 152k vocabulary)
+go to TRL's chunked path unchanged. A batch with no answer token keeps one row, masked, so the loss still
+reaches every trainable parameter (TRL's reason: a rank of a DDP run must still sync its gradients).
+
+Measured on the 2-core EPYC, Exp A's real batches, one step each way in turn on the same batch
+(`benchmarks/bench_answer_loss.py`, reports/benchmarks/cpu/bench_answer_loss.txt): TRL's step over ours,
+median of per-batch ratios 1.055× (12 batches) and 1.079× (24 batches), the losses equal to the printed
+digits. Not measured on a GPU (no device time was left in the session that wrote it).
+
+`install()` puts it in TRL's module, where TRL's patched forward looks the function up at each call;
+`LORABENCH_ANSWER_LOSS=0` (harness/settings.py) leaves TRL's own path for every call.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from harness import settings
+
+LOGITS_BUDGET_BYTES = 256 * 2**20
+
+
+def _rows(hidden_states: torch.Tensor, labels: torch.Tensor | None, shift_labels: torch.Tensor | None):
+    # TRL's own preparation: shifted labels as given, else drop the last position and the first label.
+    if labels is None and shift_labels is None:
+        raise ValueError("At least one of `labels` or `shift_labels` must be provided.")
+    if shift_labels is not None:
+        return hidden_states.reshape(-1, hidden_states.size(-1)), shift_labels.reshape(-1)
+    return hidden_states[..., :-1, :].reshape(-1, hidden_states.size(-1)), labels[..., 1:].reshape(-1)
+
+
+def answer_tokens_loss(
+    original: Any,
+    hidden_states: torch.Tensor,
+    lm_head_weight: torch.Tensor,
+    chunk_size: int,
+    labels: torch.Tensor | None = None,
+    shift_labels: torch.Tensor | None = None,
+    num_items_in_batch: torch.Tensor | int | None = None,
+    logit_scale: float = 1.0,
+    final_logit_softcapping: float | None = None,
+    lm_head_bias: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """TRL's `_chunked_cross_entropy_loss` contract (loss, correct, entropy sum, valid count); correct and
+    entropy are zeros here. `original`: TRL's function, for what does not fit the budget or is switched off."""
+    args = (hidden_states, lm_head_weight, chunk_size)
+    kwargs = {
+        "labels": labels, "shift_labels": shift_labels, "num_items_in_batch": num_items_in_batch,
+        "logit_scale": logit_scale, "final_logit_softcapping": final_logit_softcapping, "lm_head_bias": lm_head_bias,
+    }  # fmt: skip
+    if not settings.ANSWER_LOSS.value():
+        return original(*args, **kwargs)
+    hidden, flat = _rows(hidden_states, labels, shift_labels)
+    valid = flat != -100
+    n_valid = valid.sum()
+    count = int(n_valid)  # one host read a step, as TRL's trip count
+    if count * lm_head_weight.shape[0] * 4 > LOGITS_BUDGET_BYTES:
+        return original(*args, **kwargs)
+    index = valid.nonzero().squeeze(1) if count else torch.zeros(1, dtype=torch.long, device=flat.device)
+    logits = (hidden.index_select(0, index) @ lm_head_weight.to(hidden.dtype).t()).float()
+    if lm_head_bias is not None:
+        logits = logits + lm_head_bias.float()
+    if logit_scale != 1.0:  # ruff: ignore[float-equality-comparison] (TRL: exactly 1 means none)
+        logits = logits * logit_scale
+    if final_logit_softcapping is not None:
+        logits = final_logit_softcapping * torch.tanh(logits / final_logit_softcapping)
+    loss = F.nll_loss(F.log_softmax(logits, dim=-1), flat.index_select(0, index), ignore_index=-100, reduction="sum")
+    if num_items_in_batch is None:
+        loss = loss / n_valid.clamp(min=1)
+    else:
+        if isinstance(num_items_in_batch, torch.Tensor):
+            num_items_in_batch = num_items_in_batch.to(loss.device)
+        loss = loss / num_items_in_batch
+    zero = hidden.new_zeros((), dtype=torch.float32)
+    return loss, zero, zero.clone(), n_valid
+
+
+def install() -> bool:
+    """TRL's chunked loss answered by `answer_tokens_loss` in this process (once). False where this TRL has
+    no such function (another version: its own path stays)."""
+    from trl.trainer import sft_trainer
+
+    current = getattr(sft_trainer, "_chunked_cross_entropy_loss", None)
+    if current is None:
+        return False
+    if getattr(current, "lorabench_answer_loss", False):
+        return True
+    replacement = functools.partial(answer_tokens_loss, current)
+    replacement.lorabench_answer_loss = True  # type: ignore[attr-defined]
+    sft_trainer._chunked_cross_entropy_loss = replacement
+    return True
