@@ -73,10 +73,11 @@ def answer_tokens_loss(
     hidden, flat = _rows(hidden_states, labels, shift_labels)
     valid = flat != -100
     n_valid = valid.sum()
-    count = int(n_valid)  # one host read a step, as TRL's trip count
-    if count * lm_head_weight.shape[0] * 4 > LOGITS_BUDGET_BYTES:
+    index = valid.nonzero().squeeze(1)  # its size is the one host read a step (TRL reads its trip count)
+    if index.numel() * lm_head_weight.shape[0] * 4 > LOGITS_BUDGET_BYTES:
         return original(*args, **kwargs)
-    index = valid.nonzero().squeeze(1) if count else torch.zeros(1, dtype=torch.long, device=flat.device)
+    if not index.numel():  # one masked row: the loss is 0 and still reaches every trainable parameter
+        index = torch.zeros(1, dtype=torch.long, device=flat.device)
     logits = (hidden.index_select(0, index) @ lm_head_weight.to(hidden.dtype).t()).float()
     if lm_head_bias is not None:
         logits = logits + lm_head_bias.float()
