@@ -7,9 +7,10 @@
 #   as it ran (359 s of device time were left to this session): setup, then join final off mps
 # starts: where the trainer child's start goes: `recipe.preload` (the child's heavy imports and CUDA's start)
 #   in fresh processes, with the bytecode prefix the child uses, under -X importtime and under cProfile.
-# abab: Exp A seed 3407 alone, this session's two cuts off (LORABENCH_METADATA_CACHE=0,
-#   LORABENCH_SCORING_WORKER=0) and on (the defaults), alternated twice after one warm-up run (bytecode,
-#   converted model and baseline cache written), the whole command timed from outside.
+# abab: Exp A seed 3407 alone, this session's three cuts off (LORABENCH_METADATA_CACHE=0,
+#   LORABENCH_SCORING_WORKER=0, LORABENCH_ANSWER_LOSS=0) and on (the defaults), alternated twice after one
+#   warm-up run (bytecode, converted model and baseline cache written), the whole command timed from outside.
+#   Not run in session 11 (no device time left); a next session: setup, then `join starts abab mps peer`.
 # final: the records to publish: Exp A's three seeds one after another, alone. off: seed 42 with the two
 #   cuts off. mps: the three at once under CUDA MPS, then the phase breakdown of all.
 # peer: benchmarks/bench_vs_peer.py --one-gpu: Exp A seeds 3407 and 42 and the peer for 3407, same GPU.
@@ -64,7 +65,7 @@ $pre"
       exp_a 3407 /root/warm /root/logs/warm.log | tee -a "$OUT/abab.txt"
       for round in 1 2; do
         echo -n "off $round: " | tee -a "$OUT/abab.txt"
-        LORABENCH_METADATA_CACHE=0 LORABENCH_SCORING_WORKER=0 exp_a 3407 /root/ab-off-$round /root/logs/ab-off-$round.log | tee -a "$OUT/abab.txt"
+        LORABENCH_METADATA_CACHE=0 LORABENCH_SCORING_WORKER=0 LORABENCH_ANSWER_LOSS=0 exp_a 3407 /root/ab-off-$round /root/logs/ab-off-$round.log | tee -a "$OUT/abab.txt"
         echo -n "on $round: " | tee -a "$OUT/abab.txt"
         exp_a 3407 /root/ab-on-$round /root/logs/ab-on-$round.log | tee -a "$OUT/abab.txt"
       done
