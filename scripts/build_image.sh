@@ -39,20 +39,30 @@ if [ -n "${BASE_IMAGE:-}" ]; then
 fi
 
 server_pid=""
-cleanup() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi; }
+# Waited for, so the next build (CI builds two images in a row) finds the fixed port free.
+cleanup() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi; }
 trap cleanup EXIT
 if [ -n "${LORABENCH_WHEELS:-}" ]; then
     # The default bridge's address on this host: build steps reach it whatever their network mode.
     gateway="$(ip -4 -o addr show docker0 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -1)"
     [ -n "$gateway" ] || { say "no docker0 address to serve $LORABENCH_WHEELS on"; exit 1; }
     # A fixed port when it is free: the URL is a build argument, and a new one each build would miss the cache
-    # of the stack's layer (minutes of pip) on every rebuild.
+    # of the stack's layer (minutes of pip) on every rebuild. SO_REUSEADDR as http.server binds: the last
+    # build's connections linger in TIME_WAIT on that port for a minute, which a plain bind takes for "in use"
+    # (CI's second image got a random port and rebuilt its pip layer every run: 96-118 s).
     port="$(python3 -c '
-import socket, sys
-s = socket.socket()
-try:
-    s.bind((sys.argv[1], 38765))
-except OSError:
+import socket, sys, time
+for _ in range(30):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((sys.argv[1], 38765))
+        break
+    except OSError:
+        s.close()
+        time.sleep(0.1)
+else:
+    s = socket.socket()
     s.bind((sys.argv[1], 0))
 print(s.getsockname()[1])' "$gateway")"
     python3 -m http.server --bind "$gateway" --directory "$LORABENCH_WHEELS" "$port" >/dev/null 2>&1 &
