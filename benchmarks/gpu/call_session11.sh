@@ -27,17 +27,9 @@ exp_a() {  # $1 seed, $2 results, $3 log; the whole command timed
 while [ $# -gt 0 ]; do
   case "$1" in
     setup)
-      install_bundle $C/whl || exit 1
-      mkdir -p /root/gguf /root/lbdata /root/peer /root/lbcache/models
-      cp .carry10/a/part-a /root/gguf/part-a && cp .carry10/a/random-sample.jsonl /root/lbdata/ && cp .carry10/a/plain_peft_sql.py /root/peer/
-      python3 -c "import torch, transformers, peft, trl; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__, 'trl', trl.__version__)" ;;
+      carry_setup $C/whl .carry10/a || exit 1 ;;
     join)
-      bash benchmarks/gpu/join_model.sh $C/b/part-b || exit 1
-      python3 -c "
-import time; t = time.perf_counter()
-from harness.config import ModelConfig; from harness.models import resolve_model
-resolve_model(ModelConfig(source='smollm2-135m')); print(f'GGUF conversion (0 s when cached) {time.perf_counter() - t:.1f} s')
-" 2>&1 | tail -1 | tee -a "$OUT/convert.txt" ;;
+      join_converted $C/b/part-b "$OUT/convert.txt" || exit 1 ;;
     starts)
       pre="from harness.config import load_setup; from harness.run import recipe; recipe.preload(load_setup('benchmarks/setups/exp_a.toml'))"
       export PYTHONPYCACHEPREFIX=/root/lbcache/bytecode/cpython-312

