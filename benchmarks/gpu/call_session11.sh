@@ -11,6 +11,8 @@
 #   LORABENCH_SCORING_WORKER=0, LORABENCH_ANSWER_LOSS=0) and on (the defaults), alternated twice after one
 #   warm-up run (bytecode, converted model and baseline cache written), the whole command timed from outside.
 #   Not run in session 11 (no device time left); a next session: setup, then `join starts abab mps peer`.
+# Session 12 ran it again (its cuts: an epoch's short batch eager, one capture warm-up): call 1 `setup`, at once
+#   `join final mps`, at once `peer`, at once `abab` (reports/benchmarks/h200/session12.txt says what came back).
 # final: the records to publish: Exp A's three seeds one after another, alone. off: seed 42 with the two
 #   cuts off. mps: the three at once under CUDA MPS, then the phase breakdown of all.
 # peer: benchmarks/bench_vs_peer.py --one-gpu: Exp A seeds 3407 and 42 and the peer for 3407, same GPU.
@@ -89,5 +91,6 @@ $pre"
       cat "$OUT/vs_peer.txt" ;;
   esac
   shift
+  # After every step, so a call ended by its time limit still brings back what its finished steps made.
+  tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root $(cd /root && ls -d logs warm ab-* final off finalmps results 2>/dev/null)
 done
-tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root $(cd /root && ls -d logs warm ab-* final off finalmps results 2>/dev/null)

@@ -27,10 +27,17 @@ from harness.errors import UserError
 
 # One capture costs ~1.1 s on the H200 (30 layers' forward and backward, warmed up and captured). Exp A's
 # batches of 8 rows end at 128, 192 or 256 tokens padded to 64 (four shapes, 4.3-5.4 s of capture a run),
-# all at 256 padded to 256 (one length; the epoch's last, shorter batch makes a second shape: 2.0-2.1 s on
+# all at 256 padded to 256 (one length; the epoch's last, shorter batch made a second shape: 2.0-2.1 s on
 # the H200, reports/benchmarks/h200/session7.txt): the step is bound by the host, not by the padded tokens.
+# That short batch (1,700 rows = 212 batches of 8 and one of 4) now runs eager: one step at the eager
+# ~0.3 s instead of a second capture for a shape met once an epoch (`full_rows`).
 PAD_MULTIPLE = 256
 MAX_SHAPES = 12
+# make_graphed_callables runs each callable this many times eagerly before capturing (its default, 3, is
+# sized for DDP's lazy set-up). Here preflight has already run the model's forward and backward (cuBLAS
+# handles, workspaces, lazily loaded kernels are in place), so one warm-up pass is what the capture needs;
+# the kernels captured do not depend on how many passes came before.
+WARMUP_ITERS = 1
 
 
 def compile_mode(setup: Any, runtime: Any) -> str:
@@ -119,9 +126,15 @@ class GraphedLayers:
     captures all layers at once when the first layer meets a new shape (one memory pool per shape, so a
     shape's forward and backward graphs replay in the order they were captured)."""
 
-    def __init__(self, layers: Sequence[torch.nn.Module], capture: Callable = torch.cuda.make_graphed_callables) -> None:
+    def __init__(
+        self, layers: Sequence[torch.nn.Module], capture: Callable = torch.cuda.make_graphed_callables,
+        full_rows: int | None = None,
+    ) -> None:  # fmt: skip
+        """`full_rows`: the rows of a full batch; a batch of other rows (an epoch's short last one) runs
+        eager rather than being captured for one step (None: every shape is captured)."""
         self.layers = list(layers)
         self.capture = capture
+        self.full_rows = full_rows
         self.eager = [layer.forward for layer in self.layers]
         self.graphs: dict[tuple, tuple[Callable, ...]] = {}
         self.stats = GraphStats()
@@ -141,7 +154,7 @@ class GraphedLayers:
                 return self.eager[index](hidden_states, *args, **kwargs)
             names, tensors, fixed = _split_kwargs(kwargs)
             key = (tuple(names), repr(fixed), *((tuple(t.shape), t.dtype) for t in (hidden_states, *tensors)))
-            if key not in self.graphs and index == 0 and self._capturable(fixed):
+            if key not in self.graphs and index == 0 and self._capturable(hidden_states, fixed):
                 self._capture(key, hidden_states, names, tensors, fixed)
             graphed = self.graphs.get(key)
             if graphed is None:
@@ -152,8 +165,9 @@ class GraphedLayers:
 
         return forward
 
-    def _capturable(self, fixed: tuple) -> bool:
-        return len(self.graphs) < MAX_SHAPES and all(isinstance(value, _FIXED_KINDS) for _, value in fixed)
+    def _capturable(self, hidden: torch.Tensor, fixed: tuple) -> bool:
+        full = self.full_rows is None or hidden.shape[0] == self.full_rows
+        return full and len(self.graphs) < MAX_SHAPES and all(isinstance(value, _FIXED_KINDS) for _, value in fixed)
 
     def _capture(self, key: tuple, hidden: torch.Tensor, names: list[str], tensors: list[torch.Tensor], fixed: tuple) -> None:
         started = time.perf_counter()
@@ -171,7 +185,7 @@ class GraphedLayers:
         autocast = torch.is_autocast_enabled("cuda")
         dtype = torch.get_autocast_dtype("cuda")
         with torch.autocast("cuda", dtype=dtype, enabled=autocast, cache_enabled=False), _cache_kept():
-            graphed = self.capture(tuple(calls), tuple(samples), allow_unused_input=True)
+            graphed = self.capture(tuple(calls), tuple(samples), num_warmup_iters=WARMUP_ITERS, allow_unused_input=True)
         self.graphs[key] = tuple(graphed)
         self.stats.shapes = len(self.graphs)
         self.stats.capture_s += time.perf_counter() - started
@@ -196,13 +210,14 @@ def _cache_kept() -> Generator[None]:
 
 
 @contextlib.contextmanager
-def graphed_layers(model: Any, enabled: bool) -> Generator[GraphStats | None]:
+def graphed_layers(model: Any, enabled: bool, full_rows: int | None = None) -> Generator[GraphStats | None]:
     """Graphs every decoder layer for the span (training), then puts the eager forward back, so
-    preflight, eval and export never see a graph. Yields the span's GraphStats."""
+    preflight, eval and export never see a graph. Yields the span's GraphStats. `full_rows`: see
+    GraphedLayers."""
     if not enabled:
         yield None
         return
-    graphed = GraphedLayers(decoder_layers(model, "graphs"))
+    graphed = GraphedLayers(decoder_layers(model, "graphs"), full_rows=full_rows)
     graphed.install()
     try:
         yield graphed.stats

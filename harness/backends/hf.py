@@ -423,7 +423,9 @@ def train_timed(
             f"steps 1–{resume[1].step} are the stopped attempt's", {"from_step": resume[1].step},
         )  # fmt: skip
     lean = lean_module_walks(model, trainer.lean_steps)
-    with lean, compiled_layers(model, mode == "layers"), graphed_layers(model, graphs) as graph_stats:
+    # A batch short of batch_size rows (an epoch's last) runs eager rather than being captured for one step.
+    full_rows = setup.recipe.batch_size
+    with lean, compiled_layers(model, mode == "layers"), graphed_layers(model, graphs, full_rows) as graph_stats:
         trainer.train(resume_from_checkpoint=str(resume[0]) if resume else None)
     if runtime.device == "cuda":
         torch.cuda.synchronize()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.backends import hf
+from harness.backends import graphed_layers, hf
 from harness.backends.graphed_layers import GraphedLayers, compile_mode, decoder_layers
 from harness.config import load_setup
 from harness.errors import UserError
@@ -73,7 +73,6 @@ def test_graphed_layers_rebuild_every_layer_call(tiny_model_dir: Path) -> None:
 
 
 def test_graphed_layers_stop_capturing_past_the_shape_limit(tiny_model_dir: Path, monkeypatch) -> None:
-    from harness.backends import graphed_layers
 
     monkeypatch.setattr(graphed_layers, "MAX_SHAPES", 1)
     setup = load_setup(None, [f"model.source={tiny_model_dir}"])
@@ -90,6 +89,36 @@ def test_graphed_layers_stop_capturing_past_the_shape_limit(tiny_model_dir: Path
     finally:
         graphed.remove()
     assert _loss_and_grads(model, *_batch(20, 1))[0] == eager_loss
+
+
+def test_a_batch_short_of_full_rows_runs_eager_and_is_never_captured(tiny_model_dir: Path) -> None:
+    setup = load_setup(None, [f"model.source={tiny_model_dir}", "lora.dropout=0.0"])
+    model, _ = hf.load(setup, tiny_model_dir, Runtime("cpu", "fp32"))
+    model = hf.wrap_lora(model, setup)
+    model.config.use_cache = False
+    model.train()
+    asked: list[dict] = []
+
+    def capture_as_is(calls: tuple, samples: tuple, **kwargs: object) -> tuple:
+        asked.append(kwargs)
+        return calls
+
+    ids, mask = _batch(12, 1)  # 3 rows: the full batch
+    short_ids, short_mask = ids[:2], mask[:2]  # an epoch's last, shorter batch
+    eager_short = _loss_and_grads(model, short_ids, short_mask)
+    graphed = GraphedLayers(decoder_layers(model, "graphs"), capture=capture_as_is, full_rows=3)
+    graphed.install()
+    try:
+        loss, grads = _loss_and_grads(model, short_ids, short_mask)
+        assert graphed.stats.shapes == 0 and graphed.stats.eager_calls == len(graphed.layers) and not asked
+        # Same numbers as plain eager (it is plain eager).
+        assert loss == eager_short[0] and all(torch.equal(a, b) for a, b in zip(grads, eager_short[1], strict=True))
+        _loss_and_grads(model, ids, mask)
+        assert graphed.stats.shapes == 1 and graphed.stats.graphed_calls == len(graphed.layers)
+        # One warm-up pass before the capture (preflight has already warmed the kernels up).
+        assert [a.get("num_warmup_iters") for a in asked] == [graphed_layers.WARMUP_ITERS] == [1]
+    finally:
+        graphed.remove()
 
 
 @pytest.mark.parametrize(
