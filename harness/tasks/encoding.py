@@ -47,11 +47,17 @@ class TokenizedExample:
 
 
 def tokenize_examples(tokenizer: Any, examples: Sequence[Example]) -> list[TokenizedExample]:
-    """Prompt tokens and answer tokens separately, so the answer boundary is exact (no re-tokenization merge)."""
+    """Prompt tokens and answer tokens separately, so the answer boundary is exact (no re-tokenization merge).
+
+    All prompts in one tokenizer call and all answers in another: a fast tokenizer encodes a list as a
+    batch (the same ids as one text at a time), where 3,400 single calls took 0.9 s of Exp A's trainer
+    set-up and as much again in the mask audit (cProfile, the CPU machine)."""
+    if not examples:
+        return []
     eot = end_of_turn(tokenizer) or ""
-    out = []
-    for ex in examples:
-        prompt_ids = tokenizer(render_prompt(tokenizer, ex), add_special_tokens=False).input_ids
-        answer_ids = tokenizer(ex.answer + eot, add_special_tokens=False).input_ids
-        out.append(TokenizedExample(prompt_ids + answer_ids, [0] * len(prompt_ids) + [1] * len(answer_ids)))
-    return out
+    prompts = tokenizer([render_prompt(tokenizer, ex) for ex in examples], add_special_tokens=False).input_ids
+    answers = tokenizer([ex.answer + eot for ex in examples], add_special_tokens=False).input_ids
+    return [
+        TokenizedExample(prompt_ids + answer_ids, [0] * len(prompt_ids) + [1] * len(answer_ids))
+        for prompt_ids, answer_ids in zip(prompts, answers, strict=True)
+    ]
