@@ -115,11 +115,15 @@ def plain_loop(ctx: Context, name: str, checkpointing: bool = False) -> None:
     report(name, ends)
 
 
-def profiled_trainer(ctx: Context) -> None:
+def profiled_trainer(ctx: Context, graphs: bool = False) -> None:
+    """cProfile and torch.profiler over a few steps; `graphs`: as a run trains (graphed layers, lean walks)."""
     from torch.profiler import ProfilerActivity, profile, schedule
     from transformers import TrainerCallback
 
-    _, trainer, _ = ctx.trainer()
+    from harness.backends.graphed_layers import graphed_layers
+    from harness.backends.lean_steps import lean_module_walks
+
+    model, trainer, outcome = ctx.trainer()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if ctx.runtime.device == "cuda" else [])
     wait, warmup = (10, 3) if ctx.steps >= 20 else (2, 1)
     active = max(1, min(5, ctx.steps - wait - warmup - 1))
@@ -131,15 +135,24 @@ def profiled_trainer(ctx: Context) -> None:
 
     trainer.add_callback(Step())
     python = cProfile.Profile()
-    with prof:
+    ctx.sync()
+    outcome.step_ends.append(time.perf_counter())
+    walks = lean_module_walks(model, graphs)
+    with prof, walks, graphed_layers(model, graphs, ctx.setup.recipe.batch_size) as stats:
         python.enable()
         trainer.train()
         python.disable()
+    report(f"profiled trainer (graphs {graphs}: {stats})", outcome.step_ends)
     text = io.StringIO()
     pstats.Stats(python, stream=text).sort_stats("cumulative").print_stats(40)
     print(text.getvalue())
     averages = prof.key_averages()
     print(averages.table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=60))
+    print(averages.table(sort_by="self_device_time_total", row_limit=15, max_name_column_width=60))
+    # The host waits: every read of a device value (.item(), nonzero's size) shows up as one of these.
+    for event in averages:
+        if any(word in event.key for word in ("Synchronize", "MemcpyAsync", "nonzero", "item", "_local_scalar")):
+            print(f"{event.key:60s} calls {event.count:6d}  cpu total {event.cpu_time_total / 1e3:9.1f} ms")
 
 
 def graphs_against_eager(tokenizer_dir: Path, data: Path, steps: int) -> None:
@@ -166,14 +179,14 @@ def main() -> None:
     parser.add_argument("tokenizer_dir", type=Path)
     parser.add_argument("data", type=Path)
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--mode", choices=("variants", "profile", "graphs"), default="variants")
+    parser.add_argument("--mode", choices=("variants", "profile", "profile-graphs", "graphs"), default="variants")
     args = parser.parse_args()
     if args.mode == "graphs":
         graphs_against_eager(args.tokenizer_dir, args.data, args.steps)
         return
     ctx = Context(args.tokenizer_dir, args.data, args.steps)
-    if args.mode == "profile":
-        profiled_trainer(ctx)
+    if args.mode in ("profile", "profile-graphs"):
+        profiled_trainer(ctx, graphs=args.mode == "profile-graphs")
         return
     timed_trainer(ctx, "harness trainer (build_trainer)")
     timed_trainer(ctx, "  with logging_steps=1000", {"logging_steps": 1000})

@@ -14,8 +14,12 @@ Same math, fewer walks:
 - the FLOP counter's parameter count is taken once (the parameters do not change during training);
 - gradients are clipped and zeroed over the trainable parameters only: a frozen parameter never holds a
   gradient, so the norm (over parameters with a gradient) and the zeroing are the same;
-- `train()` returns at once when the model is already in train mode: every `train()`/`eval()` of a run goes
-  through the model's top module (the recipe, the checks, evaluation), so its flag speaks for every module.
+- `train()` returns at once when the model is already in train mode and a full `train()` has walked it in
+  this span: every `train()`/`eval()` of a run goes through the model's top module (the recipe, the checks,
+  evaluation), so after one walk its flag speaks for every module. Not before: a model as `from_pretrained`
+  and PEFT leave it has its top flag on and its layers in eval mode (the first version trusted the flag from
+  the start, and with `checks.preflight = false`, whose checks otherwise walked it first, a run trained its
+  layers in eval mode: no LoRA dropout, no CUDA graphs; found on the H200 profiling a trainer built apart).
 The module patches hold only while the trainer trains (`lean_module_walks`); afterwards the model is as
 PEFT made it (a copy made for evaluation must not carry methods bound to this model).
 """
@@ -83,10 +87,13 @@ def lean_module_walks(model: nn.Module, enabled: bool = True) -> Generator[None]
         yield
         return
     full_train = model.train
+    walked = False
 
     def train(mode: bool = True) -> nn.Module:
-        if mode and model.training:
+        nonlocal walked
+        if mode and model.training and walked:
             return model
+        walked = True
         return full_train(mode)
 
     vars(model)["train"] = train  # instance attributes shadow the class's methods

@@ -68,6 +68,21 @@ def test_train_mode_still_reaches_every_module_after_eval() -> None:
     assert vars(model).get("train") is None
 
 
+def test_train_mode_reaches_layers_left_in_eval_under_a_training_top() -> None:
+    """As from_pretrained and PEFT leave a model: its top module's flag on, its layers in eval mode. The
+    first train() of the span must walk them all (the trainer's first step), or they train in eval mode."""
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+    model[0].eval()
+    model[1].eval()
+    assert model.training and not model[1].training
+    with lean_module_walks(model):
+        model.train()
+        assert all(m.training for m in model.modules())
+        model[1].eval()  # only ever through the top in a run; here by hand, to show the walk is skipped now
+        model.train()
+        assert not model[1].training
+
+
 @pytest.mark.parametrize("lean", [True, False])
 def test_a_frozen_parameter_is_left_as_it_was(lean: bool) -> None:
     """Only the trainable parameters are zeroed: a frozen one never has a gradient in training; were one
