@@ -103,21 +103,17 @@ def _join_kwargs(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> dict[
 
 
 class _PositionalCall(torch.nn.Module):
-    """Layers called with tensors only, as make_graphed_callables wants; kwargs rebuilt inside. Several
-    layers (the stacked capture) run one after another, each given the same arguments."""
+    """A layer called with tensors only, as make_graphed_callables wants; kwargs rebuilt inside."""
 
-    def __init__(self, layers: Sequence[torch.nn.Module], forwards: Sequence[Callable], names: Sequence[str], fixed: tuple) -> None:
+    def __init__(self, layer: torch.nn.Module, forward: Callable, names: Sequence[str], fixed: tuple) -> None:
         super().__init__()
-        self.layers = torch.nn.ModuleList(layers)
-        self._eager_forwards = list(forwards)
+        self.layer = layer
+        self._eager_forward = forward
         self._names = list(names)
         self._fixed = dict(fixed)
 
     def forward(self, hidden_states: torch.Tensor, *tensors: torch.Tensor) -> Any:
-        kwargs = _join_kwargs(self._names, tensors)
-        for forward in self._eager_forwards:
-            hidden_states = forward(hidden_states, **kwargs, **self._fixed)
-        return hidden_states
+        return self._eager_forward(hidden_states, **_join_kwargs(self._names, tensors), **self._fixed)
 
 
 # The kinds of non-tensor argument a capture can bake in (a layer called with another kind, a KV cache
@@ -128,46 +124,31 @@ _FIXED_KINDS = (type(None), bool, int, float, str)
 class GraphedLayers:
     """Installs a forward on every decoder layer that replays its graph for shapes already captured and
     captures all layers at once when the first layer meets a new shape (one memory pool per shape, so a
-    shape's forward and backward graphs replay in the order they were captured).
-
-    `stacked`: all the layers as one graph (one launch forward, one backward) instead of one graph each.
-    On the H200 each of the 60 graph launches of a per-layer step cost the host ~0.2 ms (cudaGraphLaunch,
-    torch.profiler: reports/benchmarks/h200/profile_graphs_session12.txt), ~13 ms of a ~37 ms step whose
-    kernels take ~28 ms. The first layer then replays the whole stack and every later layer hands its
-    input on: only right when every layer is called with the very arguments the first was (one mask for
-    all; a model mixing sliding and full attention layers gets per-layer graphs, see `one_layer_kind`),
-    which each later layer checks, failing loudly rather than computing with another layer's mask."""
+    shape's forward and backward graphs replay in the order they were captured)."""
 
     def __init__(
         self, layers: Sequence[torch.nn.Module], capture: Callable = torch.cuda.make_graphed_callables,
-        full_rows: int | None = None, stacked: bool = False,
+        full_rows: int | None = None,
     ) -> None:  # fmt: skip
         """`full_rows`: the rows of a full batch; a batch of other rows (an epoch's short last one) runs
         eager rather than being captured for one step (None: every shape is captured)."""
         self.layers = list(layers)
         self.capture = capture
         self.full_rows = full_rows
-        self.stacked = stacked
         self.eager = [layer.forward for layer in self.layers]
         self.graphs: dict[tuple, tuple[Callable, ...]] = {}
         self.stats = GraphStats()
-        # While a stacked replay is being handed through the layers: (next layer's index, its output,
-        # the arguments the first layer was given).
-        self._handing: tuple[int, torch.Tensor, list[str], list[torch.Tensor], tuple] | None = None
 
     def install(self) -> None:
         for index, layer in enumerate(self.layers):
             layer.forward = self._forward_for(index)
 
     def remove(self) -> None:
-        self._handing = None
         for layer in self.layers:
             del layer.forward  # the class's forward shows through again
 
     def _forward_for(self, index: int) -> Callable:
         def forward(hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            if self._handing is not None:
-                return self._hand_on(index, hidden_states, args, kwargs)
             layer = self.layers[index]
             if args or not (layer.training and torch.is_grad_enabled()):
                 return self.eager[index](hidden_states, *args, **kwargs)
@@ -180,30 +161,9 @@ class GraphedLayers:
                 self.stats.eager_calls += 1
                 return self.eager[index](hidden_states, **kwargs)
             self.stats.graphed_calls += 1
-            if not self.stacked:
-                return graphed[index](hidden_states, *tensors)
-            output = graphed[0](hidden_states, *tensors)  # index 0: only the first layer captures
-            if len(self.layers) > 1:
-                self._handing = (1, output, names, tensors, fixed)
-            return output
+            return graphed[index](hidden_states, *tensors)
 
         return forward
-
-    def _hand_on(self, index: int, hidden_states: torch.Tensor, args: tuple, kwargs: dict[str, Any]) -> torch.Tensor:
-        """A later layer under a stacked replay: its work is done; it checks it was meant to be the same."""
-        expected, output, names, tensors, fixed = self._handing  # type: ignore[misc]
-        given_names, given, given_fixed = _split_kwargs(kwargs)
-        same = (index == expected and hidden_states is output and not args and (given_names, given_fixed) == (names, fixed)
-                and len(given) == len(tensors) and all(a is b for a, b in zip(given, tensors, strict=True)))  # fmt: skip
-        if not same:
-            self._handing = None
-            raise RuntimeError(
-                f"recipe.compile = 'graphs': decoder layer {index} was called with other arguments than layer 0, "
-                "whose stacked graph ran every layer with layer 0's; set recipe.compile = 'none'"
-            )
-        self._handing = None if index + 1 == len(self.layers) else (index + 1, output, names, tensors, fixed)
-        self.stats.graphed_calls += 1
-        return hidden_states
 
     def _capturable(self, hidden: torch.Tensor, fixed: tuple) -> bool:
         full = self.full_rows is None or hidden.shape[0] == self.full_rows
@@ -213,15 +173,13 @@ class GraphedLayers:
         started = time.perf_counter()
         calls, samples = [], []
         needs_grad = hidden.requires_grad
-        groups = [range(len(self.layers))] if self.stacked else [range(i, i + 1) for i in range(len(self.layers))]
-        for group in groups:
-            layers = [self.layers[i] for i in group]
-            calls.append(_PositionalCall(layers, [self.eager[i] for i in group], names, fixed))
+        for index, layer in enumerate(self.layers):
+            calls.append(_PositionalCall(layer, self.eager[index], names, fixed))
             # Sample inputs only set shapes; each replay copies the real ones in. A layer's input needs a
             # gradient when anything before it trains.
             sample = torch.randn_like(hidden).requires_grad_(needs_grad)
             samples.append((sample, *(t.detach().clone() for t in tensors)))
-            needs_grad = needs_grad or any(p.requires_grad for layer in layers for p in layer.parameters())
+            needs_grad = needs_grad or any(p.requires_grad for p in layer.parameters())
         # make_graphed_callables refuses autocast's weight cache; the casts it would cache are captured
         # into the graph instead, so the arithmetic is the same.
         autocast = torch.is_autocast_enabled("cuda")
@@ -231,13 +189,6 @@ class GraphedLayers:
         self.graphs[key] = tuple(graphed)
         self.stats.shapes = len(self.graphs)
         self.stats.capture_s += time.perf_counter() - started
-
-
-def one_layer_kind(model: Any) -> bool:
-    """Whether every decoder layer is called with the same mask: transformers gives a model that mixes
-    sliding-window and full attention layers (`config.layer_types`) one mask per kind."""
-    kinds = getattr(getattr(model, "config", None), "layer_types", None)
-    return not kinds or len(set(kinds)) == 1
 
 
 @contextlib.contextmanager
@@ -262,11 +213,11 @@ def _cache_kept() -> Generator[None]:
 def graphed_layers(model: Any, enabled: bool, full_rows: int | None = None) -> Generator[GraphStats | None]:
     """Graphs every decoder layer for the span (training), then puts the eager forward back, so
     preflight, eval and export never see a graph. Yields the span's GraphStats. `full_rows`: see
-    GraphedLayers; the layers are one stacked graph where they are all of one kind."""
+    GraphedLayers."""
     if not enabled:
         yield None
         return
-    graphed = GraphedLayers(decoder_layers(model, "graphs"), full_rows=full_rows, stacked=one_layer_kind(model))
+    graphed = GraphedLayers(decoder_layers(model, "graphs"), full_rows=full_rows)
     graphed.install()
     try:
         yield graphed.stats

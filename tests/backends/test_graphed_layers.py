@@ -37,8 +37,7 @@ def _batch(length: int, padded_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, mask
 
 
-@pytest.mark.parametrize("stacked", [False, True], ids=["per-layer", "stacked"])
-def test_graphed_layers_rebuild_every_layer_call(tiny_model_dir: Path, stacked: bool) -> None:
+def test_graphed_layers_rebuild_every_layer_call(tiny_model_dir: Path) -> None:
     setup = load_setup(None, [f"model.source={tiny_model_dir}", "lora.dropout=0.0"])
     model, _ = hf.load(setup, tiny_model_dir, Runtime("cpu", "fp32"))
     model = hf.wrap_lora(model, setup)
@@ -51,7 +50,7 @@ def test_graphed_layers_rebuild_every_layer_call(tiny_model_dir: Path, stacked: 
         return calls
 
     eager = {length: _loss_and_grads(model, *_batch(length, 2)) for length in (12, 20)}
-    graphed = GraphedLayers(decoder_layers(model, "graphs"), capture=capture_as_is, stacked=stacked)
+    graphed = GraphedLayers(decoder_layers(model, "graphs"), capture=capture_as_is)
     graphed.install()
     try:
         for length in (12, 20, 12):
@@ -59,10 +58,8 @@ def test_graphed_layers_rebuild_every_layer_call(tiny_model_dir: Path, stacked: 
             assert loss == eager[length][0]
             assert all(torch.equal(a, b) for a, b in zip(grads, eager[length][1], strict=True))
         layers = len(graphed.layers)
-        # One capture per shape, all layers at once (one callable each, or one for the stack); the
-        # 12-token shape met again reuses its capture.
-        callables = 1 if stacked else layers
-        assert [len(c) for c in captured] == [callables, callables] and graphed.stats.shapes == 2
+        # One capture per shape, all layers at once; the 12-token shape met again reuses its capture.
+        assert [len(c) for c in captured] == [layers, layers] and graphed.stats.shapes == 2
         assert captured[0][0][0] == (3, 12, model.config.hidden_size)
         assert graphed.stats.graphed_calls == 3 * layers and graphed.stats.eager_calls == 0
 
@@ -92,43 +89,6 @@ def test_graphed_layers_stop_capturing_past_the_shape_limit(tiny_model_dir: Path
     finally:
         graphed.remove()
     assert _loss_and_grads(model, *_batch(20, 1))[0] == eager_loss
-
-
-class _ToyDecoderLayer(torch.nn.Module):
-    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        return hidden_states * 2 + attention_mask.sum()
-
-
-def test_a_stacked_replay_refuses_a_later_layer_given_other_arguments() -> None:
-    """Layer 0 ran every layer with its own mask; a later layer given another one (a model whose layers
-    take different masks) would silently have been computed with the wrong one: it fails instead."""
-    layers = [_ToyDecoderLayer(), _ToyDecoderLayer(), _ToyDecoderLayer()]
-    graphed = GraphedLayers(layers, capture=lambda calls, samples, **_: calls, stacked=True)
-    graphed.install()
-    hidden, mask = torch.ones(2, 3, requires_grad=True), torch.ones(2, 3)
-    try:
-        out = layers[0](hidden, attention_mask=mask)
-        assert torch.equal(out, ((hidden * 2 + 6) * 2 + 6) * 2 + 6)  # all three layers, from layer 0
-        assert layers[2](layers[1](out, attention_mask=mask), attention_mask=mask) is out
-        assert graphed.stats.graphed_calls == 3
-        out = layers[0](hidden, attention_mask=mask)
-        with pytest.raises(RuntimeError, match=r"decoder layer 1 was called with other arguments than layer 0.*'none'"):
-            layers[1](out, attention_mask=mask.clone())
-        # The refusal ends the hand-over: the next forward starts afresh.
-        assert torch.equal(layers[0](hidden, attention_mask=mask), out)
-    finally:
-        graphed.remove()
-
-
-@pytest.mark.parametrize(
-    ("layer_types", "one_kind"),
-    [(None, True), (["full_attention"] * 4, True), (["sliding_attention", "full_attention"] * 2, False)],
-)
-def test_layers_are_stacked_only_where_all_take_one_mask(layer_types: list[str] | None, one_kind: bool) -> None:
-    from types import SimpleNamespace
-
-    config = SimpleNamespace(**({"layer_types": layer_types} if layer_types else {}))
-    assert graphed_layers.one_layer_kind(SimpleNamespace(config=config)) is one_kind
 
 
 def test_a_batch_short_of_full_rows_runs_eager_and_is_never_captured(tiny_model_dir: Path) -> None:
