@@ -1,16 +1,20 @@
-"""The answer-token loss (harness/backends/answer_loss.py) against TRL's chunked cross-entropy, on Exp A's
-real model, data, LoRA and trainer as `lorabench run` builds them on this machine: for each of --batches
-real training batches, one training step (forward + backward, no optimizer step: the weights stay as they
-are) with TRL's path and one with ours, in alternating order, each timed; then the medians, the median of
-the per-batch ratios, and the largest loss difference between the two on the same batch.
+"""A training step with one of lorabench's step changes off and on, on Exp A's real model, data, LoRA and
+trainer as `lorabench run` builds them on this machine: for each of --batches real training batches, one
+training step (forward + backward, no optimizer step: the weights stay as they are) each way, in
+alternating order, each timed; then the medians, the median of the per-batch ratios, and the largest loss
+difference between the two on the same batch. --switch picks the change:
+  answer-loss  the answer-token loss (harness/backends/answer_loss.py) against TRL's chunked cross-entropy
+  lean-lora    the lean LoRA forward (harness/backends/lean_lora.py) against PEFT's
 
-Usage: LORABENCH_DATA=FILE python benchmarks/bench_answer_loss.py [--batches 10] [--warmup 2] [--set FIELD=VALUE …]
+Usage: LORABENCH_DATA=FILE python benchmarks/bench_answer_loss.py [--switch answer-loss] [--batches 10]
+       [--warmup 2] [--set FIELD=VALUE …]
 Run it alone on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import time
@@ -20,22 +24,37 @@ import torch
 
 from harness import settings
 from harness.backends import hf
+from harness.backends.lean_lora import lean_lora_forward
 from harness.config import load_setup
 from harness.models import resolve_model
 from harness.runtime import resolve_setup_runtime
 from harness.tasks.sql.data import load_split
 
 
-def one_step(trainer, batch, items, on: bool) -> tuple[float, float]:
+def _answer_loss(trainer, on: bool) -> contextlib.AbstractContextManager:
     os.environ[settings.ANSWER_LOSS.name] = "1" if on else "0"
+    return contextlib.nullcontext()
+
+
+# --switch: (the name of the way off, of the way on, the step's context for a way).
+SWITCHES = {
+    "answer-loss": ("TRL chunked", "answer-token", _answer_loss),
+    "lean-lora": ("PEFT forward", "lean forward", lambda trainer, on: lean_lora_forward(trainer.model, on)),
+}
+
+
+def one_step(trainer, batch, items, on: bool, switch: str) -> tuple[float, float]:
     trainer.model.zero_grad(set_to_none=True)
-    started = time.perf_counter()
-    loss = trainer.training_step(trainer.model, dict(batch), items)
-    return time.perf_counter() - started, float(loss)
+    with SWITCHES[switch][2](trainer, on):
+        started = time.perf_counter()
+        loss = trainer.training_step(trainer.model, dict(batch), items)
+        elapsed = time.perf_counter() - started
+    return elapsed, float(loss)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--switch", choices=sorted(SWITCHES), default="answer-loss")
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], dest="sets")
@@ -48,14 +67,15 @@ def main() -> None:
     batches = iter(trainer.get_train_dataloader())
     times: dict[bool, list[float]] = {True: [], False: []}
     ratios, differences = [], []
+    off_name, on_name, _ = SWITCHES[args.switch]
     print(f"runtime: {runtime.device} {runtime.precision} {runtime.attention}, threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.2f}")
     for index in range(args.warmup + args.batches):
         samples, items = trainer.get_batch_samples(batches, 1, trainer.args.device)
         batch = trainer._prepare_inputs(samples[0])
         order = (True, False) if index % 2 else (False, True)
-        measured = {on: one_step(trainer, batch, items, on) for on in order}
+        measured = {on: one_step(trainer, batch, items, on, args.switch) for on in order}
         tokens = int(batch["attention_mask"].sum())
-        print(f"batch {index}: TRL {measured[False][0]:.3f} s, answer-token {measured[True][0]:.3f} s; "
+        print(f"batch {index}: {off_name} {measured[False][0]:.3f} s, {on_name} {measured[True][0]:.3f} s; "
               f"{tokens} tokens, {int(items)} answer tokens; loss {measured[False][1]:.6f} vs {measured[True][1]:.6f}")  # fmt: skip
         if index >= args.warmup:
             for on in (True, False):
@@ -63,9 +83,9 @@ def main() -> None:
             ratios.append(measured[False][0] / measured[True][0])
             differences.append(abs(measured[False][1] - measured[True][1]))
     print(f"\n{args.batches} batches after {args.warmup} warm-up, alternating, load {os.getloadavg()[0]:.2f} at the end")
-    for on, name in ((False, "TRL chunked"), (True, "answer-token")):
+    for on, name in ((False, off_name), (True, on_name)):
         print(f"{name:13} median {statistics.median(times[on]):.3f} s/step  range {min(times[on]):.3f}–{max(times[on]):.3f}")
-    print(f"TRL / answer-token, median of per-batch ratios: {statistics.median(ratios):.3f}×"
+    print(f"{off_name} / {on_name}, median of per-batch ratios: {statistics.median(ratios):.3f}×"
           f" (range {min(ratios):.3f}–{max(ratios):.3f}); largest loss difference {max(differences):.2e}")  # fmt: skip
 
 

@@ -174,15 +174,43 @@ def graphs_against_eager(tokenizer_dir: Path, data: Path, steps: int) -> None:
               f"from the first eager pass {worst:.2e}; graphs {stats}", flush=True)  # fmt: skip
 
 
+def lean_lora_against_peft(tokenizer_dir: Path, data: Path, steps: int) -> None:
+    """The step as a run trains it (graphed layers, lean walks) with PEFT's LoRA forward and with the lean
+    one (harness/backends/lean_lora.py), ABAB, each from the same seed: ms per step and the largest per-step
+    loss difference from the first pass (0 when the two compute the same bits)."""
+    from harness.backends.graphed_layers import graphed_layers
+    from harness.backends.lean_lora import lean_lora_forward
+    from harness.backends.lean_steps import lean_module_walks
+
+    reference: list[float] = []
+    for name in ("peft", "lean", "peft", "lean"):
+        ctx = Context(tokenizer_dir, data, steps)
+        model, trainer, outcome = ctx.trainer()
+        ctx.sync()
+        outcome.step_ends.append(time.perf_counter())
+        graphs = ctx.runtime.device == "cuda"
+        with lean_module_walks(model), lean_lora_forward(model, name == "lean") as lean, graphed_layers(model, graphs, 8):
+            trainer.train()
+        ctx.sync()
+        report(f"{name} LoRA forward ({lean} layers lean)", outcome.step_ends)
+        reference = reference or outcome.losses
+        worst = max(abs(a - b) for a, b in zip(reference, outcome.losses, strict=True))
+        print(f"    loss first/last {outcome.losses[0]:.4f}/{outcome.losses[-1]:.4f}, largest step difference "
+              f"from the first pass {worst:.2e}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tokenizer_dir", type=Path)
     parser.add_argument("data", type=Path)
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--mode", choices=("variants", "profile", "profile-graphs", "graphs"), default="variants")
+    parser.add_argument("--mode", choices=("variants", "profile", "profile-graphs", "graphs", "lean-lora"), default="variants")
     args = parser.parse_args()
     if args.mode == "graphs":
         graphs_against_eager(args.tokenizer_dir, args.data, args.steps)
+        return
+    if args.mode == "lean-lora":
+        lean_lora_against_peft(args.tokenizer_dir, args.data, args.steps)
         return
     ctx = Context(args.tokenizer_dir, args.data, args.steps)
     if args.mode in ("profile", "profile-graphs"):

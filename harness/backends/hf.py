@@ -23,6 +23,7 @@ from harness import checks
 from harness.backends import microbatch
 from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome, count_params
 from harness.backends.graphed_layers import PAD_MULTIPLE, compile_mode, decoder_layers, graphed_layers
+from harness.backends.lean_lora import lean_lora_forward
 from harness.backends.lean_steps import lean_module_walks
 from harness.config import SetupConfig
 from harness.errors import UserError
@@ -425,7 +426,9 @@ def train_timed(
     lean = lean_module_walks(model, trainer.lean_steps)
     # A batch short of batch_size rows (an epoch's last) runs eager rather than being captured for one step.
     full_rows = setup.recipe.batch_size
-    with lean, compiled_layers(model, mode == "layers"), graphed_layers(model, graphs, full_rows) as graph_stats:
+    # The lean LoRA forward before the graphs: they capture the forward each layer has then.
+    lora = lean_lora_forward(model, trainer.lean_steps)
+    with lean, lora, compiled_layers(model, mode == "layers"), graphed_layers(model, graphs, full_rows) as graph_stats:
         trainer.train(resume_from_checkpoint=str(resume[0]) if resume else None)
     if runtime.device == "cuda":
         torch.cuda.synchronize()
