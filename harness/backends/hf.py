@@ -426,8 +426,9 @@ def train_timed(
     lean = lean_module_walks(model, trainer.lean_steps)
     # A batch short of batch_size rows (an epoch's last) runs eager rather than being captured for one step.
     full_rows = setup.recipe.batch_size
-    # The lean LoRA forward before the graphs: they capture the forward each layer has then.
-    lora = lean_lora_forward(model, trainer.lean_steps)
+    # The lean LoRA forward before the graphs: they capture the forward each layer has then. Not for Unsloth
+    # (run_sft is shared), whose patched model is its own.
+    lora = lean_lora_forward(model, trainer.lean_steps and setup.backend == "hf")
     with lean, lora, compiled_layers(model, mode == "layers"), graphed_layers(model, graphs, full_rows) as graph_stats:
         trainer.train(resume_from_checkpoint=str(resume[0]) if resume else None)
     if runtime.device == "cuda":

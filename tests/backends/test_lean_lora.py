@@ -65,3 +65,36 @@ def test_layers_it_cannot_compute_exactly_keep_pefts_forward(tiny_model_dir: Pat
             merged = model(input_ids=ids).logits
             model.unmerge_adapter()
     assert torch.allclose(merged.float(), unmerged.float(), atol=0.1)
+
+
+def test_eval_decodes_the_same_answers_through_the_lean_forward(tiny_model_dir: Path, monkeypatch) -> None:
+    """Eval (unmerged, as on a CPU) goes through the lean forward and decodes exactly PEFT's answers."""
+    from test_hf import tiny_sql_examples
+
+    from harness.run import evaluate
+    from harness.tasks.encoding import end_of_turn, render_prompt
+
+    setup = load_setup(None, [f"model.source={tiny_model_dir}", "eval.merge_adapter=false", "eval.max_new_tokens=12"])
+    model, tokenizer = hf.load(setup, tiny_model_dir, Runtime("cpu", "bf16"))
+    model = hf.wrap_lora(model, setup)
+    for name, param in model.named_parameters():
+        if "lora_B" in name:  # as after training: the adapter changes the sums (a zero B would hide a slip)
+            param.data.normal_(0, 0.5, generator=torch.Generator().manual_seed(len(name)))
+    model.eval()
+    examples = tiny_sql_examples(6)
+    prompts = [render_prompt(tokenizer, ex) for ex in examples]
+    batch = evaluate.eval_batch_size(setup.eval.batch_size, "cpu")  # as answer_questions batches them
+    peft_answers = evaluate.generate_answers(model, tokenizer, prompts, batch_size=batch, max_new_tokens=12,
+                                             end_of_turn=end_of_turn(tokenizer))  # fmt: skip
+    entered: list[int] = []
+    original = evaluate.lean_lora_forward
+
+    @contextlib.contextmanager
+    def watched(model: torch.nn.Module, enabled: bool = True):
+        with original(model, enabled) as lean:
+            entered.append(lean)
+            yield lean
+
+    monkeypatch.setattr(evaluate, "lean_lora_forward", watched)
+    assert evaluate.answer_questions(model, tokenizer, examples, setup) == peft_answers
+    assert entered == [7 * model.config.num_hidden_layers]
