@@ -8,17 +8,18 @@ a multiplication that launches a kernel forward and another backward. On the H20
 took ~11 of the ~28 ms of GPU time a graphed Exp A step had (torch.profiler,
 reports/benchmarks/h200/profile_graphs_session12.txt): 210 adapted projections, each with those passes.
 
-Here, for the training span only: the multiplication is skipped when `scaling` is exactly 1.0 (x * 1.0 is x,
-bit for bit, forward and backward), and the input cast is skipped when autocast would cast the input to
-the very dtype it already has (the product sees the same bf16 values; the gradient reaching `x` is the
-same bf16 values either way). Everything else — a merged or disabled adapter, several active adapters, a
+Here, for the training span and for an eval that decodes unmerged (a CPU's): the multiplication is
+skipped when `scaling` is exactly 1.0 (x * 1.0 is x, bit for bit, forward and backward), and the input
+cast is skipped when autocast would cast the input to the very dtype it already has (the product sees the
+same bf16 values; the gradient reaching `x` is the same bf16 values either way). Everything else — a merged or disabled adapter, several active adapters, a
 LoRA variant (DoRA…), dropout, extra arguments — takes PEFT's own forward unchanged.
 
 Measured, each way alternated: on the H200 a graphed Exp A-shaped step (random weights) 35.4 / 35.6 ms with
 PEFT's forward, 30.9 / 32.0 ms with this one (`benchmarks/gpu/profile_step.py --mode lean-lora`,
 reports/benchmarks/h200/lean_lora_session12.txt); on the 2-core EPYC 1.019× (median of 16 per-batch ratios,
-`benchmarks/bench_answer_loss.py --switch lean-lora`, reports/benchmarks/cpu/bench_lean_lora.txt). No
-whole Exp A seed has run with it on the H200 yet.
+`benchmarks/bench_answer_loss.py --switch lean-lora`, reports/benchmarks/cpu/bench_lean_lora.txt), and its
+unmerged eval 1.070× with the same answers (`benchmarks/bench_eval_lean_lora.py`, 64 questions). No whole
+Exp A seed has run with it on the H200 yet.
 """
 
 from __future__ import annotations

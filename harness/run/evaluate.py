@@ -250,7 +250,7 @@ def answer_questions(
     merged = merges_adapter(setup, runtime) if merge is None else merge
     # Lifted first, merged after: the LoRA sums are folded in fp32 too. Unmerged (a CPU's eval), the lean
     # LoRA forward: the same bits, without the multiplication by a scaling of 1.0 (64 questions on the
-    # EPYC: 1.057×, answers identical); PEFT's own forward for a merged adapter and for Unsloth.
+    # EPYC: 1.070×, answers identical); PEFT's own forward for a merged adapter and for Unsloth.
     lean = lean_lora_forward(model, setup.backend == "hf")
     with decoding_precision(model, decoded_in(setup, runtime)), adapter_merged(model, merged), lean:
         return generate_answers(
