@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], dest="sets")
     args = parser.parse_args()
-    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [f"data.source={settings.DATA.get()}", *args.sets])
+    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [*settings.data_source_sets(), *args.sets])
     runtime = resolve_setup_runtime(setup)
     model, tokenizer = hf.load(setup, resolve_model(setup.model).path, runtime)
     trainer = hf.build_trainer(hf.wrap_lora(model, setup), tokenizer, load_split(setup.data).train, setup, runtime, [])

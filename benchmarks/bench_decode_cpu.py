@@ -2,7 +2,7 @@
 
     python benchmarks/bench_decode_cpu.py N ROUNDS
 
-The first N test questions of Exp A's split (data: ../shared/data/sql-create-context/random-sample.jsonl),
+The first N test questions of Exp A's split (data: $LORABENCH_DATA, else the setup's own source),
 fp32, batch 64, Exp A's max_new_tokens; each round decodes them both ways, one after the other, so a shared
 machine slows both alike. Prints each time, the medians' ratio and how many answers are identical.
 For a trained adapter: benchmarks/bench_eval.py RECORD --ways generate,shrinking --interleave.
@@ -18,18 +18,18 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from harness import settings
 from harness.config import load_setup
 from harness.models import resolve_model
 from harness.run.evaluate import generate_answers
 from harness.tasks.encoding import end_of_turn, render_prompt
 from harness.tasks.registry import task_module
 
-DATA = Path(__file__).resolve().parents[2] / "shared/data/sql-create-context/random-sample.jsonl"
 WAYS = ("generate", "shrinking")
 
 
 def main(n: int, rounds: int) -> None:
-    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [f"data.source={DATA}"])
+    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), settings.data_source_sets())
     split = task_module(setup.task).load_split(setup.data)
     folder = resolve_model(setup.model).path
     tokenizer = AutoTokenizer.from_pretrained(str(folder))

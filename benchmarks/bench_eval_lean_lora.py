@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [f"data.source={settings.DATA.get()}"])
+    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), settings.data_source_sets())
     runtime = resolve_setup_runtime(setup)
     model, tokenizer = hf.load(setup, resolve_model(setup.model).path, runtime)
     model = hf.wrap_lora(model, setup)

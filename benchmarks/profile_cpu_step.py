@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], dest="sets")
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
-    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [f"recipe.steps={args.steps}", "recipe.warmup_steps=1", f"data.source={settings.DATA.get()}", *args.sets])
+    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [f"recipe.steps={args.steps}", "recipe.warmup_steps=1", *settings.data_source_sets(), *args.sets])
     runtime = resolve_setup_runtime(setup)
     print(f"runtime: {runtime}")
     split = load_split(setup.data)

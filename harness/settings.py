@@ -194,6 +194,14 @@ DATA = declare(
     "you",
     example="/data/train.jsonl",
 )
+
+
+def data_source_sets() -> list[str]:
+    """$LORABENCH_DATA as a `--set` for the scripts that build a setup themselves; none when it is unset, so
+    the setup's own source (the hub) is read and a missing copy fails with the loader's fix, not as 'None'."""
+    return [f"data.source={value}"] if (value := DATA.get()) else []
+
+
 CACHE = declare(
     "LORABENCH_CACHE",
     _path,

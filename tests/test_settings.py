@@ -230,6 +230,17 @@ def test_values_are_read_at_call_time_and_empty_means_the_default(monkeypatch: p
     )  # a recorded environment
 
 
+def test_the_data_override_of_a_script_is_absent_when_the_variable_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.config import load_setup
+
+    exp_a = ROOT / "benchmarks" / "setups" / "exp_a.toml"
+    monkeypatch.delenv("LORABENCH_DATA", raising=False)
+    assert settings.data_source_sets() == []
+    assert load_setup(exp_a, settings.data_source_sets()).data.source == "b-mc2/sql-create-context"
+    monkeypatch.setenv("LORABENCH_DATA", "/data/train.jsonl")
+    assert load_setup(exp_a, settings.data_source_sets()).data.source == "/data/train.jsonl"
+
+
 @pytest.mark.parametrize(
     ("text", "size"),
     [
