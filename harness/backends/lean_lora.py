@@ -11,8 +11,9 @@ reports/benchmarks/h200/profile_graphs_session12.txt): 210 adapted projections, 
 Here, for the training span and for an eval that decodes unmerged (a CPU's): the multiplication is
 skipped when `scaling` is exactly 1.0 (x * 1.0 is x, bit for bit, forward and backward), and the input
 cast is skipped when autocast would cast the input to the very dtype it already has (the product sees the
-same bf16 values; the gradient reaching `x` is the same bf16 values either way). Everything else — a merged or disabled adapter, several active adapters, a
-LoRA variant (DoRA…), dropout, extra arguments — takes PEFT's own forward unchanged.
+same bf16 values; the gradient reaching `x` is the same bf16 values either way). Everything else — a merged
+or disabled adapter, several active adapters, a LoRA variant (DoRA…), dropout, extra arguments — takes
+PEFT's own forward unchanged.
 
 Measured, each way alternated: on the H200 a graphed Exp A-shaped step (random weights) 35.4 / 35.6 ms with
 PEFT's forward, 30.9 / 32.0 ms with this one (`benchmarks/gpu/profile_step.py --mode lean-lora`,
