@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data" / "sql-create-context"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the runs the tests start, however the suite itself was started.
+
+    A shell without job control starts a background command (`make test &`, a CI step run with `&`) with
+    SIGINT ignored, every process below inherits that, and Python then installs no KeyboardInterrupt
+    handler: the tests that stop a run as a terminal's Ctrl-C would (tests/run/test_late_records.py,
+    tests/suite/test_bench_interrupt.py) sent SIGINT into nothing and timed out (a CI rehearsal started
+    that way here). Those tests play a foreground run, so the suite's processes take SIGINT's default;
+    lorabench itself keeps an ignored SIGINT ignored, as a background job should."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
