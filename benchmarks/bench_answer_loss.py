@@ -5,6 +5,7 @@ alternating order, each timed; then the medians, the median of the per-batch rat
 difference between the two on the same batch. --switch picks the change:
   answer-loss  the answer-token loss (harness/backends/answer_loss.py) against TRL's chunked cross-entropy
   lean-lora    the lean LoRA forward (harness/backends/lean_lora.py) against PEFT's
+  compiled-layers  recipe.compile = "layers" (torch.compile of every decoder layer) against eager layers
 
 Usage: LORABENCH_DATA=FILE python benchmarks/bench_answer_loss.py [--switch answer-loss] [--batches 10]
        [--warmup 2] [--set FIELD=VALUE …]
@@ -40,6 +41,8 @@ def _answer_loss(trainer, on: bool) -> contextlib.AbstractContextManager:
 SWITCHES = {
     "answer-loss": ("TRL chunked", "answer-token", _answer_loss),
     "lean-lora": ("PEFT forward", "lean forward", lambda trainer, on: lean_lora_forward(trainer.model, on)),
+    # recipe.compile = "layers" (torch.compile of every decoder layer, dynamic shapes); the first "on" step compiles.
+    "compiled-layers": ("eager layers", "compiled", lambda trainer, on: hf.compiled_layers(trainer.model, on)),
 }
 
 
