@@ -20,8 +20,8 @@ PEFT's forward, 30.9 / 32.0 ms with this one (`benchmarks/gpu/profile_step.py --
 reports/benchmarks/h200/lean_lora_session12.txt); on the 2-core EPYC 1.019× (median of 16 per-batch ratios,
 `benchmarks/bench_answer_loss.py --switch lean-lora`, reports/benchmarks/cpu/bench_lean_lora.txt), and its
 unmerged eval 1.070× with the same answers (`benchmarks/bench_eval_lean_lora.py`, 64 questions). A whole
-Exp A seed with it on that CPU: the 300 losses and the answers those of the seed without it
-(reports/benchmarks/cpu/seed-session13/). No whole Exp A seed has run with it on the H200 yet.
+Exp A seed with it on that CPU: the 300 losses (to the 5 decimals recorded) and the answers those of the
+seed without it (reports/benchmarks/cpu/seed-session13/). No whole Exp A seed has run with it on the H200.
 """
 
 from __future__ import annotations
