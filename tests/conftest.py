@@ -17,9 +17,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     A shell without job control starts a background command (`make test &`, a CI step run with `&`) with
     SIGINT ignored, every process below inherits that, and Python then installs no KeyboardInterrupt
-    handler: the tests that stop a run as a terminal's Ctrl-C would (tests/run/test_late_records.py,
-    tests/suite/test_bench_interrupt.py) sent SIGINT into nothing and timed out (a CI rehearsal started
-    that way here). Those tests play a foreground run, so the suite's processes take SIGINT's default;
+    handler: the tests that stop a run the way a terminal's Ctrl-C does (tests/run/test_late_records.py,
+    tests/suite/test_bench_interrupt.py) sent SIGINT into nothing and failed (a CI rehearsal started that
+    way here). Those tests play a foreground run, so the suite's processes take SIGINT's default;
     lorabench itself keeps an ignored SIGINT ignored, as a background job should."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
