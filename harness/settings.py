@@ -299,6 +299,17 @@ ANSWER_LOSS = declare(
     default="1",
     example="0",
 )
+
+LEAN_LORA = declare(
+    "LORABENCH_LEAN_LORA",
+    _flag,
+    "the hf backend's training span and unmerged eval skip PEFT's LoRA passes that cannot change the result "
+    "(a scaling of exactly 1.0, an input cast autocast undoes; harness/backends/lean_lora.py); 0 keeps "
+    "PEFT's own forward",
+    "you",
+    default="1",
+    example="0",
+)
 GGUF_CONVERTER = declare(
     "LORABENCH_GGUF_CONVERTER",
     _path,

@@ -13,6 +13,10 @@
 #   Not run in session 11 (no device time left); a next session: setup, then `join starts abab mps peer`.
 # Session 12 ran it again (its cuts: an epoch's short batch eager, one capture warm-up): call 1 `setup`, at once
 #   `join final mps`, at once `peer`, at once `abab` (reports/benchmarks/h200/session12.txt says what came back).
+# Session 14 (the lean LoRA forward in, harness/backends/lean_lora.py): call 1 `setup`, at once `join final mps`,
+#   at once `ablean`, at once `peer`.
+# ablean: Exp A seed 3407 alone, the lean LoRA forward off (LORABENCH_LEAN_LORA=0) and on, alternated twice
+#   after one warm-up run, the whole command timed from outside.
 # final: the records to publish: Exp A's three seeds one after another, alone. off: seed 42 with the two
 #   cuts off. mps: the three at once under CUDA MPS, then the phase breakdown of all.
 # peer: benchmarks/bench_vs_peer.py --one-gpu: Exp A seeds 3407 and 42 and the peer for 3407, same GPU.
@@ -64,6 +68,15 @@ $pre"
         exp_a 3407 /root/ab-on-$round /root/logs/ab-on-$round.log | tee -a "$OUT/abab.txt"
       done
       python3 benchmarks/bench_breakdown.py /root/ab-*/h200-image/*/exp_a/*/seed-3407.json 2>&1 | tee -a "$OUT/abab.txt" ;;
+    ablean)
+      exp_a 3407 /root/lwarm /root/logs/lwarm.log | tee -a "$OUT/ablean.txt"
+      for round in 1 2; do
+        echo -n "lean off $round: " | tee -a "$OUT/ablean.txt"
+        LORABENCH_LEAN_LORA=0 exp_a 3407 /root/lean-off-$round /root/logs/lean-off-$round.log | tee -a "$OUT/ablean.txt"
+        echo -n "lean on $round: " | tee -a "$OUT/ablean.txt"
+        exp_a 3407 /root/lean-on-$round /root/logs/lean-on-$round.log | tee -a "$OUT/ablean.txt"
+      done
+      python3 benchmarks/bench_breakdown.py /root/lean-*/h200-image/*/exp_a/*/seed-3407.json 2>&1 | tee -a "$OUT/ablean.txt" ;;
     final)
       for seed in 3407 42 1234; do exp_a $seed /root/final /root/logs/final-$seed.log | tee -a "$OUT/final.txt"; done ;;
     off)
@@ -92,5 +105,5 @@ $pre"
   esac
   shift
   # After every step, so a call ended by its time limit still brings back what its finished steps made.
-  tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root $(cd /root && ls -d logs warm ab-* final off finalmps results 2>/dev/null)
+  tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root $(cd /root && ls -d logs warm ab-* lwarm lean-* final off finalmps results 2>/dev/null)
 done

@@ -50,6 +50,16 @@ def test_lean_forward_gives_peft_loss_and_gradients_bit_for_bit(tiny_model_dir: 
     assert all("forward" not in vars(layer) for layer, _ in lean_layers(model))  # put back
 
 
+def test_the_switch_off_keeps_pefts_forward(tiny_model_dir: Path, monkeypatch) -> None:
+    model = _model(tiny_model_dir)
+    monkeypatch.setenv("LORABENCH_LEAN_LORA", "0")
+    with lean_lora_forward(model) as lean:
+        assert lean == 0 and all("forward" not in vars(layer) for layer, _ in lean_layers(model))
+    monkeypatch.setenv("LORABENCH_LEAN_LORA", "1")
+    with lean_lora_forward(model) as lean:
+        assert lean == 7 * model.config.num_hidden_layers
+
+
 def test_layers_it_cannot_compute_exactly_keep_pefts_forward(tiny_model_dir: Path) -> None:
     assert lean_layers(_model(tiny_model_dir, "lora.dropout=0.1")) == []  # dropout draws randomness
     model = _model(tiny_model_dir)
