@@ -21,6 +21,7 @@
 #   cuts off. mps: the three at once under CUDA MPS, then the phase breakdown of all.
 # peer: benchmarks/bench_vs_peer.py --one-gpu: Exp A seeds 3407 and 42 and the peer for 3407, same GPU.
 set -uo pipefail
+shopt -s nullglob  # a breakdown names only the records that exist (one missing folder failed it in session 12)
 source benchmarks/gpu/env.sh
 mkdir -p /root/logs
 C=.carry28
