@@ -6,6 +6,8 @@ difference between the two on the same batch. --switch picks the change:
   answer-loss  the answer-token loss (harness/backends/answer_loss.py) against TRL's chunked cross-entropy
   lean-lora    the lean LoRA forward (harness/backends/lean_lora.py) against PEFT's
   compiled-layers  recipe.compile = "layers" (torch.compile of every decoder layer) against eager layers
+  cpu-autocast  a CPU bf16 step under torch.autocast (bf16 products, as a GPU trains) against the CPU's
+               default (bf16 base weights, fp32 LoRA products); the lean LoRA forward on both ways
 
 Usage: LORABENCH_DATA=FILE python benchmarks/bench_answer_loss.py [--switch answer-loss] [--batches 10]
        [--warmup 2] [--set FIELD=VALUE …]
@@ -43,7 +45,14 @@ SWITCHES = {
     "lean-lora": ("PEFT forward", "lean forward", lambda trainer, on: lean_lora_forward(trainer.model, on)),
     # recipe.compile = "layers" (torch.compile of every decoder layer, dynamic shapes); the first "on" step compiles.
     "compiled-layers": ("eager layers", "compiled", lambda trainer, on: hf.compiled_layers(trainer.model, on)),
+    "cpu-autocast": ("fp32 LoRA", "autocast", lambda trainer, on: _cpu_autocast(trainer, on)),
 }
+
+
+@contextlib.contextmanager
+def _cpu_autocast(trainer, on: bool):
+    with lean_lora_forward(trainer.model), torch.autocast("cpu", dtype=torch.bfloat16, enabled=on):
+        yield
 
 
 def one_step(trainer, batch, items, on: bool, switch: str) -> tuple[float, float]:

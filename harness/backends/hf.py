@@ -226,7 +226,10 @@ def training_args(setup: SetupConfig, runtime: Runtime, output_dir: Path, checkp
         completion_only_loss=True,
         # The Trainer seeds data order and dropout itself (transformers' set_seed), from the run's seed.
         seed=recipe.seed, data_seed=recipe.seed,
-        bf16=runtime.precision in ("bf16", "4bit") and runtime.device != "cpu", fp16=runtime.precision == "fp16",
+        # bf16 trains under autocast on a CPU too, as on a GPU: the bf16 base's products stay bf16 and the fp32
+        # LoRA weights' products run in bf16 instead of fp32 with casts around them (1.185× a step on the 2-core
+        # EPYC, reports/benchmarks/cpu/bench_cpu_autocast.txt).
+        bf16=runtime.precision in ("bf16", "4bit"), fp16=runtime.precision == "fp16",
         use_cpu=runtime.device == "cpu", logging_steps=1, logging_strategy="steps",
         # The raw loss, NaN included: the filter logs a NaN step as the mean of the steps since the last
         # log, 0.0 when every step is logged, and a diverged run looked healthy. Off, it also spares the
