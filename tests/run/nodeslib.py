@@ -76,11 +76,31 @@ def start_pair(
     tmp: Path, args: tuple[str, ...], *, args_b: tuple[str, ...] | None = None,
     env_a: dict[str, str] | None = None, env_b: dict[str, str] | None = None,
 ) -> tuple[Node, Node]:  # fmt: skip
-    """Node a first: it binds the endpoint and leads; node b joins it (with `args_b` when given)."""
+    """Node a first: it binds the endpoint and leads; node b joins it (with `args_b` when given).
+
+    On one host the first parent to bind the endpoint leads (harness.run.nodegroup), and the tests read
+    the record on node a; so node b starts only once node a listens there. A fixed 1 s head start can be
+    lost to node a's imports and provenance on a loaded 2-core machine: node b then leads and writes the
+    record in its own results folder (a full suite under `-n 2` once found none on node a)."""
     port = free_port()
     a = start_node(tmp, "a", port, *args, env=env_a)
-    time.sleep(1.0)
+    try:
+        wait_for(lambda: a.proc.poll() is not None or is_listening(a, port),
+                 240, f"node a to listen on port {port}")  # fmt: skip  (~2 s idle, ~6 s on a loaded 2-core box)
+        if a.proc.poll() is not None:
+            raise AssertionError(f"node a ended ({a.proc.returncode}) before listening: {a.output()[-3000:]}")
+    except BaseException:
+        stop_all(a)
+        raise
     return a, start_node(tmp, "b", port, *(args if args_b is None else args_b), env=env_b)
+
+
+def is_listening(node: Node, port: int) -> bool:
+    """Whether the node's parent process listens on `port` (it hosts the rendezvous store there)."""
+    with contextlib.suppress(psutil.Error):
+        connections = psutil.Process(node.proc.pid).net_connections(kind="tcp")
+        return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in connections)
+    return False
 
 
 def stop_all(*nodes: Node) -> None:

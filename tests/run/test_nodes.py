@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from nodeslib import records, start_pair, stop_all, wait_for
+from nodeslib import ROOT, records, start_pair, stop_all, wait_for
 
 from harness.config import load_setup
 from harness.locks import exclusive_lock
@@ -171,6 +171,35 @@ def test_a_busy_node_refuses_the_timed_run_on_every_node(
     # Refused before any trainer started: no training, no job handed to torchrun.
     assert record.train is None and not list(a.results.glob(".work/*/job.json"))
     assert b.output().splitlines()[-1].startswith("refused | adhoc/adhoc seed 3407")
+
+
+def test_node_a_leads_however_slowly_it_starts(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    """Every test here reads the record on node a, and on one host the first parent to bind the endpoint
+    leads: node b must not start before node a listens, however long node a takes to get there (imports
+    and provenance on a loaded machine). Node b's timed lock is held, so the run ends before any trainer."""
+    slow = tmp_path / "slow-start"
+    slow.mkdir()
+    # Python imports sitecustomize at its start: node a sleeps before any of its own code runs.
+    (slow / "sitecustomize.py").write_text("import time\ntime.sleep(5)\n")
+    (quiet := tmp_path / "downloads").mkdir()
+    config = tmp_path / "guard.toml"
+    config.write_text(f'[guard]\nchecks = ["downloads"]\nwindow_s = 1.5\ndownload_dirs = ["{quiet}"]\n')
+    lock_b = tmp_path / "locks-b" / "lorabench-timed.lock"
+    lock_b.parent.mkdir(parents=True)
+    args = (*tiny_args(tiny_model_dir, sql_rows_file), "--timed", "--guard-config", str(config))
+    with exclusive_lock(lock_b, what="timed lock"):
+        a, b = start_pair(tmp_path, args, env_a={"PYTHONPATH": f"{slow}{os.pathsep}{ROOT}"})
+        try:
+            assert a.wait(timeout=240) == 3, a.output()[-3000:]
+            assert b.wait(timeout=60) == 3, b.output()[-3000:]
+        finally:
+            stop_all(a, b)
+    assert records(b.results) == [], b.output()[-3000:]
+    (path,) = records(a.results)
+    assert load_record(path).reason.startswith("node 1 ("), load_record(path).reason
+    assert "node 1: the record was written on the lead node" in b.output()
 
 
 def test_a_node_stopped_from_outside_stops_its_ranks_and_the_run_is_killed(
