@@ -6,6 +6,8 @@ difference between the two on the same batch. --switch picks the change:
   answer-loss  the answer-token loss (harness/backends/answer_loss.py) against TRL's chunked cross-entropy
   lean-lora    the lean LoRA forward (harness/backends/lean_lora.py) against PEFT's
   compiled-layers  recipe.compile = "layers" (torch.compile of every decoder layer) against eager layers
+  grouped-attention  eager attention without repeating the key/value heads (harness/backends/grouped_attention.py)
+               against transformers' eager; the lean LoRA forward on both ways
   cpu-autocast  a CPU bf16 step under torch.autocast (bf16 products, as a GPU trains) against the CPU's
                default (bf16 base weights, fp32 LoRA products); the lean LoRA forward on both ways
 
@@ -27,6 +29,7 @@ import torch
 
 from harness import settings
 from harness.backends import hf
+from harness.backends.grouped_attention import grouped_eager
 from harness.backends.lean_lora import lean_lora_forward
 from harness.config import load_setup
 from harness.models import resolve_model
@@ -46,7 +49,14 @@ SWITCHES = {
     # recipe.compile = "layers" (torch.compile of every decoder layer, dynamic shapes); the first "on" step compiles.
     "compiled-layers": ("eager layers", "compiled", lambda trainer, on: hf.compiled_layers(trainer.model, on)),
     "cpu-autocast": ("fp32 LoRA", "autocast", lambda trainer, on: _cpu_autocast(trainer, on)),
+    "grouped-attention": ("repeat_kv", "grouped", lambda trainer, on: _grouped(trainer, on)),
 }
+
+
+@contextlib.contextmanager
+def _grouped(trainer, on: bool):
+    with lean_lora_forward(trainer.model), grouped_eager(on):
+        yield
 
 
 @contextlib.contextmanager

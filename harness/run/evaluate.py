@@ -22,6 +22,7 @@ import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
 
 from harness import atomic
+from harness.backends.grouped_attention import grouped_eager
 from harness.backends.lean_lora import lean_lora_forward
 from harness.config import SetupConfig
 from harness.locks import exclusive_lock
@@ -217,8 +218,9 @@ def greedy_shrinking(
     cache = DynamicCache()
     # Positions as generate derives them from a left-padded mask (padding positions are masked anyway).
     positions = (attention.long().cumsum(-1) - 1).clamp_min(0)
-    logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, past_key_values=cache,
-                   use_cache=True, logits_to_keep=1).logits[:, -1, :]  # fmt: skip
+    with contiguous_head_input(model):
+        logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, past_key_values=cache,
+                       use_cache=True, logits_to_keep=1).logits[:, -1, :]  # fmt: skip
     last = positions[:, -1]
     for step in range(max_new_tokens):
         chosen = logits.argmax(-1)
@@ -239,6 +241,29 @@ def greedy_shrinking(
     return generated
 
 
+@contextlib.contextmanager
+def contiguous_head_input(model: Any) -> Generator[None]:
+    """For the span: the output head (lm_head) gets its input contiguous where its weights are half precision.
+
+    `logits_to_keep=1` hands the head each row's last position as a strided view (batch, 1, width). For
+    such an input PyTorch's CPU matmul (2.13) does not fold the batch into one product: it multiplies row by
+    row against the head's weights expanded to every row, copying them first (64 rows × 576 × 49,152 in
+    bf16: 3.6 GB). On the 2-core EPYC that took 3.56 s against 16 ms for the same product on a contiguous
+    input, bit for bit the same logits (tests/run/test_evaluate.py), once per decoded batch's prefill: 64
+    questions with Exp A's trained adapter decoded 1.351× faster, the same answers
+    (reports/benchmarks/cpu/bench_eval_contiguous_head.txt). In fp32 the two products differ in the last
+    bits, so an fp32 head is left as it was."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is None or getattr(head, "weight", None) is None or head.weight.dtype == torch.float32:
+        yield
+        return
+    hook = head.register_forward_pre_hook(lambda module, args: (args[0].contiguous(), *args[1:]))
+    try:
+        yield
+    finally:
+        hook.remove()
+
+
 def answer_questions(
     model: Any, tokenizer: Any, examples: Sequence[Example], setup: SetupConfig, *, merge: bool | None = None,
     on_batch: Callable[[int], None] | None = None,
@@ -252,7 +277,10 @@ def answer_questions(
     # LoRA forward: the same bits, without the multiplication by a scaling of 1.0 (64 questions on the
     # EPYC: 1.070×, answers identical); PEFT's own forward for a merged adapter and for Unsloth.
     lean = lean_lora_forward(model, setup.backend == "hf")
-    with decoding_precision(model, decoded_in(setup, runtime)), adapter_merged(model, merged), lean:
+    # Eager attention on a CPU without copying the KV cache's heads for every new token (64 questions on the
+    # EPYC: 1.05–1.08×, answers identical; harness/backends/grouped_attention.py).
+    grouped = grouped_eager(runtime.device == "cpu" and runtime.attention == "eager")
+    with decoding_precision(model, decoded_in(setup, runtime)), adapter_merged(model, merged), lean, grouped:
         return generate_answers(
             model, tokenizer, prompts, batch_size=eval_batch_size(setup.eval.batch_size, runtime.device),
             max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer), on_batch=on_batch,

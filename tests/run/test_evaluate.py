@@ -160,3 +160,26 @@ def test_shrinking_decode_gives_generates_tokens_as_rows_stop_apart(smollm2_dir:
         ended = next((k + 1 for k, t in enumerate(expected) if t in stops | eos), len(expected))
         assert tokens == expected[:ended], row
     assert len({len(t) for t in shrunk}) > 2  # rows did stop apart
+
+
+def test_the_heads_input_made_contiguous_gives_the_same_logits(smollm2_dir: Path) -> None:
+    """The prefill's head (logits_to_keep=1) gets a contiguous input in bf16: the same logits bit for bit;
+    in fp32 (whose products would differ in the last bits) and after the span, the input as it came."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from harness.run.evaluate import contiguous_head_input
+
+    tokenizer = AutoTokenizer.from_pretrained(str(smollm2_dir))
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    ids, mask = _left_padded(tokenizer, PROMPTS)
+    for dtype, made_contiguous in ((torch.bfloat16, True), (torch.float32, False)):
+        model = AutoModelForCausalLM.from_pretrained(str(smollm2_dir), dtype=dtype)
+        seen: list[bool] = []
+        model.get_output_embeddings().register_forward_hook(lambda m, args, out, seen=seen: seen.append(args[0].is_contiguous()))
+        with torch.no_grad():
+            plain = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
+            with contiguous_head_input(model):
+                contiguous = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
+            after = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
+        assert seen == [False, made_contiguous, False], dtype  # the strided view logits_to_keep hands the head
+        assert torch.equal(contiguous, plain) and torch.equal(after, plain), dtype

@@ -1,0 +1,71 @@
+"""Eager attention without copying the key/value heads (issue 28): for decoding on a CPU.
+
+SmolLM2 has 9 query heads and 3 key/value heads. transformers' eager attention (`eager_attention_forward` in
+modeling_llama, 5.17) first repeats each key/value head for its 3 query heads (`repeat_kv`: an expand and a
+reshape, which copies), then multiplies. While decoding with a KV cache that copy is of the whole cache, in
+every layer, for every new token. Here each key/value head is multiplied by its group of query heads at once
+(the group's queries as rows of one product), so nothing is copied; each score and each weighted sum is the
+same dot product over the same values.
+
+Used around a CPU's decoding (`harness.run.evaluate.answer_questions`, when the model decodes with eager
+attention): on the 2-core EPYC, 64 questions with Exp A's trained adapter, medians of 4 rounds alternated,
+1.077× (19.9 against 21.4 s) and, before the head's input was made contiguous, 1.047×; the same 64 answers
+each time (`benchmarks/bench_eval_lean_lora.py --switch grouped-attention`,
+reports/benchmarks/cpu/bench_grouped_attention.txt). A small gain: most of a decode step is the products.
+Only for attention classes whose eager function is this very computation (`GROUPED_CLASSES`, Llama's, which SmolLM2 uses); any other class (sliding windows,
+soft-capping, sinks) keeps its own eager function. Not used in training: there the gradient of a key/value
+head would be summed over its group in another order than `repeat_kv`'s backward sums it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Generator
+from typing import Any
+
+import torch
+from torch import nn
+
+# Attention classes whose eager function is transformers' plain one: scores, additive mask, fp32 softmax,
+# dropout, weighted sum (modeling_llama.eager_attention_forward in transformers 5.17).
+GROUPED_CLASSES = frozenset({"LlamaAttention"})
+
+
+def grouped_eager_attention(
+    module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+    attention_mask: torch.Tensor | None, scaling: float, dropout: float = 0.0, **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    if type(module).__name__ not in GROUPED_CLASSES:
+        return sys.modules[type(module).__module__].eager_attention_forward(
+            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
+        )
+    batch, heads, length, dim = query.shape
+    kv_heads = key.shape[1]
+    groups = heads // kv_heads
+    # Query head h = kv_head × groups + g (repeat_kv's order): the group's rows sit together.
+    rows = query.reshape(batch, kv_heads, groups * length, dim)
+    weights = (torch.matmul(rows, key.transpose(2, 3)) * scaling).view(batch, kv_heads, groups, length, -1)
+    if attention_mask is not None:  # (batch, 1, length, keys): the same mask for every head
+        weights = weights + attention_mask.unsqueeze(2)
+    weights = nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = nn.functional.dropout(weights, p=dropout, training=module.training)
+    output = torch.matmul(weights.view(batch, kv_heads, groups * length, -1), value)
+    output = output.view(batch, heads, length, dim).transpose(1, 2).contiguous()
+    return output, weights.view(batch, heads, length, -1)
+
+
+@contextlib.contextmanager
+def grouped_eager(enabled: bool = True) -> Generator[None]:
+    """For the span: models that attend with "eager" use `grouped_eager_attention` (transformers looks the
+    function up by name at every forward; this instance's own entry, removed on the way out)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    if not enabled or "eager" in ALL_ATTENTION_FUNCTIONS._local_mapping:
+        yield
+        return
+    ALL_ATTENTION_FUNCTIONS["eager"] = grouped_eager_attention
+    try:
+        yield
+    finally:
+        del ALL_ATTENTION_FUNCTIONS["eager"]
