@@ -54,7 +54,7 @@ def main() -> None:
             if "lora_B" in name:
                 param.data.normal_(0, 0.02, generator=generator)
     model.eval()
-    off_name, on_name, forced_off = SWITCHES[args.switch]
+    off_name, on_name = SWITCHES[args.switch][:2]
     test = load_split(setup.data).test[: args.limit]
     times: dict[bool, list[float]] = {False: [], True: []}
     answers: dict[bool, list[str]] = {}
@@ -63,7 +63,7 @@ def main() -> None:
         for on in (False, True) if round_ % 2 == 0 else (True, False):
             started = time.perf_counter()
             # answer_questions enters the change itself where it applies; off, it is entered disabled.
-            with _forced_off(forced_off, not on):
+            with _forced_off(args.switch, not on):
                 got = answer_questions(model, tokenizer, test, setup)
             times[on].append(time.perf_counter() - started)
             answers.setdefault(on, got)
@@ -73,22 +73,24 @@ def main() -> None:
     print(f"{off_name} / {on_name}, ratio of medians {ratio:.3f}×; answers identical {same} of {len(test)}")
 
 
-# --switch: (the name of the way off, of the way on, the context manager of harness.run.evaluate it replaces).
+# --switch: (the name of the way off, of the way on, the context manager of harness.run.evaluate that
+# answer_questions enters, and what stands in for it when off: the same span, disabled).
 SWITCHES = {
-    "lean-lora": ("PEFT", "lean", "lean_lora_forward"),  # called (model, enabled)
-    "grouped-attention": ("eager", "grouped", "grouped_eager"),  # called (enabled)
-    "contiguous-head": ("strided head input", "contiguous", "contiguous_head_input"),  # called (model)
+    "lean-lora": ("PEFT", "lean", "lean_lora_forward", lambda saved: lambda model, enabled=True: saved(model, False)),
+    "grouped-attention": ("eager", "grouped", "grouped_eager", lambda saved: lambda enabled=True: saved(False)),
+    "contiguous-head": (
+        "strided head input", "contiguous", "contiguous_head_input", lambda saved: lambda model: contextlib.nullcontext()
+    ),
 }
 
 
 @contextlib.contextmanager
-def _forced_off(name: str, on: bool) -> Generator[None]:
-    """While on: answer_questions enters `evaluate.<name>` disabled (it enables it itself by default)."""
+def _forced_off(switch: str, on: bool) -> Generator[None]:
+    """While on: answer_questions enters the switch's span disabled (it enables it itself by default)."""
+    name, disabled = SWITCHES[switch][2:]
     saved = getattr(evaluate, name)
     if on:
-        # The same call with `enabled` False, its last positional argument; a switch called with the model
-        # alone is left out.
-        setattr(evaluate, name, lambda *args: saved(*args[:-1], False) if name != "contiguous_head_input" else contextlib.nullcontext())
+        setattr(evaluate, name, disabled(saved))
     try:
         yield
     finally:

@@ -12,8 +12,9 @@ attention): on the 2-core EPYC, 64 questions with Exp A's trained adapter, media
 1.077× (19.9 against 21.4 s) and, before the head's input was made contiguous, 1.047×; the same 64 answers
 each time (`benchmarks/bench_eval_lean_lora.py --switch grouped-attention`,
 reports/benchmarks/cpu/bench_grouped_attention.txt). A small gain: most of a decode step is the products.
-Only for attention classes whose eager function is this very computation (`GROUPED_CLASSES`, Llama's, which SmolLM2 uses); any other class (sliding windows,
-soft-capping, sinks) keeps its own eager function. Not used in training: there the gradient of a key/value
+Only for attention classes whose eager function is this very computation (`GROUPED_CLASSES`, Llama's,
+which SmolLM2 uses) and a mask shared by all heads; any other class (sliding windows, soft-capping, sinks)
+or mask keeps the module's own eager function. Not used in training: there the gradient of a key/value
 head would be summed over its group in another order than `repeat_kv`'s backward sums it.
 """
 
@@ -36,7 +37,8 @@ def grouped_eager_attention(
     module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
     attention_mask: torch.Tensor | None, scaling: float, dropout: float = 0.0, **kwargs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
-    if type(module).__name__ not in GROUPED_CLASSES:
+    shared_mask = attention_mask is None or attention_mask.shape[1] == 1  # (batch, 1, length, keys)
+    if type(module).__name__ not in GROUPED_CLASSES or not shared_mask:
         return sys.modules[type(module).__module__].eager_attention_forward(
             module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
         )
@@ -46,7 +48,7 @@ def grouped_eager_attention(
     # Query head h = kv_head × groups + g (repeat_kv's order): the group's rows sit together.
     rows = query.reshape(batch, kv_heads, groups * length, dim)
     weights = (torch.matmul(rows, key.transpose(2, 3)) * scaling).view(batch, kv_heads, groups, length, -1)
-    if attention_mask is not None:  # (batch, 1, length, keys): the same mask for every head
+    if attention_mask is not None:  # the same mask for every head of the group
         weights = weights + attention_mask.unsqueeze(2)
     weights = nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
     weights = nn.functional.dropout(weights, p=dropout, training=module.training)

@@ -245,14 +245,18 @@ def greedy_shrinking(
 def contiguous_head_input(model: Any) -> Generator[None]:
     """For the span: the output head (lm_head) gets its input contiguous where its weights are half precision.
 
-    `logits_to_keep=1` hands the head each row's last position as a strided view (batch, 1, width). For
-    such an input PyTorch's CPU matmul (2.13) does not fold the batch into one product: it multiplies row by
-    row against the head's weights expanded to every row, copying them first (64 rows × 576 × 49,152 in
-    bf16: 3.6 GB). On the 2-core EPYC that took 3.56 s against 16 ms for the same product on a contiguous
-    input, bit for bit the same logits (tests/run/test_evaluate.py), once per decoded batch's prefill: 64
-    questions with Exp A's trained adapter decoded 1.351× faster, the same answers
-    (reports/benchmarks/cpu/bench_eval_contiguous_head.txt). In fp32 the two products differ in the last
-    bits, so an fp32 head is left as it was."""
+    `logits_to_keep=1` hands the head each row's last position as a strided view (batch, 1, width). With a
+    trained adapter on (PEFT's model, as a run's eval decodes) PyTorch's CPU matmul (2.13) then did not fold
+    the batch into one product: it multiplied row by row against the head's weights expanded to every row,
+    copying them first (64 rows × 576 × 49,152 in bf16: 3.6 GB, 9.7 s of a 22 s prefill under the
+    profiler); a plain tensor sliced the same way does the same (3.56 s against 16 ms contiguous, bit for bit
+    the same logits). The base model's head (the baseline's decode) got the same strided view and was folded
+    into one product: why the two differ is not known. Contiguous, every case is one product: 64 questions
+    with Exp A's trained adapter decoded 1.351× faster, the same answers
+    (reports/benchmarks/cpu/bench_eval_contiguous_head.txt), and a whole seed's eval took 109.8 s against
+    140.9 s with identical predictions (reports/benchmarks/cpu/seed-session14/). In fp32 the two products
+    differ in the last bits, so an fp32 head is left as it was. On an H200 the strided input costs ~8 ms and
+    no copy (reports/benchmarks/h200/head_input_session14.txt); this runs in the CPU's decode only."""
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if head is None or getattr(head, "weight", None) is None or head.weight.dtype == torch.float32:
         yield

@@ -97,3 +97,19 @@ def test_a_cpus_eager_eval_decodes_through_it(tiny_model_dir: Path, monkeypatch)
         model.eval()
         evaluate.answer_questions(model, tokenizer, tiny_sql_examples(2), setup)
         assert entered[-1] is expected
+
+
+def test_a_mask_per_head_keeps_transformers_eager(tiny_model_dir: Path) -> None:
+    from transformers.models.llama import modeling_llama
+
+    setup = load_setup(None, [f"model.source={tiny_model_dir}"])
+    model, _ = hf.load(setup, tiny_model_dir, Runtime("cpu", "fp32", "eager"))
+    module = model.model.layers[0].self_attn
+    heads, kv_heads = model.config.num_attention_heads, model.config.num_key_value_heads
+    generator = torch.Generator().manual_seed(0)
+    query = torch.randn(2, heads, 5, 16, generator=generator)
+    key, value = (torch.randn(2, kv_heads, 5, 16, generator=generator) for _ in range(2))
+    per_head = torch.randn(2, heads, 5, 5, generator=generator)  # no group can share it
+    expected = modeling_llama.eager_attention_forward(module, query, key, value, per_head, scaling=0.25)
+    got = grouped_eager_attention(module, query, key, value, per_head, scaling=0.25)
+    assert all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
