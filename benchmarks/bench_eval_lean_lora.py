@@ -78,9 +78,8 @@ def main() -> None:
 SWITCHES = {
     "lean-lora": ("PEFT", "lean", "lean_lora_forward", lambda saved: lambda model, enabled=True: saved(model, False)),
     "grouped-attention": ("eager", "grouped", "grouped_eager", lambda saved: lambda enabled=True: saved(False)),
-    "contiguous-head": (
-        "strided head input", "contiguous", "contiguous_head_input", lambda saved: lambda model: contextlib.nullcontext()
-    ),
+    "contiguous-head": ("strided head input", "contiguous", "contiguous_head_input",
+                        lambda saved: lambda model: contextlib.nullcontext()),
 }
 
 

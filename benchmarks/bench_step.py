@@ -102,7 +102,8 @@ def interleaved_steps(setup_file: str, variants: dict[str, list[str]], steps: in
         for name in names:
             trainer, _ = built[name]
             started = time.perf_counter()
-            trainer.training_step(trainer.model, {k: v for k, v in batch.items()}, num_items)
+            with trainer.accelerator.autocast():  # the run's mixed precision (train() would wrap the forward)
+                trainer.training_step(trainer.model, {k: v for k, v in batch.items()}, num_items)
             trainer.optimizer.step()
             trainer.optimizer.zero_grad(set_to_none=True)
             seconds = time.perf_counter() - started

@@ -38,7 +38,8 @@ def lora_grads(precision: str, compiled: bool, batches: int, step: bool) -> list
         for _ in range(batches):
             samples, items = trainer.get_batch_samples(loader, 1, trainer.args.device)
             trainer.model.zero_grad(set_to_none=True)
-            loss = trainer.training_step(trainer.model, trainer._prepare_inputs(samples[0]), items)
+            with trainer.accelerator.autocast():  # the run's mixed precision (train() would wrap the forward)
+                loss = trainer.training_step(trainer.model, trainer._prepare_inputs(samples[0]), items)
             grads = {n: p.grad.detach().float().clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
             print(f"{precision:5} {'compiled' if compiled else 'eager':8} loss {float(loss):.6f}, {len(grads)} tensors with a gradient", flush=True)
             out.append(grads)

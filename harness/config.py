@@ -158,8 +158,8 @@ class RecipeConfig(Frozen):
         "sums are not bitwise the same (in bf16 on a CPU the loss curve visibly departs from eager's after "
         "the first update: reports/benchmarks/cpu/seed-session13-compiled/). graphs = replay every decoder "
         "layer's forward and backward from CUDA graphs, one capture per batch shape, batches padded to a "
-        "multiple of 256 tokens (hf, one CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). Both are for a small model "
-        "whose step is bound by kernel launches. auto = graphs where they can run and were measured "
+        "multiple of 256 tokens (hf, one CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). "
+        "Both are for a small model whose step is bound by kernel launches. auto = graphs where they can run and were measured "
         "(backend hf on one NVIDIA GPU, the settings above), none elsewhere (CPU, ROCm: not measured yet)",
     )
     kernels: Literal["none", "liger"] = Field(

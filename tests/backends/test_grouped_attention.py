@@ -30,7 +30,9 @@ def _counted(monkeypatch) -> list[int]:
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_grouped_attention_gives_eagers_logits_and_tokens_bit_for_bit(tiny_model_dir: Path, precision: str, monkeypatch) -> None:
+def test_grouped_attention_gives_eagers_logits_and_tokens_bit_for_bit(
+    tiny_model_dir: Path, precision: str, monkeypatch
+) -> None:
     setup = load_setup(None, [f"model.source={tiny_model_dir}"])
     model, _ = hf.load(setup, tiny_model_dir, Runtime("cpu", precision, "eager"))
     model.eval()
@@ -92,7 +94,8 @@ def test_a_cpus_eager_eval_decodes_through_it(tiny_model_dir: Path, monkeypatch)
 
     monkeypatch.setattr(evaluate, "grouped_eager", watched)
     for attention, expected in (("eager", True), ("sdpa", False)):
-        setup = load_setup(None, [f"model.source={tiny_model_dir}", "eval.max_new_tokens=4", f"model.attention={attention}"])
+        sets = [f"model.source={tiny_model_dir}", "eval.max_new_tokens=4", f"model.attention={attention}"]
+        setup = load_setup(None, sets)
         model, tokenizer = hf.load(setup, tiny_model_dir, Runtime("cpu", "fp32", attention))
         model.eval()
         evaluate.answer_questions(model, tokenizer, tiny_sql_examples(2), setup)
