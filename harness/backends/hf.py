@@ -22,7 +22,13 @@ import torch
 from harness import checks
 from harness.backends import microbatch
 from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome, count_params
-from harness.backends.graphed_layers import PAD_MULTIPLE, compile_mode, decoder_layers, graphed_layers
+from harness.backends.graphed_layers import (
+    PAD_MULTIPLE,
+    GraphStats,
+    compile_mode,
+    decoder_layers,
+    graphed_layers,
+)
 from harness.backends.lean_lora import lean_lora_forward
 from harness.backends.lean_steps import lean_module_walks
 from harness.config import SetupConfig
@@ -426,13 +432,7 @@ def train_timed(
             "pass", f"resumed from step {resume[1].step} of {setup.recipe.steps} (checkpoint {resume[0].name}); "
             f"steps 1–{resume[1].step} are the stopped attempt's", {"from_step": resume[1].step},
         )  # fmt: skip
-    lean = lean_module_walks(model, trainer.lean_steps)
-    # A batch short of batch_size rows (an epoch's last) runs eager rather than being captured for one step.
-    full_rows = setup.recipe.batch_size
-    # The lean LoRA forward before the graphs: they capture the forward each layer has then. Not for Unsloth
-    # (run_sft is shared), whose patched model is its own.
-    lora = lean_lora_forward(model, trainer.lean_steps and setup.backend == "hf")
-    with lean, lora, compiled_layers(model, mode == "layers"), graphed_layers(model, graphs, full_rows) as graph_stats:
+    with training_spans(model, trainer, setup, mode) as graph_stats:
         trainer.train(resume_from_checkpoint=str(resume[0]) if resume else None)
     if runtime.device == "cuda":
         torch.cuda.synchronize()
@@ -443,6 +443,22 @@ def train_timed(
         outcome.phases["graph_capture"] = capture_s
     outcome.phases["steps"] = trained_here - capture_s
     return trained_here
+
+
+@contextlib.contextmanager
+def training_spans(model: Model, trainer: Any, setup: SetupConfig, mode: str) -> Generator[GraphStats | None]:
+    """What the run's steps run under: the lean module walks and LoRA forward, and the layers compiled or
+    graphed as `mode` (compile_mode's) says. Yields the graphs' stats (None unless graphed). Benchmarks
+    that step a trainer themselves enter it too, so they time the run's path rather than PEFT's own."""
+    # A batch short of batch_size rows (an epoch's last) runs eager rather than being captured for one step.
+    full_rows = setup.recipe.batch_size
+    # The lean LoRA forward before the graphs: they capture the forward each layer has then. Not for Unsloth
+    # (run_sft is shared), whose patched model is its own.
+    lean = lean_module_walks(model, trainer.lean_steps)
+    lora = lean_lora_forward(model, trainer.lean_steps and setup.backend == "hf")
+    graphed = graphed_layers(model, mode == "graphs", full_rows)
+    with lean, lora, compiled_layers(model, mode == "layers"), graphed as graph_stats:
+        yield graph_stats
 
 
 @contextlib.contextmanager

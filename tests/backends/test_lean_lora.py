@@ -108,3 +108,18 @@ def test_eval_decodes_the_same_answers_through_the_lean_forward(tiny_model_dir: 
     monkeypatch.setattr(evaluate, "lean_lora_forward", watched)
     assert evaluate.answer_questions(model, tokenizer, examples, setup) == peft_answers
     assert entered == [7 * model.config.num_hidden_layers]
+
+
+def test_the_training_spans_a_benchmark_enters_are_the_runs(tiny_model_dir: Path) -> None:
+    # benchmarks/profile_cpu_step.py steps a trainer itself inside hf.training_spans: it must time the lean
+    # forward the run's steps take, and leave PEFT's forward behind it.
+    from types import SimpleNamespace
+
+    setup = load_setup(None, [f"model.source={tiny_model_dir}"])
+    model = _model(tiny_model_dir)
+    with hf.training_spans(model, SimpleNamespace(lean_steps=True), setup, "none") as graph_stats:
+        assert graph_stats is None
+        assert all("forward" in vars(layer) for layer, _ in lean_layers(model))
+    assert all("forward" not in vars(layer) for layer, _ in lean_layers(model))
+    with hf.training_spans(model, SimpleNamespace(lean_steps=False), setup, "none"):
+        assert all("forward" not in vars(layer) for layer, _ in lean_layers(model))
