@@ -1,0 +1,80 @@
+"""Seconds per training step across a long run, in windows of steps, with the process's user and system CPU
+time and minor page faults per step: whether steps slow down as the run goes on, and where the time goes.
+
+The run's own path (real model, data, LoRA, trainer, `hf.training_spans`) for --steps steps, no checks, no
+eval. The allocator is the process's: compare one against another by running this under each, one after the
+other, alone on the machine, e.g.
+
+    LORABENCH_DATA=FILE python benchmarks/step_drift.py --steps 180
+    LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1 \\
+      LORABENCH_DATA=FILE python benchmarks/step_drift.py --steps 180
+
+Usage: LORABENCH_DATA=FILE python benchmarks/step_drift.py [--steps 180] [--window 15] [--set FIELD=VALUE …]
+       [--flush-denormal]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from transformers import TrainerCallback
+
+from harness import settings
+from harness.backends import hf
+from harness.backends.graphed_layers import compile_mode
+from harness.config import load_setup
+from harness.models import resolve_model
+from harness.runtime import resolve_setup_runtime
+from harness.tasks.sql.data import load_split
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=180)
+    parser.add_argument("--window", type=int, default=15, help="steps per line")
+    parser.add_argument("--set", action="append", default=[], dest="sets")
+    parser.add_argument("--flush-denormal", action="store_true", help="torch.set_flush_denormal(True) first")
+    args = parser.parse_args()
+    if args.flush_denormal:
+        print(f"flush denormal: {torch.set_flush_denormal(True)}")
+    print(f"LD_PRELOAD={os.environ.get('LD_PRELOAD', '')!r} MALLOC_CONF={os.environ.get('MALLOC_CONF', '')!r} "
+          f"GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '')!r} threads {torch.get_num_threads()}")  # fmt: skip
+    sets = [f"recipe.steps={args.steps}", *settings.data_source_sets(), *args.sets]
+    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), sets)
+    runtime = resolve_setup_runtime(setup)
+    split = load_split(setup.data)
+    model, tokenizer = hf.load(setup, resolve_model(setup.model).path, runtime)
+    model = hf.wrap_lora(model, setup)
+    seconds: list[float] = []
+    usage: list[resource.struct_rusage] = []
+    last = [time.perf_counter()]
+
+    class StepClock(TrainerCallback):
+        def on_step_end(self, *_: object, **__: object) -> None:
+            now = time.perf_counter()
+            seconds.append(now - last[0])
+            usage.append(resource.getrusage(resource.RUSAGE_SELF))
+            last[0] = now
+
+    trainer = hf.build_trainer(model, tokenizer, split.train, setup, runtime, callbacks=[StepClock()])
+    first = resource.getrusage(resource.RUSAGE_SELF)
+    last[0] = time.perf_counter()
+    with hf.training_spans(model, trainer, setup, compile_mode(setup, runtime)):
+        trainer.train()
+    for start in range(0, len(seconds), args.window):
+        end = min(start + args.window, len(seconds))
+        before, after, n = usage[start - 1] if start else first, usage[end - 1], end - start
+        print(f"steps {start + 1}-{end}: median {statistics.median(seconds[start:end]):.3f} s; per step "
+              f"user {(after.ru_utime - before.ru_utime) / n:.3f} s, sys {(after.ru_stime - before.ru_stime) / n:.3f} s, "
+              f"minor faults {(after.ru_minflt - before.ru_minflt) // n}")  # fmt: skip
+    print(f"{len(seconds)} steps: {sum(seconds):.1f} s")
+
+
+if __name__ == "__main__":
+    main()
