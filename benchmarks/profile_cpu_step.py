@@ -44,7 +44,7 @@ def main() -> None:
     model = hf.wrap_lora(model, setup)
     prof = torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=args.shapes,
-        schedule=torch.profiler.schedule(wait=args.skip, warmup=0, active=args.steps, repeat=1),
+        schedule=torch.profiler.schedule(wait=max(args.skip - 1, 0), warmup=min(args.skip, 1), active=args.steps, repeat=1),
     )  # fmt: skip
     step_ends: list[float] = []
 
@@ -56,9 +56,10 @@ def main() -> None:
     trainer = hf.build_trainer(model, tokenizer, split.train, setup, runtime, callbacks=[StepProfiler()])
     # The spans the run's steps take (lean LoRA forward, module walks, compile mode): the run's path.
     spans = hf.training_spans(model, trainer, setup, compile_mode(setup, runtime))
+    started = time.perf_counter()
     with spans, prof:
         trainer.train()
-    seconds = step_ends[-1] - step_ends[args.skip - 1] if args.skip else step_ends[-1] - step_ends[0]
+    seconds = step_ends[-1] - (step_ends[args.skip - 1] if args.skip else started)
     print(f"{args.steps} steps in {seconds:.1f} s ({seconds / args.steps:.2f} s/step, profiler on), threads {torch.get_num_threads()}")
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.top, max_name_column_width=48))
     if args.shapes:
