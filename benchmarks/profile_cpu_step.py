@@ -14,18 +14,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import torch
+from exp_a_trainer import exp_a_trainer
 from transformers import TrainerCallback
 
-from harness import settings
 from harness.backends import hf
 from harness.backends.graphed_layers import compile_mode
-from harness.config import load_setup
-from harness.models import resolve_model
-from harness.runtime import resolve_setup_runtime
-from harness.tasks.sql.data import load_split
 
 
 def main() -> None:
@@ -36,12 +31,6 @@ def main() -> None:
     parser.add_argument("--shapes", action="store_true", help="also a table split by input shapes")
     parser.add_argument("--skip", type=int, default=2, help="steps run before the profiler records")
     args = parser.parse_args()
-    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [f"recipe.steps={args.skip + args.steps}", "recipe.warmup_steps=1", *settings.data_source_sets(), *args.sets])
-    runtime = resolve_setup_runtime(setup)
-    print(f"runtime: {runtime}")
-    split = load_split(setup.data)
-    model, tokenizer = hf.load(setup, resolve_model(setup.model).path, runtime)
-    model = hf.wrap_lora(model, setup)
     prof = torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=args.shapes,
         schedule=torch.profiler.schedule(wait=max(args.skip - 1, 0), warmup=min(args.skip, 1), active=args.steps, repeat=1),
@@ -53,7 +42,9 @@ def main() -> None:
             prof.step()
             step_ends.append(time.perf_counter())
 
-    trainer = hf.build_trainer(model, tokenizer, split.train, setup, runtime, callbacks=[StepProfiler()])
+    sets = [f"recipe.steps={args.skip + args.steps}", "recipe.warmup_steps=1", *args.sets]
+    setup, runtime, model, trainer = exp_a_trainer(sets, [StepProfiler()])
+    print(f"runtime: {runtime}")
     # The spans the run's steps take (lean LoRA forward, module walks, compile mode): the run's path.
     spans = hf.training_spans(model, trainer, setup, compile_mode(setup, runtime))
     started = time.perf_counter()

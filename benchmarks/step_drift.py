@@ -6,8 +6,10 @@ eval. The allocator is the process's: compare one against another by running thi
 other, alone on the machine, e.g.
 
     LORABENCH_DATA=FILE python benchmarks/step_drift.py --steps 180
-    LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1 \\
-      LORABENCH_DATA=FILE python benchmarks/step_drift.py --steps 180
+    LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 LORABENCH_DATA=FILE python benchmarks/step_drift.py --steps 180
+
+(jemalloc told never to return memory, MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1, grew to 24 GB and was
+OOM-killed within 180 steps on the 2-core Xeon: reports/benchmarks/cpu/step_drift_session15.txt.)
 
 Usage: LORABENCH_DATA=FILE python benchmarks/step_drift.py [--steps 180] [--window 15] [--set FIELD=VALUE …]
        [--flush-denormal]
@@ -20,18 +22,13 @@ import os
 import resource
 import statistics
 import time
-from pathlib import Path
 
 import torch
+from exp_a_trainer import exp_a_trainer
 from transformers import TrainerCallback
 
-from harness import settings
 from harness.backends import hf
 from harness.backends.graphed_layers import compile_mode
-from harness.config import load_setup
-from harness.models import resolve_model
-from harness.runtime import resolve_setup_runtime
-from harness.tasks.sql.data import load_split
 
 
 def main() -> None:
@@ -45,12 +42,6 @@ def main() -> None:
         print(f"flush denormal: {torch.set_flush_denormal(True)}")
     print(f"LD_PRELOAD={os.environ.get('LD_PRELOAD', '')!r} MALLOC_CONF={os.environ.get('MALLOC_CONF', '')!r} "
           f"GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '')!r} threads {torch.get_num_threads()}")  # fmt: skip
-    sets = [f"recipe.steps={args.steps}", *settings.data_source_sets(), *args.sets]
-    setup = load_setup(Path("benchmarks/setups/exp_a.toml"), sets)
-    runtime = resolve_setup_runtime(setup)
-    split = load_split(setup.data)
-    model, tokenizer = hf.load(setup, resolve_model(setup.model).path, runtime)
-    model = hf.wrap_lora(model, setup)
     seconds: list[float] = []
     usage: list[resource.struct_rusage] = []
     last = [time.perf_counter()]
@@ -62,7 +53,7 @@ def main() -> None:
             usage.append(resource.getrusage(resource.RUSAGE_SELF))
             last[0] = now
 
-    trainer = hf.build_trainer(model, tokenizer, split.train, setup, runtime, callbacks=[StepClock()])
+    setup, runtime, model, trainer = exp_a_trainer([f"recipe.steps={args.steps}", *args.sets], [StepClock()])
     first = resource.getrusage(resource.RUSAGE_SELF)
     last[0] = time.perf_counter()
     with hf.training_spans(model, trainer, setup, compile_mode(setup, runtime)):
