@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         _traceback_if(debug)
         first = str(exc).splitlines()[0][:300] if str(exc) else ""
         hint = "" if debug else "; run again with --debug for the traceback, and please report it"
-        print(f"lorabench {args.command}: internal error: {type(exc).__name__}: {first}{hint}", file=sys.stderr)
+        print(
+            f"lorabench {args.command}: internal error: {type(exc).__name__}: {first}{hint}", file=sys.stderr
+        )
         return 1
 
 

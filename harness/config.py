@@ -64,9 +64,17 @@ MAX_LENGTH = 1_048_576
 
 def _takes_numbers_not_bools(annotation: Any) -> bool:
     """An int or float field (alone or in a union) that does not also take a bool."""
-    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) else ()
+    args = (
+        typing.get_args(annotation)
+        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation)
+        else ()
+    )
     kinds = set(args) if args else {annotation}
-    return bool(kinds & {int, float}) and bool not in kinds and not any(typing.get_origin(k) is Literal and True in typing.get_args(k) for k in kinds)
+    return (
+        bool(kinds & {int, float})
+        and bool not in kinds
+        and not any(typing.get_origin(k) is Literal and True in typing.get_args(k) for k in kinds)
+    )
 
 
 def _expands(path: str) -> str:
@@ -89,7 +97,11 @@ class Frozen(BaseModel):
     @classmethod
     def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         # pydantic takes `true` for 1 in an int field: `recipe.steps = true` trained one step.
-        if isinstance(value, bool) and info.field_name and _takes_numbers_not_bools(cls.model_fields[info.field_name].annotation):
+        if (
+            isinstance(value, bool)
+            and info.field_name
+            and _takes_numbers_not_bools(cls.model_fields[info.field_name].annotation)
+        ):
             raise ValueError(f"must be a number, not {str(value).lower()}")
         return value
 
@@ -104,9 +116,13 @@ class ModelConfig(Frozen):
     def _source_expands(cls, value: str) -> str:
         return _expands(value)
 
-    gguf_file: str | None = Field(None, description="file name inside `source` when it is a folder or hub id holding GGUFs")
+    gguf_file: str | None = Field(
+        None, description="file name inside `source` when it is a folder or hub id holding GGUFs"
+    )
     revision: str | None = None
-    random_weights: bool = Field(False, description="build from the config with random weights: speed/memory cases only")
+    random_weights: bool = Field(
+        False, description="build from the config with random weights: speed/memory cases only"
+    )
     attention: Literal["auto", "sdpa", "eager"] = Field(
         "auto",
         description="transformers' attention implementation (same math): sdpa, its default, or eager, which "
@@ -133,7 +149,9 @@ class LoraConfig(Frozen):
             try:
                 re.compile(value)
             except re.error as exc:
-                raise ValueError(f"{value!r} is not a regular expression ({exc}); give a list of module names or a valid regex") from None
+                raise ValueError(
+                    f"{value!r} is not a regular expression ({exc}); give a list of module names or a valid regex"
+                ) from None
         elif any(not name.strip() for name in value):
             raise ValueError("a module name is empty; give names such as q_proj")
         return value
@@ -290,7 +308,9 @@ class SetupConfig(Frozen):
 
     name: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     experiment: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    task: str = Field(DEFAULT_TASK, description="what the model is asked and how it is scored: a folder of harness/tasks/")
+    task: str = Field(
+        DEFAULT_TASK, description="what the model is asked and how it is scored: a folder of harness/tasks/"
+    )
     backend: Literal["hf", "unsloth"] = "hf"
     precision: Literal["auto", "fp32", "bf16", "fp16", "4bit"] = Field(
         "auto",
@@ -298,7 +318,9 @@ class SetupConfig(Frozen):
         "/proc/cpuinfo), fp32 on other CPUs; resolved per host at run time and recorded (harness/runtime.py)",
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    gpus: int = Field(1, ge=1, description="data-parallel processes (DDP through torchrun) per node, one GPU each")
+    gpus: int = Field(
+        1, ge=1, description="data-parallel processes (DDP through torchrun) per node, one GPU each"
+    )
     nodes: int = Field(
         1,
         ge=1,
@@ -337,7 +359,9 @@ class SetupConfig(Frozen):
         if self.eval.adapter is None:
             return self
         if not self.eval.enabled:
-            raise ValueError("eval.adapter: scoring an adapter needs eval.enabled = true, got false; enable eval")
+            raise ValueError(
+                "eval.adapter: scoring an adapter needs eval.enabled = true, got false; enable eval"
+            )
         if self.backend != "hf" or self.world_size != 1:
             nodes = f", nodes = {self.nodes}" if self.nodes != 1 else ""
             raise ValueError(
@@ -352,9 +376,10 @@ class SetupConfig(Frozen):
         if self.recipe.packing == "none":
             return self
         for name, value, wrong in (
-            ("eval.enabled", self.eval.enabled, True), ("checks.preflight", self.checks.preflight, True),
+            ("eval.enabled", self.eval.enabled, True),
+            ("checks.preflight", self.checks.preflight, True),
             ("backend", self.backend, "unsloth"),
-        ):  # fmt: skip
+        ):
             if value == wrong:
                 raise ValueError(
                     f"recipe.packing: {self.recipe.packing!r} lets rows attend across the examples they hold (a "
@@ -393,11 +418,16 @@ class SetupConfig(Frozen):
             ("gpus", self.gpus, self.gpus != 1, "1"),
             ("nodes", self.nodes, self.nodes != 1, "1"),
             ("recipe.grad_accum", recipe.grad_accum, recipe.grad_accum != 1, "1"),
-            ("recipe.gradient_checkpointing", recipe.gradient_checkpointing, recipe.gradient_checkpointing, "false"),
+            (
+                "recipe.gradient_checkpointing",
+                recipe.gradient_checkpointing,
+                recipe.gradient_checkpointing,
+                "false",
+            ),
             ("precision", self.precision, self.precision == "4bit", "'bf16'"),
             ("device", self.device, self.device == "cpu", "'cuda'"),
             ("recipe.micro_batches", recipe.micro_batches, recipe.micro_batches not in ("auto", 1), "'auto'"),
-        ]  # fmt: skip
+        ]
         return [(name, value, fix) for name, value, conflicting, fix in candidates if conflicting]
 
     @property
@@ -417,7 +447,9 @@ class SetupConfig(Frozen):
                 del body["recipe"]
         if data_identity is not None and "source" in body.get("data", {}):
             body["data"]["source"] = data_identity
-        return json.dumps({"fingerprint_version": FINGERPRINT_VERSION, **body}, sort_keys=True, separators=(",", ":"))
+        return json.dumps(
+            {"fingerprint_version": FINGERPRINT_VERSION, **body}, sort_keys=True, separators=(",", ":")
+        )
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -426,12 +458,17 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise ConfigError(str(path), [f"config file {path} is a folder; give a .toml or .yaml file"])
     if not path.is_file():
-        raise ConfigError(str(path), [f"config file not found: {path} (cannot read it; give an existing .toml or .yaml file)"])
+        raise ConfigError(
+            str(path),
+            [f"config file not found: {path} (cannot read it; give an existing .toml or .yaml file)"],
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise ConfigError(str(path), [f"line {line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save it as UTF-8"]) from None
+        raise ConfigError(
+            str(path), [f"line {line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save it as UTF-8"]
+        ) from None
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(text)
@@ -445,7 +482,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
         # One line: where, and what the parser expected (its own message spans a drawing of the line).
         mark = getattr(exc, "problem_mark", None)
         where = f" (at line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ConfigError(str(path), [f"cannot parse: {getattr(exc, 'problem', None) or exc}{where}"]) from None
+        raise ConfigError(
+            str(path), [f"cannot parse: {getattr(exc, 'problem', None) or exc}{where}"]
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(str(path), [f"top level must be a table of settings, got {type(data).__name__}"])
     return data
@@ -460,7 +499,9 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     """`recipe.steps=20` → (["recipe", "steps"], 20). Values are parsed as YAML scalars/lists."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
-        raise ConfigError("--set", [f"override {text!r} must look like field.path=value, e.g. recipe.steps=20"])
+        raise ConfigError(
+            "--set", [f"override {text!r} must look like field.path=value, e.g. recipe.steps=20"]
+        )
     return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else ""
 
 
@@ -468,7 +509,9 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict
     """`data` with each override set, in order (a later one wins)."""
     merged = json.loads(json.dumps(data))
     for override in overrides:
-        path, value = parse_override(override) if isinstance(override, str) else (override[0].split("."), override[1])
+        path, value = (
+            parse_override(override) if isinstance(override, str) else (override[0].split("."), override[1])
+        )
         node = merged
         for part in path[:-1]:
             child = node.setdefault(part, {})
@@ -488,7 +531,11 @@ def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
     if error["type"] == "model_type":
         # `data = "x.jsonl"` where a table was meant: name the table's fields so the fix is plain.
         fields = _fields_at(model, error["loc"])
-        example = f"; write [{loc}] then source = {error['input']!r}" if "source" in fields else f"; write [{loc}] then its fields"
+        example = (
+            f"; write [{loc}] then source = {error['input']!r}"
+            if "source" in fields
+            else f"; write [{loc}] then its fields"
+        )
         return f"{loc}: must be a table of settings, got {error['input']!r}{example} ({', '.join(fields)})"
     if not error["loc"] and error["type"] == "value_error":
         # A rule across fields (a model validator): its message names the fields, values and fix itself.

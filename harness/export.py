@@ -52,8 +52,12 @@ class ExportResult:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(out_dir=str(self.out_dir), adapter_dir=str(self.adapter_dir),
-                    gguf_file=str(self.gguf_file) if self.gguf_file else None, is_identical=self.is_identical)  # fmt: skip
+        data.update(
+            out_dir=str(self.out_dir),
+            adapter_dir=str(self.adapter_dir),
+            gguf_file=str(self.gguf_file) if self.gguf_file else None,
+            is_identical=self.is_identical,
+        )
         return data
 
 
@@ -75,8 +79,10 @@ def find_gguf_converter() -> Path | None:
 def convert_to_gguf(merged_dir: Path, precision: str) -> tuple[Path | None, str]:
     converter = find_gguf_converter()
     if converter is None:
-        return None, ("GGUF: not converted — no converter installed. Get llama.cpp's convert_hf_to_gguf.py and set "
-                      "LORABENCH_GGUF_CONVERTER to it (or put it on PATH), then export again.")  # fmt: skip
+        return None, (
+            "GGUF: not converted — no converter installed. Get llama.cpp's convert_hf_to_gguf.py and set "
+            "LORABENCH_GGUF_CONVERTER to it (or put it on PATH), then export again."
+        )
     target = merged_dir / "model.gguf"
     command = [sys.executable, str(converter)] if converter.suffix == ".py" else [str(converter)]
     command += [str(merged_dir), "--outfile", str(target), "--outtype", GGUF_OUTTYPES.get(precision, "bf16")]
@@ -141,7 +147,16 @@ def export_adapter(
     gguf_file, note = (
         convert_to_gguf(out_dir, precision) if gguf else (None, "GGUF: not requested (--no-gguf)")
     )
-    result = ExportResult(out_dir, source.adapter_dir, source.base_model, precision, len(test), mismatches,
-                          gguf_file, note, seconds)  # fmt: skip
+    result = ExportResult(
+        out_dir,
+        source.adapter_dir,
+        source.base_model,
+        precision,
+        len(test),
+        mismatches,
+        gguf_file,
+        note,
+        seconds,
+    )
     atomic.write_json(out_dir / "export.json", result.to_dict())
     return result

@@ -79,7 +79,9 @@ def check_gguf(path: Path, label: str = "model.source") -> None:
     with path.open("rb") as handle:
         head = handle.read(4)
         if head != MAGIC:
-            raise UserError(f"{label}: {path} is not a GGUF file (it does not start with 'GGUF'); give a .gguf model file")
+            raise UserError(
+                f"{label}: {path} is not a GGUF file (it does not start with 'GGUF'); give a .gguf model file"
+            )
         # Mapped, not read: only the header's pages are touched.
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
             _check_layout(path, label, view, size, fix)
@@ -93,7 +95,9 @@ def _check_layout(path: Path, label: str, data: memoryview, size: int, fix: str)
         reader.skip(4)
         version = reader.take("<I")
         if version not in (2, 3):
-            raise UserError(f"{label}: {path} is GGUF version {version} (or big-endian); this reads versions 2 and 3")
+            raise UserError(
+                f"{label}: {path} is GGUF version {version} (or big-endian); this reads versions 2 and 3"
+            )
         n_tensors, n_fields = reader.take("<Q"), reader.take("<Q")
         alignment = DEFAULT_ALIGNMENT
         for _ in range(n_fields):
@@ -113,7 +117,9 @@ def _check_layout(path: Path, label: str, data: memoryview, size: int, fix: str)
             extents.append((name, offset + elements // block * type_size))
         start = -(-reader.pos // alignment) * alignment
     except _Truncated:
-        raise UserError(f"{label}: {path} is truncated: the file ends at byte {size:,}, inside its header; {fix}") from None
+        raise UserError(
+            f"{label}: {path} is truncated: the file ends at byte {size:,}, inside its header; {fix}"
+        ) from None
     except (KeyError, ValueError) as exc:  # an unknown tensor or value type
         raise UserError(f"{label}: {path} is not a readable GGUF file ({exc}); {fix}") from None
     if extents:

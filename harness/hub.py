@@ -19,7 +19,10 @@ PROBE_TIMEOUT_S = 3.0
 
 def is_offline(*names: str) -> bool:
     """HF_HUB_OFFLINE (or another of `names`, e.g. HF_DATASETS_OFFLINE) set to a true value."""
-    return any(os.environ.get(n, "").strip().lower() in ("1", "true", "yes", "on") for n in ("HF_HUB_OFFLINE", *names))
+    return any(
+        os.environ.get(n, "").strip().lower() in ("1", "true", "yes", "on")
+        for n in ("HF_HUB_OFFLINE", *names)
+    )
 
 
 def hub_endpoint() -> str:
@@ -48,7 +51,9 @@ def check_hub_model(source: str, file: str | None, revision: str | None) -> None
         return
     fix = f"run `lorabench fetch --model {source}` where the hub is reachable, or give a local folder or .gguf file"
     if is_offline():
-        raise UserError(f"model.source: {source!r} is not in the local hub cache and HF_HUB_OFFLINE is set; {fix}")
+        raise UserError(
+            f"model.source: {source!r} is not in the local hub cache and HF_HUB_OFFLINE is set; {fix}"
+        )
     check_reachable("model.source", source, fix)
 
 
@@ -70,5 +75,7 @@ def check_hub_dataset(source: str, local_example: str) -> None:
         f"or $LORABENCH_DATA) at a local .jsonl file such as {local_example}"
     )
     if is_offline("HF_DATASETS_OFFLINE"):
-        raise UserError(f"data.source: dataset {source!r} is not in the local cache and the hub is set offline; {fix}")
+        raise UserError(
+            f"data.source: dataset {source!r} is not in the local cache and the hub is set offline; {fix}"
+        )
     check_reachable("data.source", source, fix)

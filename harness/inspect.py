@@ -67,13 +67,17 @@ class Inspection:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source, "model_type": self.model_type, "model_class": self.model_class,
-            "total_params": self.total_params, "params": self.params, "targets": self.targets,
+            "source": self.source,
+            "model_type": self.model_type,
+            "model_class": self.model_class,
+            "total_params": self.total_params,
+            "params": self.params,
+            "targets": self.targets,
             "hits_by_tower": self.hits_by_tower(),
             "hits": [{"pattern": p, "type": t, "count": n} for p, t, n in self.hit_patterns()],
             "unwrappable_hits": [{"name": h.name, "type": h.type_name} for h in self.unwrappable_hits],
             "unwrappable_with_params": self.unwrappable_with_params,
-        }  # fmt: skip
+        }
 
 
 def load_config(source: str | Path, revision: str | None = None) -> Any:
@@ -170,8 +174,18 @@ def is_wrappable(module: Any) -> bool:
     import torch
     from transformers.pytorch_utils import Conv1D
 
-    return isinstance(module, (torch.nn.Linear, torch.nn.Embedding, torch.nn.Conv1d, torch.nn.Conv2d,
-                               torch.nn.Conv3d, torch.nn.MultiheadAttention, Conv1D))  # fmt: skip
+    return isinstance(
+        module,
+        (
+            torch.nn.Linear,
+            torch.nn.Embedding,
+            torch.nn.Conv1d,
+            torch.nn.Conv2d,
+            torch.nn.Conv3d,
+            torch.nn.MultiheadAttention,
+            Conv1D,
+        ),
+    )
 
 
 def target_matcher(targets: list[str] | str) -> Any:
@@ -222,8 +236,11 @@ def render_tree(model: Any, max_depth: int = 4) -> str:
             name, child = children[index]
             run = 1
             if name.isdigit():
-                while (index + run < len(children) and children[index + run][0].isdigit()
-                       and type(children[index + run][1]) is type(child)):  # fmt: skip
+                while (
+                    index + run < len(children)
+                    and children[index + run][0].isdigit()
+                    and type(children[index + run][1]) is type(child)
+                ):
                     run += 1
             label_here = name if run == 1 else f"{name}-{children[index + run - 1][0]} ×{run}"
             visit(child, label_here, depth + 1)
@@ -254,12 +271,19 @@ def inspect_model(
     unwrappable = Counter(
         type(module).__name__
         for _, module in model.named_modules()
-        if next(module.children(), None) is None and any(True for _ in module.parameters(recurse=False))
+        if next(module.children(), None) is None
+        and any(True for _ in module.parameters(recurse=False))
         and not is_wrappable(module)
-    )  # fmt: skip
+    )
     total, params = count_params(model)
     return Inspection(
-        source=str(source), model_type=config.model_type, model_class=type(model).__name__, total_params=total,
-        params=params, targets=targets, hits=hits, unwrappable_with_params=dict(unwrappable),
+        source=str(source),
+        model_type=config.model_type,
+        model_class=type(model).__name__,
+        total_params=total,
+        params=params,
+        targets=targets,
+        hits=hits,
+        unwrappable_with_params=dict(unwrappable),
         tree=render_tree(model, max_depth),
-    )  # fmt: skip
+    )

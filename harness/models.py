@@ -45,18 +45,33 @@ PRESETS: dict[str, GgufPreset] = {
 # them (the record says `weights: random`). The vocabulary is SmolLM2's, whose tokenizer they use.
 ARCH_PRESETS: dict[str, dict[str, object]] = {
     "llama-1b-random": {
-        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048,
-        "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
-        "num_key_value_heads": 8, "max_position_embeddings": 4096, "rope_theta": 500000.0,
-        "tie_word_embeddings": True, "rms_norm_eps": 1e-5,
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": 4096,
+        "rope_theta": 500000.0,
+        "tie_word_embeddings": True,
+        "rms_norm_eps": 1e-5,
     },
     "qwen3-4b-random": {
-        "model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 2560,
-        "intermediate_size": 9728, "num_hidden_layers": 36, "num_attention_heads": 32,
-        "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 4096, "rope_theta": 1000000.0,
-        "tie_word_embeddings": True, "rms_norm_eps": 1e-6,
+        "model_type": "qwen3",
+        "architectures": ["Qwen3ForCausalLM"],
+        "hidden_size": 2560,
+        "intermediate_size": 9728,
+        "num_hidden_layers": 36,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "max_position_embeddings": 4096,
+        "rope_theta": 1000000.0,
+        "tie_word_embeddings": True,
+        "rms_norm_eps": 1e-6,
     },
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -165,7 +180,9 @@ def check_model_source(config: ModelConfig) -> None:
                 raise UserError(f"model.gguf_file: {config.gguf_file!r} is not in {path}")
             check_gguf(path / config.gguf_file, "model.gguf_file")
         elif not (path / "config.json").is_file():
-            raise UserError(f"model.source: {path} has no config.json; give a model folder, a .gguf file or a hub id")
+            raise UserError(
+                f"model.source: {path} has no config.json; give a model folder, a .gguf file or a hub id"
+            )
         return
     # A hub id: in the local cache, or the hub answers now (offline it retried 36 s in the trainer).
     check_hub_model(source, config.gguf_file, config.revision)
@@ -182,9 +199,12 @@ def architecture_folder(name: str) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     settings = dict(ARCH_PRESETS[name])
     config = AutoConfig.for_model(
-        settings.pop("model_type"), vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, **settings,
-    )  # fmt: skip
+        settings.pop("model_type"),
+        vocab_size=len(tokenizer),
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        **settings,
+    )
     with exclusive_lock(target.parent / f".{target.name}.lock", what="model conversion lock"):
         if not (target / "config.json").is_file():
             with atomic.building_dir(target) as tmp:
@@ -218,7 +238,9 @@ def resolve_model(config: ModelConfig) -> ResolvedModel:
                 raise UserError(f"model.gguf_file: {config.gguf_file!r} is not in {path}")
             return ResolvedModel(source, convert_gguf(gguf))
         if not (path / "config.json").is_file():
-            raise UserError(f"model.source: {path} has no config.json; give a model folder, a .gguf file or a hub id")
+            raise UserError(
+                f"model.source: {path} has no config.json; give a model folder, a .gguf file or a hub id"
+            )
         return ResolvedModel(source, path)
     if source.startswith((".", "/", "~")) or source.count("/") != 1:
         known = ", ".join(sorted({*PRESETS, *ARCH_PRESETS}))

@@ -20,9 +20,23 @@ from harness.gpu.facts import collect_gpus
 from harness.results import slug
 
 PACKAGES = (
-    "torch", "transformers", "peft", "trl", "accelerate", "datasets", "tokenizers", "safetensors",
-    "bitsandbytes", "unsloth", "unsloth_zoo", "xformers", "triton", "pytorch-triton-rocm", "gguf", "lorabench",
-)  # fmt: skip
+    "torch",
+    "transformers",
+    "peft",
+    "trl",
+    "accelerate",
+    "datasets",
+    "tokenizers",
+    "safetensors",
+    "bitsandbytes",
+    "unsloth",
+    "unsloth_zoo",
+    "xformers",
+    "triton",
+    "pytorch-triton-rocm",
+    "gguf",
+    "lorabench",
+)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -80,7 +94,9 @@ def host_kind(host: dict[str, Any]) -> str:
     if host.get("gpus"):
         return host_id(host)
     cpu = host.get("cpu", {})
-    return slug(f"cpu-{cpu.get('arch', platform.machine())}-{cpu.get('logical_cores', '')}c-{cpu.get('isa', 'base')}")
+    return slug(
+        f"cpu-{cpu.get('arch', platform.machine())}-{cpu.get('logical_cores', '')}c-{cpu.get('isa', 'base')}"
+    )
 
 
 def collect_packages() -> dict[str, str]:
@@ -106,9 +122,15 @@ def collect_stack(stack: str) -> dict[str, Any]:
     info: dict[str, Any] = {"name": stack, "packages": collect_packages()}
     digest = _file_sha256(Path(lockfile))
     if digest:
-        info["lockfile"] = os.path.relpath(lockfile, REPO_ROOT) if lockfile.startswith(str(REPO_ROOT)) else lockfile
+        info["lockfile"] = (
+            os.path.relpath(lockfile, REPO_ROOT) if lockfile.startswith(str(REPO_ROOT)) else lockfile
+        )
         info["lockfile_sha256"] = digest
-    for key, setting in (("image", settings.IMAGE), ("image_digest", settings.IMAGE_DIGEST), ("base_image", settings.BASE_IMAGE)):
+    for key, setting in (
+        ("image", settings.IMAGE),
+        ("image_digest", settings.IMAGE_DIGEST),
+        ("base_image", settings.BASE_IMAGE),
+    ):
         if value := setting.get():
             info[key] = value
     return info
@@ -132,7 +154,7 @@ def collect_image() -> dict[str, Any]:
         "guard_sees_host": view.sees_host,
     }
     if not info["digest"]:
-        info["digest_missing"] = "not passed at run time: eval \"$(bash scripts/host_env.sh)\" after building"
+        info["digest_missing"] = 'not passed at run time: eval "$(bash scripts/host_env.sh)" after building'
     return info
 
 

@@ -81,12 +81,18 @@ class Metrics(Record):
     )
     n: int
     eval_s: float | None = None
-    cached: bool = Field(False, description="taken from the baseline cache (same model, split and eval settings)")
+    cached: bool = Field(
+        False, description="taken from the baseline cache (same model, split and eval settings)"
+    )
     decoded_in: str | None = Field(
-        None, description="the precision eval decoded in (eval.precision resolved)", exclude_if=lambda value: value is None
+        None,
+        description="the precision eval decoded in (eval.precision resolved)",
+        exclude_if=lambda value: value is None,
     )
     merged: bool | None = Field(
-        None, description="decoded with the adapter folded in (eval.merge_adapter resolved)", exclude_if=lambda value: value is None
+        None,
+        description="decoded with the adapter folded in (eval.merge_adapter resolved)",
+        exclude_if=lambda value: value is None,
     )
 
     @model_serializer(mode="wrap")
@@ -95,7 +101,9 @@ class Metrics(Record):
         return {**{key: data[key] for key in self.json_key_order if key in data}, **data}
 
     @classmethod
-    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+    def __get_pydantic_json_schema__(
+        cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
         # The schema of the fields: the key-order serializer above changes no key, only where it sits.
         return handler({key: value for key, value in schema.items() if key != "serialization"})  # type: ignore[misc]
 
@@ -115,7 +123,9 @@ def task_metrics(task: str, phase: str, value: Any) -> Any:
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(map(str, (phase, *error["loc"])))
-        raise ValueError(f"{where}: {error['msg'].lower()} (task {task!r}), got {error.get('input')!r}") from None
+        raise ValueError(
+            f"{where}: {error['msg'].lower()} (task {task!r}), got {error.get('input')!r}"
+        ) from None
 
 
 class TrainStats(Record):
@@ -130,13 +140,16 @@ class TrainStats(Record):
     tokens: int | None = Field(None, description="non-padding tokens seen by the model in training")
     tokens_per_s: float | None = None
     samples_per_s: float | None = None
-    mfu: float | None = Field(None, description="model FLOPs utilisation against the GPU's bf16 dense peak, 0..1")
+    mfu: float | None = Field(
+        None, description="model FLOPs utilisation against the GPU's bf16 dense peak, 0..1"
+    )
     trainable_params: int | None = None
     total_params: int | None = None
     kernels: list[str] | None = Field(
-        None, description="recipe.kernels: the fused kernels patched in for training, e.g. liger:swiglu",
+        None,
+        description="recipe.kernels: the fused kernels patched in for training, e.g. liger:swiglu",
         exclude_if=lambda value: value is None,
-    )  # fmt: skip
+    )
     graphs: dict[str, float | int] | None = Field(
         None,
         description="recipe.compile = 'graphs': shapes captured, capture_s (inside train_s), graphed_calls "
@@ -150,8 +163,12 @@ class MemoryStats(Record):
     peak_vram_bytes: int | None = None
     peak_rss_bytes: int | None = None
     peak_vram_per_gpu_bytes: list[int] | None = None
-    cap_method: str | None = Field(None, description="how the trainer's memory was capped: systemd-run, rlimit or none")
-    watchdog_reading: dict[str, int] | None = Field(None, description="available memory etc. when the watchdog killed")
+    cap_method: str | None = Field(
+        None, description="how the trainer's memory was capped: systemd-run, rlimit or none"
+    )
+    watchdog_reading: dict[str, int] | None = Field(
+        None, description="available memory etc. when the watchdog killed"
+    )
 
 
 class Timings(Record):
@@ -165,19 +182,24 @@ class Timings(Record):
     eval_s: float | None = None
     total_s: float | None = Field(None, description="the parent's run, from its input checks to the record")
     wall_s: float | None = Field(
-        None, description="the whole command: its process's start (interpreter, imports) to the record's content "
-        "final (harness/run/timeline.py)", exclude_if=lambda value: value is None,
-    )  # fmt: skip
+        None,
+        description="the whole command: its process's start (interpreter, imports) to the record's content "
+        "final (harness/run/timeline.py)",
+        exclude_if=lambda value: value is None,
+    )
     phases: dict[str, float] | None = Field(
-        None, description="wall seconds of every phase of the command, in order, parent and trainer child: "
+        None,
+        description="wall seconds of every phase of the command, in order, parent and trainer child: "
         "startup (interpreter, imports, config), inputs, provenance, guard, spawn, child_start (the child's "
         "interpreter and imports), data, load, baseline, lora, trainer, preflight, graph_capture, steps, "
-        "post_checks, save_adapter, eval, score, child_exit, record", exclude_if=lambda value: value is None,
-    )  # fmt: skip
-    unaccounted_s: float | None = Field(
-        None, description="wall_s minus the sum of phases: the seconds no phase covers",
+        "post_checks, save_adapter, eval, score, child_exit, record",
         exclude_if=lambda value: value is None,
-    )  # fmt: skip
+    )
+    unaccounted_s: float | None = Field(
+        None,
+        description="wall_s minus the sum of phases: the seconds no phase covers",
+        exclude_if=lambda value: value is None,
+    )
 
 
 class CheckVerdict(Record):
@@ -188,7 +210,9 @@ class CheckVerdict(Record):
     evidence: dict[str, Any] = Field(default_factory=dict)
     seconds: float | None = Field(None, description="preflight checks: what the check took")
 
-    def __init__(self, verdict: str, detail: str = "", evidence: dict[str, Any] | None = None, **fields: Any) -> None:
+    def __init__(
+        self, verdict: str, detail: str = "", evidence: dict[str, Any] | None = None, **fields: Any
+    ) -> None:
         # Positional, as the checks write them: CheckVerdict("fail", "why", {...}).
         super().__init__(verdict=verdict, detail=detail, evidence=evidence or {}, **fields)
 
@@ -215,7 +239,8 @@ class ModelInfo(Record):
         exclude_if=lambda value: value is None,
     )
     adapter: dict[str, Any] | None = Field(
-        None, description="eval.adapter runs: the adapter scored (path, base model, precision it was trained in)"
+        None,
+        description="eval.adapter runs: the adapter scored (path, base model, precision it was trained in)",
     )
 
 
@@ -224,10 +249,14 @@ class RankInfo(Record):
 
     rank: int
     local_rank: int
-    node: int = Field(0, description="the lorabench node it ran on (0 = the lead node, which wrote the record)")
+    node: int = Field(
+        0, description="the lorabench node it ran on (0 = the lead node, which wrote the record)"
+    )
     hostname: str
     device: str = Field(description="'cpu', or the GPU it drove: 'cuda:0 NVIDIA H200'")
-    load_window: list[float] | None = Field(None, description="its model load as [start, end], seconds from the first rank's start")
+    load_window: list[float] | None = Field(
+        None, description="its model load as [start, end], seconds from the first rank's start"
+    )
     peak_vram_bytes: int | None = None
     peak_rss_bytes: int | None = None
 
@@ -236,7 +265,9 @@ class Seeding(Record):
     """How the run's randomness was fixed: once, by `harness.run.seeding.seed_run`."""
 
     seed: int
-    generators: list[str] = Field(description="the generators seeded: torch = torch's CPU generator and every GPU's")
+    generators: list[str] = Field(
+        description="the generators seeded: torch = torch's CPU generator and every GPU's"
+    )
     where: str = Field(description="the one place the run seeds them")
 
 
@@ -248,12 +279,16 @@ class NodeInfo(Record):
 
     node: int = Field(description="0 = the lead node (hosts the rendezvous store, writes the record)")
     hostname: str
-    host: str = Field(description="the host id (harness.provenance.host_id), as in a one-node record's `host`")
+    host: str = Field(
+        description="the host id (harness.provenance.host_id), as in a one-node record's `host`"
+    )
     gpus: list[str] = Field(default_factory=list, description="names of the GPUs it had visible")
     ranks: list[int] = Field(default_factory=list, description="global ranks it ran")
     status: NodeStatus = "ok"
     detail: str | None = None
-    guard: dict[str, Any] | None = Field(None, description="timed runs: its pre-check, sampler verdict and timed lock")
+    guard: dict[str, Any] | None = Field(
+        None, description="timed runs: its pre-check, sampler verdict and timed lock"
+    )
 
 
 class RecordHeader(Record):
@@ -275,7 +310,9 @@ class RecordHeader(Record):
     provenance: dict[str, Any]
 
     def record_path(self, results_dir: Path) -> Path:
-        return seed_record_path(results_dir, self.stack, self.host, self.experiment, self.setup_name, self.seed)
+        return seed_record_path(
+            results_dir, self.stack, self.host, self.experiment, self.setup_name, self.seed
+        )
 
 
 class RunRecord(Record):
@@ -301,17 +338,23 @@ class RunRecord(Record):
     memory: MemoryStats | None = None
     timings: Timings = Timings()
     checks: dict[str, CheckVerdict] = Field(default_factory=dict)
-    guard: dict[str, Any] = Field(default_factory=dict, description="timed?, pre-check, sampler verdict and readings")
+    guard: dict[str, Any] = Field(
+        default_factory=dict, description="timed?, pre-check, sampler verdict and readings"
+    )
     predictions_file: str | None = None
     seeding: Seeding | None = Field(
-        None, description="how the run was seeded (records made before 2026-12-01 lack it: the same seed, set "
-        "before the model's init and the adapter's)", exclude_if=lambda value: value is None,
-    )  # fmt: skip
+        None,
+        description="how the run was seeded (records made before 2026-12-01 lack it: the same seed, set "
+        "before the model's init and the adapter's)",
+        exclude_if=lambda value: value is None,
+    )
     nodes: list[NodeInfo] | None = Field(
         None, description="multi-node runs: every node, lead first", exclude_if=lambda value: value is None
     )
     ranks: list[RankInfo] | None = Field(
-        None, description="DDP and multi-node runs: every rank, in rank order", exclude_if=lambda value: value is None
+        None,
+        description="DDP and multi-node runs: every rank, in rank order",
+        exclude_if=lambda value: value is None,
     )
 
     @model_validator(mode="before")
@@ -323,7 +366,14 @@ class RunRecord(Record):
         task = catalog.task_of(setup if isinstance(setup, dict) else {})
         if task not in catalog.task_names():
             raise catalog.UnknownTask(task)
-        return {**data, **{phase: task_metrics(task, phase, data[phase]) for phase in ("baseline", "trained") if phase in data}}
+        return {
+            **data,
+            **{
+                phase: task_metrics(task, phase, data[phase])
+                for phase in ("baseline", "trained")
+                if phase in data
+            },
+        }
 
     @property
     def task(self) -> str:
@@ -393,13 +443,17 @@ def record_dir(results_dir: Path, stack: str, host: str, experiment: str, setup_
     return results_dir / slug(stack) / slug(host) / experiment / setup_name
 
 
-def seed_record_path(results_dir: Path, stack: str, host: str, experiment: str, setup_name: str, seed: int) -> Path:
+def seed_record_path(
+    results_dir: Path, stack: str, host: str, experiment: str, setup_name: str, seed: int
+) -> Path:
     """Where the record of one setup × seed on one stack and host lives (the only place that builds it)."""
     return record_dir(results_dir, stack, host, experiment, setup_name) / f"seed-{seed}.json"
 
 
 def record_path(results_dir: Path, record: RunRecord) -> Path:
-    return seed_record_path(results_dir, record.stack, record.host, record.experiment, record.setup_name, record.seed)
+    return seed_record_path(
+        results_dir, record.stack, record.host, record.experiment, record.setup_name, record.seed
+    )
 
 
 # What lies beside `seed-<n>.json` and belongs to that record: its predictions, its adapter, its
@@ -499,19 +553,29 @@ def load_record(path: Path) -> RunRecord:
     except FileNotFoundError:
         raise UserError(f"record not found: {path}") from None
     except IsADirectoryError:
-        raise UserError(f"{path}: a folder, not a record; give a seed-N.json file or the results folder") from None
+        raise UserError(
+            f"{path}: a folder, not a record; give a seed-N.json file or the results folder"
+        ) from None
     except UnicodeDecodeError:
-        raise UserError(f"{path}: binary data, not a JSON record; give a seed-N.json file written by lorabench") from None
+        raise UserError(
+            f"{path}: binary data, not a JSON record; give a seed-N.json file written by lorabench"
+        ) from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not a JSON record ({exc})") from None
     if not isinstance(data, dict):
-        raise UserError(f"{path}: a JSON {type(data).__name__}, not a run record (an object with format_version, run_id, …)")
+        raise UserError(
+            f"{path}: a JSON {type(data).__name__}, not a run record (an object with format_version, run_id, …)"
+        )
     try:
         return RunRecord.model_validate(upgrade_record(data, str(path)))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg'].lower()}" for e in exc.errors()[:3])
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg'].lower()}" for e in exc.errors()[:3]
+        )
         more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
-        raise UserError(f"{path}: not a valid run record: {problems}{more}; was it written by lorabench?") from None
+        raise UserError(
+            f"{path}: not a valid run record: {problems}{more}; was it written by lorabench?"
+        ) from None
 
 
 def find_records(paths: Iterable[Path]) -> list[Path]:

@@ -40,7 +40,12 @@ class Runtime:
 
 
 def resolve_runtime(
-    device: str, precision: str, attention: str = "sdpa", micro_batches: int | str = 1, *, cpuinfo: str | None = None
+    device: str,
+    precision: str,
+    attention: str = "sdpa",
+    micro_batches: int | str = 1,
+    *,
+    cpuinfo: str | None = None,
 ) -> Runtime:
     """Settings as the setup gives them (`auto` allowed) → the runtime. `cpuinfo`: /proc/cpuinfo's text
     (read here when not given; tests pass recorded text)."""
@@ -69,8 +74,14 @@ def _auto_precision(device: str, bf16_in_hardware: str | None) -> tuple[str, str
     if device == "cuda":
         return "bf16", "a GPU trains in bf16"
     if bf16_in_hardware:
-        return "bf16", f"the CPU has {bf16_in_hardware} (bf16 matmuls in hardware): faster than fp32 ({CPU_EVIDENCE})"
-    return "fp32", "the CPU has neither amx_bf16 nor avx512_bf16: bf16 would run without hardware support, fp32 kept"
+        return (
+            "bf16",
+            f"the CPU has {bf16_in_hardware} (bf16 matmuls in hardware): faster than fp32 ({CPU_EVIDENCE})",
+        )
+    return (
+        "fp32",
+        "the CPU has neither amx_bf16 nor avx512_bf16: bf16 would run without hardware support, fp32 kept",
+    )
 
 
 def _auto_attention(device: str, precision: str) -> tuple[str, str]:
@@ -91,6 +102,8 @@ def _auto_micro_batches(device: str) -> tuple[int, str]:
 def runtime_of(model: torch.nn.Module) -> Runtime:
     """The runtime a loaded model is in, read from its first parameter and its config."""
     param = next(model.parameters())
-    precision = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(param.dtype, "fp32")
+    precision = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(
+        param.dtype, "fp32"
+    )
     attention = getattr(getattr(model, "config", None), "_attn_implementation", None) or "sdpa"
     return Runtime(param.device.type, precision, attention)

@@ -458,8 +458,11 @@ for _name, _meaning in (
     declare(_name, _text, _meaning, "host_env.sh", read_by=_HOST_ENV)
 for _name, _meaning, _reader in (
     ("LORABENCH_MEM_LIMIT", "the container's memory limit (compose mem_limit)", "compose.yaml"),
-    ("LORABENCH_SETUPS_DIR", "your own setups folder, mounted for `bench-setups` (README: Add your own benchmark)",
-     "compose.yaml"),
+    (
+        "LORABENCH_SETUPS_DIR",
+        "your own setups folder, mounted for `bench-setups` (README: Add your own benchmark)",
+        "compose.yaml",
+    ),
     ("LORABENCH_BASE_TAG", "the tag of the base image scripts/base_image.sh builds", "scripts/base_image.sh"),
     (
         "LORABENCH_CI_DIR",

@@ -63,9 +63,22 @@ def pip_platforms(platform: str) -> list[str]:
 
 def download_command(stack: Stack, requirements: Path, dest: Path, python: str = sys.executable) -> list[str]:
     command = [
-        python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--require-hashes",
-        "--python-version", stack.python, "--implementation", "cp", "--dest", str(dest), "-r", str(requirements),
-    ]  # fmt: skip
+        python,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--require-hashes",
+        "--python-version",
+        stack.python,
+        "--implementation",
+        "cp",
+        "--dest",
+        str(dest),
+        "-r",
+        str(requirements),
+    ]
     for tag in pip_platforms(stack.platform):
         command += ["--platform", tag]
     for folder in stack.find_links:
@@ -104,8 +117,11 @@ def download_stack(stack: Stack, directory: Path, dest: Path) -> DownloadResult:
             for pin in pins.values():
                 one = subprocess.run(
                     download_command(stack, _pin_file(pin, Path(scratch)), dest),
-                    capture_output=True, text=True, env=env, check=False,
-                )  # fmt: skip
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    check=False,
+                )
                 if one.returncode != 0:
                     failures.append(
                         PinFailure(f"{pin.name}=={pin.version}", _last_error(one.stdout + one.stderr))
@@ -127,8 +143,12 @@ def find_python(version: str) -> str | None:
     for candidate in candidates:
         if not candidate:
             continue
-        probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                               capture_output=True, text=True, check=False)  # fmt: skip
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if probe.returncode == 0 and probe.stdout.strip() == version:
             return candidate
     return None
@@ -144,14 +164,32 @@ def install_stack(stack: Stack, directory: Path, wheels: Path, venv: Path) -> In
     made = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True, check=False)
     if made.returncode != 0:
         return InstallResult(python, False, f"venv: {_last_error(made.stdout + made.stderr)}")
-    command = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-               "--require-hashes", "--only-binary=:all:", "--find-links", str(wheels), "-r", str(directory / stack.lockfile)]  # fmt: skip
+    command = [
+        str(venv / "bin" / "python"),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-index",
+        "--no-deps",
+        "--require-hashes",
+        "--only-binary=:all:",
+        "--find-links",
+        str(wheels),
+        "-r",
+        str(directory / stack.lockfile),
+    ]
     env = {**os.environ, "PIP_CONSTRAINT": "", "PIP_FIND_LINKS": "", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         return InstallResult(python, False, f"pip install: {_last_error(done.stdout + done.stderr)}")
-    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=freeze"],
-                            capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    listed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=freeze"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     count = sum(1 for line in listed.stdout.splitlines() if "==" in line)
     return InstallResult(python, True, f"{count} distributions installed in a fresh venv of {python}")
 
@@ -160,8 +198,15 @@ def not_here(stack: Stack, directory: Path) -> list[str]:
     """What this check cannot reach, each with where it comes from instead."""
     missing = []
     if stack.torch == "base-image":
-        kept = [line.strip() for line in (directory / (stack.overrides or "")).read_text().splitlines()
-                if line.strip() and not line.startswith("#")] if stack.overrides else ["torch"]  # fmt: skip
+        kept = (
+            [
+                line.strip()
+                for line in (directory / (stack.overrides or "")).read_text().splitlines()
+                if line.strip() and not line.startswith("#")
+            ]
+            if stack.overrides
+            else ["torch"]
+        )
         missing.append(
             f"{', '.join(kept)}: from the base image {stack.base_image} (not in the lockfile; no registry reachable here)"
         )

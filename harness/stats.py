@@ -75,9 +75,12 @@ class Interval:
 
 
 def bootstrap_ratio_ci(
-    numerator: Sequence[float], denominator: Sequence[float], level: float = 0.95, n_resamples: int = 10_000,
+    numerator: Sequence[float],
+    denominator: Sequence[float],
+    level: float = 0.95,
+    n_resamples: int = 10_000,
     seed: int = 0,
-) -> Interval:  # fmt: skip
+) -> Interval:
     """Interval for mean(numerator) / mean(denominator), each group resampled on its own (a speedup is
     old time / new time). With three seeds per group the interval is rough; it is still wider, and so
     more honest, than none. A group of one has nothing to resample: the interval then shows only the

@@ -19,11 +19,18 @@ def build_tiny_model(target: Path, tokenizer_dir: Path, *, seed: int = 0, **conf
         return target
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     settings = {
-        "vocab_size": len(tokenizer), "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 1024,
-        "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id, "tie_word_embeddings": True,
+        "vocab_size": len(tokenizer),
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 1024,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "tie_word_embeddings": True,
         **config,
-    }  # fmt: skip
+    }
     torch.manual_seed(seed)
     model = LlamaForCausalLM(LlamaConfig(**settings))
     model.save_pretrained(target)

@@ -65,9 +65,13 @@ def answer_tokens_loss(
     entropy are zeros here. `original`: TRL's function, for what does not fit the budget or is switched off."""
     args = (hidden_states, lm_head_weight, chunk_size)
     kwargs = {
-        "labels": labels, "shift_labels": shift_labels, "num_items_in_batch": num_items_in_batch,
-        "logit_scale": logit_scale, "final_logit_softcapping": final_logit_softcapping, "lm_head_bias": lm_head_bias,
-    }  # fmt: skip
+        "labels": labels,
+        "shift_labels": shift_labels,
+        "num_items_in_batch": num_items_in_batch,
+        "logit_scale": logit_scale,
+        "final_logit_softcapping": final_logit_softcapping,
+        "lm_head_bias": lm_head_bias,
+    }
     if not settings.ANSWER_LOSS.value():
         return original(*args, **kwargs)
     hidden, flat = _rows(hidden_states, labels, shift_labels)
@@ -85,7 +89,9 @@ def answer_tokens_loss(
         logits = logits * logit_scale
     if final_logit_softcapping is not None:
         logits = final_logit_softcapping * torch.tanh(logits / final_logit_softcapping)
-    loss = F.nll_loss(F.log_softmax(logits, dim=-1), flat.index_select(0, index), ignore_index=-100, reduction="sum")
+    loss = F.nll_loss(
+        F.log_softmax(logits, dim=-1), flat.index_select(0, index), ignore_index=-100, reduction="sum"
+    )
     if num_items_in_batch is None:
         loss = loss / n_valid.clamp(min=1)
     else:

@@ -35,7 +35,9 @@ class TrainOutcome:
     stopped_reason: str | None = None
     train_s: float = 0.0
     preflight_s: float | None = None
-    step_ends: list[float] = field(default_factory=list)  # perf_counter at the start, then after each optimizer step
+    step_ends: list[float] = field(
+        default_factory=list
+    )  # perf_counter at the start, then after each optimizer step
     tokens: int | None = None
     samples: int = 0
     trainable_params: int = 0
@@ -45,7 +47,9 @@ class TrainOutcome:
     # Wall seconds of the backend's own spans, in order (lora, trainer, preflight, graph_capture, steps,
     # after_steps): the record's phases (harness/run/timeline.py).
     phases: dict[str, float] = field(default_factory=dict)
-    kernels: list[str] | None = None  # recipe.kernels: the fused kernels that ran (e.g. Liger's), None for none
+    kernels: list[str] | None = (
+        None  # recipe.kernels: the fused kernels that ran (e.g. Liger's), None for none
+    )
 
 
 def steady_step_seconds(step_ends: Sequence[float]) -> float | None:

@@ -127,9 +127,11 @@ class GraphedLayers:
     shape's forward and backward graphs replay in the order they were captured)."""
 
     def __init__(
-        self, layers: Sequence[torch.nn.Module], capture: Callable = torch.cuda.make_graphed_callables,
+        self,
+        layers: Sequence[torch.nn.Module],
+        capture: Callable = torch.cuda.make_graphed_callables,
         full_rows: int | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """`full_rows`: the rows of a full batch; a batch of other rows (an epoch's short last one) runs
         eager rather than being captured for one step (None: every shape is captured)."""
         self.layers = list(layers)
@@ -167,9 +169,15 @@ class GraphedLayers:
 
     def _capturable(self, hidden: torch.Tensor, fixed: tuple) -> bool:
         full = self.full_rows is None or hidden.shape[0] == self.full_rows
-        return full and len(self.graphs) < MAX_SHAPES and all(isinstance(value, _FIXED_KINDS) for _, value in fixed)
+        return (
+            full
+            and len(self.graphs) < MAX_SHAPES
+            and all(isinstance(value, _FIXED_KINDS) for _, value in fixed)
+        )
 
-    def _capture(self, key: tuple, hidden: torch.Tensor, names: list[str], tensors: list[torch.Tensor], fixed: tuple) -> None:
+    def _capture(
+        self, key: tuple, hidden: torch.Tensor, names: list[str], tensors: list[torch.Tensor], fixed: tuple
+    ) -> None:
         started = time.perf_counter()
         calls, samples = [], []
         needs_grad = hidden.requires_grad
@@ -185,7 +193,9 @@ class GraphedLayers:
         autocast = torch.is_autocast_enabled("cuda")
         dtype = torch.get_autocast_dtype("cuda")
         with torch.autocast("cuda", dtype=dtype, enabled=autocast, cache_enabled=False), _cache_kept():
-            graphed = self.capture(tuple(calls), tuple(samples), num_warmup_iters=WARMUP_ITERS, allow_unused_input=True)
+            graphed = self.capture(
+                tuple(calls), tuple(samples), num_warmup_iters=WARMUP_ITERS, allow_unused_input=True
+            )
         self.graphs[key] = tuple(graphed)
         self.stats.shapes = len(self.graphs)
         self.stats.capture_s += time.perf_counter() - started
@@ -198,8 +208,11 @@ def _cache_kept() -> Generator[None]:
     graphs are the same without it (empty_cache frees only unused cached blocks). Its own saving was not
     measured apart: session 7's captures ran with it (before and after the padding change)."""
     # Only what this torch has (a CPU build lacks the host cache's function).
-    kept = [(owner, name, getattr(owner, name)) for owner, name in ((torch.cuda, "empty_cache"), (torch._C, "_host_emptyCache"))
-            if hasattr(owner, name)]  # fmt: skip
+    kept = [
+        (owner, name, getattr(owner, name))
+        for owner, name in ((torch.cuda, "empty_cache"), (torch._C, "_host_emptyCache"))
+        if hasattr(owner, name)
+    ]
     for owner, name, _ in kept:
         setattr(owner, name, lambda: None)
     try:

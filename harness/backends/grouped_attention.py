@@ -36,9 +36,15 @@ GROUPED_CLASSES = frozenset({"LlamaAttention"})
 
 
 def grouped_eager_attention(
-    module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-    attention_mask: torch.Tensor | None, scaling: float, dropout: float = 0.0, **kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
     shared_mask = attention_mask is None or attention_mask.shape[1] == 1  # (batch, 1, length, keys)
     if type(module).__name__ not in GROUPED_CLASSES or not shared_mask:
         return sys.modules[type(module).__module__].eager_attention_forward(

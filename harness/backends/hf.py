@@ -100,7 +100,10 @@ def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[
     else:
         quant = _quantization_config(runtime) if runtime.precision == "4bit" else None
         model = AutoModelForCausalLM.from_pretrained(
-            str(model_path), dtype=runtime.dtype, quantization_config=quant, revision=setup.model.revision,
+            str(model_path),
+            dtype=runtime.dtype,
+            quantization_config=quant,
+            revision=setup.model.revision,
             attn_implementation=runtime.attention,
         )
     if runtime.precision != "4bit":
@@ -130,7 +133,9 @@ def wrap_lora(model: Model, setup: SetupConfig) -> Model:
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     if setup.precision == "4bit":
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=setup.recipe.gradient_checkpointing)
+        model = prepare_model_for_kbit_training(
+            model, use_gradient_checkpointing=setup.recipe.gradient_checkpointing
+        )
     config = LoraConfig(
         r=setup.lora.rank,
         lora_alpha=setup.lora.alpha,
@@ -157,7 +162,9 @@ def _step_callback(observers: Sequence[StepObserver], outcome: TrainOutcome) -> 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             outcome.step_ends.append(time.perf_counter())
 
-        def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+        ) -> None:
             if not logs or "loss" not in logs:
                 return
             # Both already read to the host by the Trainer's logging: observing them costs no device sync.
@@ -181,9 +188,14 @@ def resolve_optimizer(name: str, runtime: Runtime) -> str:
 
 
 def build_trainer(
-    model: Model, tokenizer: Tokenizer, examples: Sequence[Example], setup: SetupConfig, runtime: Runtime,
-    callbacks: list, checkpoints: Path | None = None,
-) -> Any:  # fmt: skip
+    model: Model,
+    tokenizer: Tokenizer,
+    examples: Sequence[Example],
+    setup: SetupConfig,
+    runtime: Runtime,
+    callbacks: list,
+    checkpoints: Path | None = None,
+) -> Any:
     """The TRL SFTTrainer exactly as `train` uses it (preflight checks are handed it to audit its batches).
     `checkpoints`: the folder it saves resumable checkpoints in every `recipe.checkpoint_every` steps."""
     from datasets import Dataset
@@ -191,13 +203,18 @@ def build_trainer(
 
     tokenized = tokenize_examples(tokenizer, examples)
     dataset = Dataset.from_dict(
-        {"input_ids": [t.input_ids for t in tokenized], "completion_mask": [t.completion_mask for t in tokenized]}
+        {
+            "input_ids": [t.input_ids for t in tokenized],
+            "completion_mask": [t.completion_mask for t in tokenized],
+        }
     )
     # Trainer makes its output_dir although nothing is saved there (save_strategy "no"): a temp folder,
     # removed with the trainer, not `.trainer-scratch/` in whatever folder the user ran from (which a
     # container may mount read-only).
     scratch = tempfile.mkdtemp(prefix="lorabench-trainer-")
-    args = training_args(setup, runtime, checkpoints if checkpoints is not None else Path(scratch), checkpoints is not None)
+    args = training_args(
+        setup, runtime, checkpoints if checkpoints is not None else Path(scratch), checkpoints is not None
+    )
     trainer = _sync_free_trainer_class()(
         model=model, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks
     )
@@ -217,36 +234,51 @@ def training_args(setup: SetupConfig, runtime: Runtime, output_dir: Path, checkp
     # Rotation is harness.run.checkpoint's: the older checkpoint goes only once the newer is complete.
     saving = (
         {"save_strategy": "steps", "save_steps": recipe.checkpoint_every, "save_total_limit": None}
-        if checkpointed else {"save_strategy": "no"}
-    )  # fmt: skip
+        if checkpointed
+        else {"save_strategy": "no"}
+    )
     return SFTConfig(
-        output_dir=str(output_dir), max_steps=recipe.steps, per_device_train_batch_size=recipe.batch_size,
-        gradient_accumulation_steps=recipe.grad_accum, learning_rate=recipe.lr, lr_scheduler_type=recipe.scheduler,
-        warmup_steps=recipe.warmup_steps, weight_decay=recipe.weight_decay,
-        optim=resolve_optimizer(recipe.optimizer, runtime), gradient_checkpointing=recipe.gradient_checkpointing,
+        output_dir=str(output_dir),
+        max_steps=recipe.steps,
+        per_device_train_batch_size=recipe.batch_size,
+        gradient_accumulation_steps=recipe.grad_accum,
+        learning_rate=recipe.lr,
+        lr_scheduler_type=recipe.scheduler,
+        warmup_steps=recipe.warmup_steps,
+        weight_decay=recipe.weight_decay,
+        optim=resolve_optimizer(recipe.optimizer, runtime),
+        gradient_checkpointing=recipe.gradient_checkpointing,
         max_length=recipe.max_length,
         # Rows of exactly max_length tokens, no padding (a speed shape; see RecipeConfig.packing).
-        packing=recipe.packing != "none", packing_strategy="wrapped",
+        packing=recipe.packing != "none",
+        packing_strategy="wrapped",
         # Graphed layers replay one capture per batch shape: fewer lengths, fewer captures.
         pad_to_multiple_of=PAD_MULTIPLE if compile_mode(setup, runtime) == "graphs" else None,
         completion_only_loss=True,
         # The Trainer seeds data order and dropout itself (transformers' set_seed), from the run's seed.
-        seed=recipe.seed, data_seed=recipe.seed,
+        seed=recipe.seed,
+        data_seed=recipe.seed,
         # bf16 trains under autocast on a CPU too, as on a GPU: the bf16 base's products stay bf16 and the fp32
         # LoRA weights' products run in bf16 instead of fp32 with casts around them (1.185× a step on the 2-core
         # EPYC, reports/benchmarks/cpu/bench_cpu_autocast.txt).
-        bf16=runtime.precision in ("bf16", "4bit"), fp16=runtime.precision == "fp16",
-        use_cpu=runtime.device == "cpu", logging_steps=1, logging_strategy="steps",
+        bf16=runtime.precision in ("bf16", "4bit"),
+        fp16=runtime.precision == "fp16",
+        use_cpu=runtime.device == "cpu",
+        logging_steps=1,
+        logging_strategy="steps",
         # The raw loss, NaN included: the filter logs a NaN step as the mean of the steps since the last
         # log, 0.0 when every step is logged, and a diverged run looked healthy. Off, it also spares the
         # host sync its isnan/isinf test costs every micro-step.
         logging_nan_inf_filter=False,
-        **saving, report_to=[], disable_tqdm=True, dataloader_num_workers=0,
+        **saving,
+        report_to=[],
+        disable_tqdm=True,
+        dataloader_num_workers=0,
         include_num_input_tokens_seen="no",  # counted on the device instead (see _sync_free_trainer_class)
         # Every LoRA weight is used in every forward (the dead-adapter check watches it), so DDP need
         # not walk the autograd graph for unused ones each step; on the H200 it warned that it found none.
         ddp_find_unused_parameters=False,
-    )  # fmt: skip
+    )
 
 
 def _sync_free_trainer_class() -> type:
@@ -272,14 +304,17 @@ def _sync_free_trainer_class() -> type:
     class SyncFreeSFTTrainer(LeanSteps, SFTTrainer):
         _tokens: Any = None
 
-        def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None) -> Any:
+        def compute_loss(
+            self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
+        ) -> Any:
             inputs.pop("_prediction_loss_only", None)
             inputs["use_cache"] = False
             if self.model.training and "attention_mask" in inputs:
                 count = inputs["attention_mask"].sum()
                 self._tokens = count if self._tokens is None else self._tokens + count
-            return Trainer.compute_loss(self, model, inputs, return_outputs=return_outputs,
-                                        num_items_in_batch=num_items_in_batch)  # fmt: skip
+            return Trainer.compute_loss(
+                self, model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+            )
 
         def tokens_seen(self) -> int:
             """Non-padding tokens of every training micro-step, summed over ranks (one read, after training)."""
@@ -349,9 +384,13 @@ def fused_kernels(model: Model, setup: SetupConfig, runtime: Runtime) -> list[st
 
 
 def run_sft(
-    model: Model, tokenizer: Tokenizer, examples: Sequence[Example], setup: SetupConfig, runtime: Runtime,
+    model: Model,
+    tokenizer: Tokenizer,
+    examples: Sequence[Example],
+    setup: SetupConfig,
+    runtime: Runtime,
     observers: Sequence[StepObserver],
-) -> TrainOutcome:  # fmt: skip
+) -> TrainOutcome:
     """Train an already LoRA-wrapped model with SFTTrainer and time it (shared with the unsloth backend).
 
     Preflight checks audit this very trainer before its first step; a failed one stops the run there.
@@ -380,7 +419,9 @@ def run_sft(
 
     after = time.time()
     outcome.tokens = (saves.tokens() if saves else trainer.tokens_seen()) or None
-    outcome.samples = trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.world_size
+    outcome.samples = (
+        trainer.state.global_step * setup.recipe.batch_size * setup.recipe.grad_accum * setup.world_size
+    )
     if tracker:
         outcome.checks["dead_adapters"] = tracker.verdict(model)
     # A resumed run's train_s adds the stopped attempt's; its phases are this process's wall clock only.
@@ -392,9 +433,13 @@ def run_sft(
 
 
 def preflight(
-    trainer: Any, model: Model, tokenizer: Tokenizer, examples: Sequence[Example], setup: SetupConfig,
+    trainer: Any,
+    model: Model,
+    tokenizer: Tokenizer,
+    examples: Sequence[Example],
+    setup: SetupConfig,
     outcome: TrainOutcome,
-) -> bool:  # fmt: skip
+) -> bool:
     """The preflight checks on this very trainer, before its first step; False: one that must stop the run
     failed (`outcome.stopped_reason` says which)."""
     started = time.perf_counter()
@@ -402,16 +447,23 @@ def preflight(
     outcome.preflight_s = round(time.perf_counter() - started, 2)
     outcome.phases["preflight"] = outcome.preflight_s
     outcome.checks.update(found)
-    failed = [f"{name}: {v.detail}" for name, v in found.items() if v.verdict == "fail" and name in STOPPING_CHECKS]
+    failed = [
+        f"{name}: {v.detail}" for name, v in found.items() if v.verdict == "fail" and name in STOPPING_CHECKS
+    ]
     if failed:
         outcome.stopped_reason = "preflight: " + "; ".join(failed)
     return not failed
 
 
 def train_timed(
-    trainer: Any, model: Model, setup: SetupConfig, runtime: Runtime, observers: Sequence[StepObserver],
-    outcome: TrainOutcome, resume: tuple[Path, checkpoint.SavedState] | None,
-) -> float:  # fmt: skip
+    trainer: Any,
+    model: Model,
+    setup: SetupConfig,
+    runtime: Runtime,
+    observers: Sequence[StepObserver],
+    outcome: TrainOutcome,
+    resume: tuple[Path, checkpoint.SavedState] | None,
+) -> float:
     """The optimizer steps, timed (from a checkpoint when there is one); returns this process's seconds."""
     if runtime.device == "cuda":
         torch.cuda.synchronize()
@@ -429,9 +481,11 @@ def train_timed(
     if resume:
         checkpoint.replay(resume[1], observers, outcome)
         outcome.checks["resumed"] = CheckVerdict(
-            "pass", f"resumed from step {resume[1].step} of {setup.recipe.steps} (checkpoint {resume[0].name}); "
-            f"steps 1–{resume[1].step} are the stopped attempt's", {"from_step": resume[1].step},
-        )  # fmt: skip
+            "pass",
+            f"resumed from step {resume[1].step} of {setup.recipe.steps} (checkpoint {resume[0].name}); "
+            f"steps 1–{resume[1].step} are the stopped attempt's",
+            {"from_step": resume[1].step},
+        )
     with training_spans(model, trainer, setup, mode) as graph_stats:
         trainer.train(resume_from_checkpoint=str(resume[0]) if resume else None)
     if runtime.device == "cuda":

@@ -36,7 +36,9 @@ from torch import nn
 from harness import settings
 
 
-def _lean_forward(layer: Any, adapter: str, peft_forward: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+def _lean_forward(
+    layer: Any, adapter: str, peft_forward: Callable[..., torch.Tensor]
+) -> Callable[..., torch.Tensor]:
     lora_a, lora_b = layer.lora_A[adapter], layer.lora_B[adapter]
     scaling = layer.scaling[adapter]
 
@@ -44,7 +46,9 @@ def _lean_forward(layer: Any, adapter: str, peft_forward: Callable[..., torch.Te
         if args or kwargs or layer.merged or layer.disable_adapters or layer.active_adapters != [adapter]:
             return peft_forward(x, *args, **kwargs)
         result = layer.base_layer(x)
-        autocast_dtype = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled(x.device.type) else None
+        autocast_dtype = (
+            torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled(x.device.type) else None
+        )
         if x.dtype != autocast_dtype:
             x = layer._cast_input_dtype(x, lora_a.weight.dtype)
         update = lora_b(lora_a(x))

@@ -86,11 +86,15 @@ def install(trainer: Any, parts: int) -> None:
 
 @functools.cache
 def _micro_batched(base: type) -> type:
-    def training_step(self: Any, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> torch.Tensor:
+    def training_step(
+        self: Any, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None
+    ) -> torch.Tensor:
         # Each piece's loss is its token sum over the whole batch's token count: the pieces' losses and
         # gradients add up to the batch's. Without that count the losses would be means, and would not.
         pieces = micro_batches(inputs, self.micro_batch_parts) if num_items_in_batch is not None else [inputs]
         losses = [base.training_step(self, model, piece, num_items_in_batch) for piece in pieces]
         return torch.stack(losses).sum() if len(losses) > 1 else losses[0]
 
-    return type(f"{base.__name__}MicroBatched", (base,), {"training_step": training_step, "__module__": __name__})
+    return type(
+        f"{base.__name__}MicroBatched", (base,), {"training_step": training_step, "__module__": __name__}
+    )

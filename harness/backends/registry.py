@@ -29,9 +29,14 @@ class Backend(Protocol):
         """The base model, in the runtime's precision on its device, and its tokenizer (a pad token set)."""
 
     def train(
-        self, model: Model, tokenizer: Tokenizer, examples: Sequence[Example], setup: SetupConfig, runtime: Runtime,
+        self,
+        model: Model,
+        tokenizer: Tokenizer,
+        examples: Sequence[Example],
+        setup: SetupConfig,
+        runtime: Runtime,
         observers: Sequence[StepObserver] = (),
-    ) -> TrainOutcome:  # fmt: skip
+    ) -> TrainOutcome:
         """LoRA onto `model`, then the recipe's steps, each reported to `observers` (a reason stops it)."""
 
     def attach_adapter(self, model: Model, adapter_dir: Path) -> Model:

@@ -40,7 +40,9 @@ def load(setup: SetupConfig, model_path: Path | str, runtime: Runtime) -> tuple[
     if runtime.device != "cuda":
         raise UserError("backend: 'unsloth' runs on GPUs only (CUDA or ROCm); use backend = 'hf' on CPU")
     if setup.model.random_weights:
-        raise UserError("model.random_weights: the unsloth backend loads pretrained weights only; use backend = 'hf'")
+        raise UserError(
+            "model.random_weights: the unsloth backend loads pretrained weights only; use backend = 'hf'"
+        )
     fast = _fast_language_model()
     model, tokenizer = fast.from_pretrained(
         model_name=str(model_path),
@@ -82,4 +84,9 @@ def train(
     return outcome
 
 
-__all__ = ["attach_adapter", "load", "preload", "train"]  # attach_adapter: hf's (eval.adapter scores with hf only)
+__all__ = [
+    "attach_adapter",
+    "load",
+    "preload",
+    "train",
+]  # attach_adapter: hf's (eval.adapter scores with hf only)

@@ -68,7 +68,8 @@ def accumulation_parity(trainer: Any, *, batch: int, accum: int, tol: float = 0.
     dataset = trainer.train_dataset
     if len(dataset) < needed:
         return CheckVerdict(
-            "skipped", f"needs {needed} examples (batch {batch} × accumulation {accum}), the trainer has {len(dataset)}"
+            "skipped",
+            f"needs {needed} examples (batch {batch} × accumulation {accum}), the trainer has {len(dataset)}",
         )
     model = trainer.model
     with untouched(model), no_dropout(model):
@@ -79,18 +80,32 @@ def accumulation_parity(trainer: Any, *, batch: int, accum: int, tol: float = 0.
         micro = [collate(rows[i : i + batch]) for i in range(0, needed, batch)]
         accum_loss, accum_norm = _accumulated(trainer, micro)
     evidence = {
-        "batch": batch, "accum": accum, "tol": tol,
-        "loss_single": round(single_loss, 6), "loss_accumulated": round(accum_loss, 6),
-        "grad_norm_single": round(single_norm, 6), "grad_norm_accumulated": round(accum_norm, 6),
+        "batch": batch,
+        "accum": accum,
+        "tol": tol,
+        "loss_single": round(single_loss, 6),
+        "loss_accumulated": round(accum_loss, 6),
+        "grad_norm_single": round(single_norm, 6),
+        "grad_norm_accumulated": round(accum_norm, 6),
         "model_accepts_loss_kwargs": bool(getattr(trainer, "model_accepts_loss_kwargs", False)),
         "loss_type": getattr(trainer.args, "loss_type", None),
-    }  # fmt: skip
+    }
     if not (math.isfinite(single_loss) and math.isfinite(accum_loss)) or single_norm == 0:
-        return CheckVerdict("fail", f"loss or gradient not usable (loss {single_loss}, grad norm {single_norm})", evidence)
+        return CheckVerdict(
+            "fail", f"loss or gradient not usable (loss {single_loss}, grad norm {single_norm})", evidence
+        )
     loss_ratio, norm_ratio = accum_loss / single_loss, accum_norm / single_norm
     evidence |= {"loss_ratio": round(loss_ratio, 6), "grad_norm_ratio": round(norm_ratio, 6)}
     if abs(norm_ratio - 1) > tol or abs(loss_ratio - 1) > tol:
-        return CheckVerdict("fail", f"{_factor_name(norm_ratio, accum)}: grad norm {accum_norm:.4g} vs {single_norm:.4g}, "
-                               f"loss {accum_loss:.4g} vs {single_loss:.4g}", evidence)  # fmt: skip
-    return CheckVerdict("pass", f"batch {needed}×1 and {batch}×{accum}: loss and grad norm agree "
-                           f"(ratios {loss_ratio:.4f}, {norm_ratio:.4f})", evidence)  # fmt: skip
+        return CheckVerdict(
+            "fail",
+            f"{_factor_name(norm_ratio, accum)}: grad norm {accum_norm:.4g} vs {single_norm:.4g}, "
+            f"loss {accum_loss:.4g} vs {single_loss:.4g}",
+            evidence,
+        )
+    return CheckVerdict(
+        "pass",
+        f"batch {needed}×1 and {batch}×{accum}: loss and grad norm agree "
+        f"(ratios {loss_ratio:.4f}, {norm_ratio:.4f})",
+        evidence,
+    )

@@ -69,7 +69,9 @@ class DeadAdapterTracker:
     def __init__(self, model: nn.Module) -> None:
         self.params = lora_parameters(model)
         self.names = list(self.params)
-        self.initial = {name: (a.detach().clone(), b.detach().clone()) for name, (a, b) in self.params.items()}
+        self.initial = {
+            name: (a.detach().clone(), b.detach().clone()) for name, (a, b) in self.params.items()
+        }
         device = next(model.parameters()).device
         # Flags live on the device and are OR-ed there: no host sync per step.
         self.got_grad = torch.zeros(len(self.names), dtype=torch.bool, device=device)
@@ -84,7 +86,9 @@ class DeadAdapterTracker:
         if present:
             norms = torch._foreach_norm([bs[i].grad.detach() for i in present], ord=float("inf"))
             flags = torch.stack([n.to(self.got_grad.device) for n in norms]).ne(0)
-            where = slice(None) if len(present) == len(self.names) else torch.tensor(present, device=flags.device)
+            where = (
+                slice(None) if len(present) == len(self.names) else torch.tensor(present, device=flags.device)
+            )
             self.got_grad[where] |= flags
         self.observations += 1
 
@@ -122,16 +126,31 @@ class DeadAdapterTracker:
         alive_flags = (got_grad & moved) if watched_grads else moved
         alive = [n for n, ok in zip(self.names, alive_flags.tolist(), strict=True) if ok]
         dead = [n for n, ok in zip(self.names, alive_flags.tolist(), strict=True) if not ok]
-        no_grad = [n for n, ok in zip(self.names, got_grad.tolist(), strict=True) if not ok] if watched_grads else []
+        no_grad = (
+            [n for n, ok in zip(self.names, got_grad.tolist(), strict=True) if not ok]
+            if watched_grads
+            else []
+        )
         evidence: dict[str, Any] = {
-            "n_modules": len(self.names), "n_dead": len(dead), "steps_observed": self.observations,
-            "dead": dead, "never_got_grad": no_grad,
-        }  # fmt: skip
+            "n_modules": len(self.names),
+            "n_dead": len(dead),
+            "steps_observed": self.observations,
+            "dead": dead,
+            "never_got_grad": no_grad,
+        }
         if not dead:
-            how = f"over {self.observations} steps" if watched_grads else "(gradients not observed; by movement)"
-            return CheckVerdict("pass", f"all {len(self.names)} LoRA modules got gradients and moved {how}", evidence)
+            how = (
+                f"over {self.observations} steps"
+                if watched_grads
+                else "(gradients not observed; by movement)"
+            )
+            return CheckVerdict(
+                "pass", f"all {len(self.names)} LoRA modules got gradients and moved {how}", evidence
+            )
         evidence["suggested_targets"] = suggest_targets(dead, alive) if alive else None
-        shown = ", ".join(dead[:MAX_NAMED]) + (f" … (+{len(dead) - MAX_NAMED})" if len(dead) > MAX_NAMED else "")
+        shown = ", ".join(dead[:MAX_NAMED]) + (
+            f" … (+{len(dead) - MAX_NAMED})" if len(dead) > MAX_NAMED else ""
+        )
         detail = f"{len(dead)} of {len(self.names)} LoRA modules never learned ({shown})"
         if alive:
             detail += f"; to exclude them set lora.targets = {evidence['suggested_targets']!r}"

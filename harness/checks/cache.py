@@ -45,7 +45,9 @@ def _incremental(model: Any, ids: torch.Tensor, prefix: int) -> torch.Tensor:
     return torch.cat(steps)
 
 
-def cache_parity(model: Any, tokenizer: Any, text_or_ids: str | list[int] | torch.Tensor, *, tol: float = 0.05) -> CheckVerdict:
+def cache_parity(
+    model: Any, tokenizer: Any, text_or_ids: str | list[int] | torch.Tensor, *, tol: float = 0.05
+) -> CheckVerdict:
     """`tol` on the spread-relative distance: fp32 gives ~1e-5, bf16 a few 1e-2; a layer blind to K/V gives ≫ 0.1."""
     if isinstance(text_or_ids, str):
         ids = tokenizer(text_or_ids, add_special_tokens=False, return_tensors="pt").input_ids
@@ -71,16 +73,27 @@ def cache_parity(model: Any, tokenizer: Any, text_or_ids: str | list[int] | torc
         "train_vs_eval_mode": _distance(reference, trained),
     }
     agree = float((reference[prefix - 1 : -1].argmax(-1) == stepped.argmax(-1)).float().mean())
-    evidence = {"tokens": int(ids.shape[1]), "prefix": prefix, "tol": tol, "argmax_agreement_incremental": agree,
-                "distances": {k: round(v, 6) for k, v in distances.items()}}  # fmt: skip
+    evidence = {
+        "tokens": int(ids.shape[1]),
+        "prefix": prefix,
+        "tol": tol,
+        "argmax_agreement_incremental": agree,
+        "distances": {k: round(v, 6) for k, v in distances.items()},
+    }
     bad = {k: v for k, v in distances.items() if v > tol}
     if not bad:
-        return CheckVerdict("pass", f"logits agree with and without the KV cache and in train/eval mode "
-                               f"(max distance {max(distances.values()):.2g})", evidence)  # fmt: skip
+        return CheckVerdict(
+            "pass",
+            f"logits agree with and without the KV cache and in train/eval mode "
+            f"(max distance {max(distances.values()):.2g})",
+            evidence,
+        )
     named = []
     if "full_cache_vs_no_cache" in bad or "incremental_cache_vs_no_cache" in bad:
-        named.append("layers read K/V only from the cache: the no-cache forward (training) differs from the cached "
-                     "one (generation)")  # fmt: skip
+        named.append(
+            "layers read K/V only from the cache: the no-cache forward (training) differs from the cached "
+            "one (generation)"
+        )
     if "train_vs_eval_mode" in bad:
         named.append("train mode changes the forward beyond dropout")
     detail = "; ".join(named) + " (" + ", ".join(f"{k} {v:.3g}" for k, v in bad.items()) + f" > {tol})"

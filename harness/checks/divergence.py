@@ -68,9 +68,11 @@ class DivergenceObserver:
             return None
         self.steps += 1
         evidence: dict[str, Any] = {
-            "step": step, "loss": as_evidence(loss), "grad_norm": as_evidence(grad_norm),
+            "step": step,
+            "loss": as_evidence(loss),
+            "grad_norm": as_evidence(grad_norm),
             "recent_losses": [as_evidence(x) for x in self.recent],
-        }  # fmt: skip
+        }
         if not math.isfinite(loss):
             return self._fail(f"loss is {loss} at step {step}", evidence)
         if grad_norm is not None and not math.isfinite(grad_norm):
@@ -83,8 +85,12 @@ class DivergenceObserver:
             if self.max_ratio is None or ratio > self.max_ratio[0]:
                 self.max_ratio = (ratio, step)
             if ratio > self.config.spike_ratio:
-                evidence |= {"running_min": as_evidence(self.running_min), "ratio": round(ratio, 2),
-                             "spike_ratio": self.config.spike_ratio, "spike_window": self.config.spike_window}  # fmt: skip
+                evidence |= {
+                    "running_min": as_evidence(self.running_min),
+                    "ratio": round(ratio, 2),
+                    "spike_ratio": self.config.spike_ratio,
+                    "spike_window": self.config.spike_window,
+                }
                 return self._fail(
                     f"loss spiked to {loss:.4g} at step {step}, {ratio:.1f}× the running minimum "
                     f"{self.running_min:.4g} (bound checks.divergence.spike_ratio = {self.config.spike_ratio:g})",
@@ -105,16 +111,23 @@ class DivergenceObserver:
         if self.steps == 0:
             return CheckVerdict("skipped", "no training step was logged")
         evidence: dict[str, Any] = {
-            "steps": self.steps, "spike_ratio": self.config.spike_ratio, "spike_window": self.config.spike_window,
+            "steps": self.steps,
+            "spike_ratio": self.config.spike_ratio,
+            "spike_window": self.config.spike_window,
             "max_ratio": round(self.max_ratio[0], 3) if self.max_ratio else None,
             "max_ratio_step": self.max_ratio[1] if self.max_ratio else None,
             "max_grad_norm": as_evidence(self.max_grad_norm),
-        }  # fmt: skip
-        highest = f"; highest loss {self.max_ratio[0]:.2f}× the running minimum (step {self.max_ratio[1]})" if self.max_ratio else ""
+        }
+        highest = (
+            f"; highest loss {self.max_ratio[0]:.2f}× the running minimum (step {self.max_ratio[1]})"
+            if self.max_ratio
+            else ""
+        )
         return CheckVerdict(
-            "pass", f"loss and gradient norm finite over {self.steps} steps{highest}, bound {self.config.spike_ratio:g}×",
+            "pass",
+            f"loss and gradient norm finite over {self.steps} steps{highest}, bound {self.config.spike_ratio:g}×",
             evidence,
-        )  # fmt: skip
+        )
 
 
 def check_adapter_weights(model: nn.Module) -> CheckVerdict:
@@ -126,11 +139,19 @@ def check_adapter_weights(model: nn.Module) -> CheckVerdict:
     tensors = [t.detach() for pair in params.values() for t in pair]
     finite = torch.stack([t.isfinite().all().to(tensors[0].device) for t in tensors]).tolist()
     bad = [name for name, ok in zip(names, finite, strict=True) if not ok]
-    evidence: dict[str, Any] = {"n_weights": len(names), "n_non_finite": len(bad), "non_finite": bad[:MAX_NAMED]}
+    evidence: dict[str, Any] = {
+        "n_weights": len(names),
+        "n_non_finite": len(bad),
+        "non_finite": bad[:MAX_NAMED],
+    }
     if not bad:
         return CheckVerdict("pass", f"all {len(names)} LoRA weight matrices finite", evidence)
     shown = ", ".join(bad[:3]) + (f" … (+{len(bad) - 3})" if len(bad) > 3 else "")
-    return CheckVerdict("fail", f"{len(bad)} of {len(names)} LoRA weight matrices hold NaN/inf after training ({shown})", evidence)
+    return CheckVerdict(
+        "fail",
+        f"{len(bad)} of {len(names)} LoRA weight matrices hold NaN/inf after training ({shown})",
+        evidence,
+    )
 
 
 def check_answers(answers: Sequence[str], base_answers: Sequence[str] | None = None) -> CheckVerdict:
@@ -147,8 +168,14 @@ def check_answers(answers: Sequence[str], base_answers: Sequence[str] | None = N
         return CheckVerdict("pass", f"{len(answers) - empty} of {len(answers)} answers non-empty", evidence)
     if base_answers and evidence["n_empty_before_training"] == len(base_answers):
         return CheckVerdict(
-            "skipped", f"every one of the {len(answers)} answers is empty, as was every answer of the untrained "
-            "model: not a sign that training diverged", evidence,
-        )  # fmt: skip
-    before = "" if base_answers is None else f" (the untrained model answered {len(base_answers) - evidence['n_empty_before_training']})"
+            "skipped",
+            f"every one of the {len(answers)} answers is empty, as was every answer of the untrained "
+            "model: not a sign that training diverged",
+            evidence,
+        )
+    before = (
+        ""
+        if base_answers is None
+        else f" (the untrained model answered {len(base_answers) - evidence['n_empty_before_training']})"
+    )
     return CheckVerdict("fail", f"every one of the {len(answers)} answers is empty{before}", evidence)

@@ -36,7 +36,9 @@ class Expected:
     full_length: int  # before truncation
 
 
-def expected_rows(tokenizer: Any, examples: Sequence[Example], max_length: int | None, mode: str) -> list[Expected]:
+def expected_rows(
+    tokenizer: Any, examples: Sequence[Example], max_length: int | None, mode: str
+) -> list[Expected]:
     rows = []
     for index, tokenized in enumerate(tokenize_examples(tokenizer, examples)):
         ids = tokenized.input_ids
@@ -60,14 +62,18 @@ def diagnose_row(ids: list[int], labels: list[int], expected: Expected) -> str |
     problems = []
     in_prompt = [i for i in supervised if i < expected.answer_start]
     if in_prompt:
-        problems.append(f"prompt in the loss: {len(in_prompt)} of {expected.answer_start} prompt tokens supervised")
+        problems.append(
+            f"prompt in the loss: {len(in_prompt)} of {expected.answer_start} prompt tokens supervised"
+        )
     after = [i for i in supervised if i >= expected.answer_end]
     if after:
         problems.append(f"{len(after)} tokens after the answer supervised (padding or template tail)")
     missing = [i for i in wanted if labels[i] == IGNORE]
     if missing:
         if missing == [expected.answer_end - 1] and expected.answer_end == expected.full_length:
-            problems.append("answer masked: the end-of-turn token is not in the loss (the model never learns to stop)")
+            problems.append(
+                "answer masked: the end-of-turn token is not in the loss (the model never learns to stop)"
+            )
         else:
             problems.append(f"answer masked: {len(missing)} of {len(wanted)} answer tokens not supervised")
     wrong = [i for i in supervised if labels[i] != ids[i]]
@@ -79,7 +85,9 @@ def diagnose_row(ids: list[int], labels: list[int], expected: Expected) -> str |
     return "; ".join(problems) or None
 
 
-def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[Example], *, n_batches: int = 2) -> CheckVerdict:
+def audit_mask(
+    trainer: Any, tokenizer: Any, examples: Sequence[Example], *, n_batches: int = 2
+) -> CheckVerdict:
     max_length = getattr(trainer.args, "max_length", None)
     mode = getattr(trainer.args, "truncation_mode", "keep_start")
     expected = expected_rows(tokenizer, examples, max_length, mode)
@@ -100,8 +108,14 @@ def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[Example], *, n_b
     with untouched(model):  # the dataloader's sampler draws from torch's RNG
         for batch in islice(trainer.get_train_dataloader(), n_batches):
             if "attention_mask" not in batch:
-                return CheckVerdict("skipped", "batches have no attention_mask (padding-free or packed): rows hold many examples", evidence)
-            for ids_row, mask_row, labels_row in zip(batch["input_ids"], batch["attention_mask"], batch["labels"], strict=True):
+                return CheckVerdict(
+                    "skipped",
+                    "batches have no attention_mask (padding-free or packed): rows hold many examples",
+                    evidence,
+                )
+            for ids_row, mask_row, labels_row in zip(
+                batch["input_ids"], batch["attention_mask"], batch["labels"], strict=True
+            ):
                 keep = mask_row.bool()
                 ids, labels = ids_row[keep].tolist(), labels_row[keep].tolist()
                 row = by_ids.get(tuple(ids))
@@ -117,19 +131,29 @@ def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[Example], *, n_b
                 if len(failures) < MAX_EVIDENCE_ROWS:
                     got = [t for t, label in zip(ids, labels, strict=True) if label != IGNORE]
                     want = list(ids[row.answer_start : row.answer_end])
-                    failures.append({
-                        "example": str(row.index), "problem": problem,
-                        "supervised": _short(tokenizer.decode(got)), "expected": _short(tokenizer.decode(want)),
-                    })  # fmt: skip
+                    failures.append(
+                        {
+                            "example": str(row.index),
+                            "problem": problem,
+                            "supervised": _short(tokenizer.decode(got)),
+                            "expected": _short(tokenizer.decode(want)),
+                        }
+                    )
     evidence.update(rows_checked=checked, rows_unmatched=unmatched, failing_rows=failures, reasons=reasons)
     if checked == 0:
-        return CheckVerdict("fail", f"no batch row matched an example's input ids ({unmatched} rows): the data reaching "
-                               "the model is not what was tokenized", evidence)  # fmt: skip
+        return CheckVerdict(
+            "fail",
+            f"no batch row matched an example's input ids ({unmatched} rows): the data reaching "
+            "the model is not what was tokenized",
+            evidence,
+        )
     dataset_note = ""
     if evidence["n_answer_cut"]:
         longest = max(row.full_length for row in expected)
-        dataset_note = (f"; {evidence['n_answer_cut']} of {len(examples)} examples have their answer cut by "
-                        f"max_length {max_length} (set recipe.max_length ≥ {longest})")  # fmt: skip
+        dataset_note = (
+            f"; {evidence['n_answer_cut']} of {len(examples)} examples have their answer cut by "
+            f"max_length {max_length} (set recipe.max_length ≥ {longest})"
+        )
     if failures or unmatched:
         worst = max(reasons, key=lambda k: reasons[k]) if reasons else "unmatched rows"
         detail = f"{sum(reasons.values())} of {checked} rows wrong — {failures[0]['problem'] if failures else worst}"
@@ -138,4 +162,6 @@ def audit_mask(trainer: Any, tokenizer: Any, examples: Sequence[Example], *, n_b
         return CheckVerdict("fail", detail + dataset_note, evidence)
     if dataset_note:
         return CheckVerdict("fail", f"sampled rows exact{dataset_note}", evidence)
-    return CheckVerdict("pass", f"{checked} rows: supervised tokens are exactly answer + end-of-turn", evidence)
+    return CheckVerdict(
+        "pass", f"{checked} rows: supervised tokens are exactly answer + end-of-turn", evidence
+    )

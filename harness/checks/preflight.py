@@ -64,9 +64,7 @@ def run_preflight(
     text = training_text(tokenizer, examples[0]) if examples else ""
     return {
         "mask_audit": _guarded(lambda: audit_mask(trainer, tokenizer, examples)),
-        "accumulation_parity": _guarded(
-            lambda: accumulation_parity(trainer, batch=batch, accum=accum)
-        ),
+        "accumulation_parity": _guarded(lambda: accumulation_parity(trainer, batch=batch, accum=accum)),
         "cache_parity": _guarded(lambda: cache_parity(model, tokenizer, text, tol=cache_tolerance(model))),
         "quantizable_fraction": _guarded(lambda: quantizable_fraction(model)),
     }

@@ -66,11 +66,14 @@ def quantizable_fraction(model: nn.Module) -> CheckVerdict:
     bytes_nf4 = bytes_bf16 - linear * (BF16_BYTES - NF4_BYTES)
     saving = bytes_bf16 - bytes_nf4
     evidence: dict[str, Any] = {
-        "params": counts, "base_params": base,
+        "params": counts,
+        "base_params": base,
         "fractions": {k: round(v / base, 4) for k, v in counts.items() if k != "adapter"} if base else {},
-        "bytes_bf16": int(bytes_bf16), "bytes_nf4_linear": int(bytes_nf4), "max_saving_bytes": int(saving),
+        "bytes_bf16": int(bytes_bf16),
+        "bytes_nf4_linear": int(bytes_nf4),
+        "max_saving_bytes": int(saving),
         "nf4_bytes_per_param": round(NF4_BYTES, 4),
-    }  # fmt: skip
+    }
     if not base:
         return CheckVerdict("pass", "no parameters", evidence)
     return CheckVerdict(

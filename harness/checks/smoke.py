@@ -57,12 +57,18 @@ class SmokeObserver:
                     f"loss did not fall over the first {cfg.steps} steps (mean of first {k} {head:.3g}, "
                     f"of last {k} {tail:.3g})"
                 )
-            self.verdict = CheckVerdict("pass", f"first loss {self.losses[0]:.3g}, falling ({head:.3g} → {tail:.3g})",
-                                   {"losses": self.losses})  # fmt: skip
+            self.verdict = CheckVerdict(
+                "pass",
+                f"first loss {self.losses[0]:.3g}, falling ({head:.3g} → {tail:.3g})",
+                {"losses": self.losses},
+            )
         return None
 
     def final_verdict(self) -> CheckVerdict:
         if self.verdict is not None:
             return self.verdict
-        return CheckVerdict("skipped", f"training stopped after {len(self.losses)} of {self.config.steps} smoke steps",
-                       {"losses": self.losses})  # fmt: skip
+        return CheckVerdict(
+            "skipped",
+            f"training stopped after {len(self.losses)} of {self.config.steps} smoke steps",
+            {"losses": self.losses},
+        )

@@ -12,7 +12,9 @@ from harness.errors import UserError
 def add_output_arguments(parser: argparse.ArgumentParser, files: str) -> None:
     """`--json` and `-o DIR`; `files` says what -o writes, for the help text (e.g. "checks.json")."""
     parser.add_argument("--json", action="store_true", help="print JSON on stdout instead of the table")
-    parser.add_argument("-o", "--output", type=Path, metavar="DIR", help=f"also write {files} into this folder")
+    parser.add_argument(
+        "-o", "--output", type=Path, metavar="DIR", help=f"also write {files} into this folder"
+    )
 
 
 def check_output_folder(folder: Path | None, names: list[str]) -> None:

@@ -37,20 +37,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "or `lorabench bench -- --lorabench-seeds=42`; see `pytest benchmarks --help`, group lorabench.",
     )
     parser.add_argument(
-        "--results", type=Path, default=DEFAULT_RESULTS, help=f"your results folder (default: {DEFAULT_RESULTS})"
+        "--results",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        help=f"your results folder (default: {DEFAULT_RESULTS})",
     )
     parser.add_argument(
-        "--published", type=Path, default=DEFAULT_PUBLISHED,
+        "--published",
+        type=Path,
+        default=DEFAULT_PUBLISHED,
         help=f"published records, read only: they stand in where their fingerprint matches (default: {DEFAULT_PUBLISHED})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--setups", type=Path, action="append", default=[], metavar="DIR",
+        "--setups",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
         help="run the setup files in DIR (your own benchmark: model, data, recipe, [claims]) instead of the "
         "built-in experiments; repeatable",
-    )  # fmt: skip
+    )
     parser.add_argument("--no-report", action="store_true", help="run the suite only")
     parser.add_argument(
-        "--reports", type=Path, default=DEFAULT_REPORTS, help=f"where the scorecards go (default: {DEFAULT_REPORTS})"
+        "--reports",
+        type=Path,
+        default=DEFAULT_REPORTS,
+        help=f"where the scorecards go (default: {DEFAULT_REPORTS})",
     )
     parser.add_argument(
         "pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST ARGS", help="passed to pytest"
@@ -66,8 +78,15 @@ def pytest_command(
     if not any(Path(a.split("::", 1)[0]).exists() for a in args if not a.startswith("-")):
         args.append(str(default_benchmarks()))
     folders = [f"--lorabench-setups={folder}" for folder in setups]
-    return [sys.executable, "-m", "pytest", f"--lorabench-results={results}", f"--lorabench-published={published}",
-            *folders, *args]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--lorabench-results={results}",
+        f"--lorabench-published={published}",
+        *folders,
+        *args,
+    ]
 
 
 def report_sources(published: Path, results: Path) -> list[Path]:
@@ -102,11 +121,14 @@ def report_step(args: argparse.Namespace) -> int:
     if not sources:
         print(f"lorabench bench: no records in {args.results} or {args.published}: no scorecard")
         return 0
-    print("lorabench bench: scorecards from " + " and ".join(
-        f"{p} ({'published' if p == args.published else 'yours'})" for p in sources
-    ), flush=True)  # fmt: skip
-    report = argparse.Namespace(results=sources, output=args.reports, benchmarks=default_benchmarks(),
-                                setups=args.setups, json=False)  # fmt: skip
+    print(
+        "lorabench bench: scorecards from "
+        + " and ".join(f"{p} ({'published' if p == args.published else 'yours'})" for p in sources),
+        flush=True,
+    )
+    report = argparse.Namespace(
+        results=sources, output=args.reports, benchmarks=default_benchmarks(), setups=args.setups, json=False
+    )
     try:
         return cmd_report(report)
     except UserError as exc:  # the suite's status stands; the report's problem is said in one line
@@ -125,19 +147,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
     # In a checkout (a container's mounted folders are no checkout: there `reports` may be the host's
     # reports-local/), writing into the committed folders is said out loud.
     in_checkout = Path(".git").exists()
-    if in_checkout and (args.reports.resolve() == Path("reports").resolve() or args.results.resolve() == DEFAULT_PUBLISHED.resolve()):
+    if in_checkout and (
+        args.reports.resolve() == Path("reports").resolve()
+        or args.results.resolve() == DEFAULT_PUBLISHED.resolve()
+    ):
         print(
             "lorabench bench: writing into the committed reports/ folder; that replaces published results "
-            "(`lorabench publish` copies chosen records there instead)", file=sys.stderr,
-        )  # fmt: skip
+            "(`lorabench publish` copies chosen records there instead)",
+            file=sys.stderr,
+        )
     command = pytest_command(args.pytest_args, args.results, args.published, args.setups)
     print("lorabench bench: " + " ".join(command[1:]), flush=True)
     status, interrupted = run_suite(command)
     if interrupted:
         print(
             f"lorabench bench: interrupted; records so far are in {args.results} (run it again to resume: "
-            "a stopped seed continues from its last checkpoint)", file=sys.stderr,
-        )  # fmt: skip
+            "a stopped seed continues from its last checkpoint)",
+            file=sys.stderr,
+        )
         return 130
     if args.no_report:
         return status

@@ -29,7 +29,9 @@ DETAIL_WIDTH = 110
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("checks", help="run the silent-bug checks (preflight, smoke steps, dead adapters) without a run")
+    parser = subparsers.add_parser(
+        "checks", help="run the silent-bug checks (preflight, smoke steps, dead adapters) without a run"
+    )
     add_setup_arguments(parser)
     add_output_arguments(parser, "checks.json (every verdict with its evidence)")
     parser.set_defaults(func=cmd_checks)
@@ -43,7 +45,9 @@ def checks_setup(setup: SetupConfig) -> SetupConfig:
             "check; drop eval.adapter to check the training of this setup"
         )
     recipe = setup.recipe.model_copy(update={"steps": setup.checks.smoke.steps})
-    return setup.model_copy(update={"recipe": recipe, "eval": setup.eval.model_copy(update={"enabled": False})})
+    return setup.model_copy(
+        update={"recipe": recipe, "eval": setup.eval.model_copy(update={"enabled": False})}
+    )
 
 
 def run_checks(setup: SetupConfig) -> Outcome:
@@ -60,7 +64,11 @@ def render_table(outcome: Outcome) -> str:
     width = max([len("check"), *map(len, verdicts)])
     lines = [f"{'check'.ljust(width)}  verdict  detail"]
     for name, verdict in verdicts.items():
-        detail = verdict.detail if len(verdict.detail) <= DETAIL_WIDTH else verdict.detail[: DETAIL_WIDTH - 1] + "…"
+        detail = (
+            verdict.detail
+            if len(verdict.detail) <= DETAIL_WIDTH
+            else verdict.detail[: DETAIL_WIDTH - 1] + "…"
+        )
         lines.append(f"{name.ljust(width)}  {verdict.verdict.ljust(7)}  {detail}")
     if outcome.status != "ok":
         lines.append(f"run {outcome.status}: {outcome.reason}")
@@ -75,7 +83,9 @@ def cmd_checks(args: argparse.Namespace) -> int:
         outcome = run_checks(setup)
     if outcome.status == "failed" and not outcome.checks:
         raise UserError(outcome.reason or "the checks could not start")  # e.g. data or model not found
-    payload = json.dumps({name: v.model_dump(mode="json") for name, v in outcome.checks.items()}, indent=1, default=str)
+    payload = json.dumps(
+        {name: v.model_dump(mode="json") for name, v in outcome.checks.items()}, indent=1, default=str
+    )
     write_outputs(args.output, {"checks.json": payload})
     print(payload if args.json else render_table(outcome))
     failing = any(v.verdict in FAILING for v in outcome.checks.values())

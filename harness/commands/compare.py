@@ -26,31 +26,51 @@ from harness.report.tables import table
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "compare", help="compare two result sets metric by metric", description=__doc__,
+        "compare",
+        help="compare two result sets metric by metric",
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    )
     parser.add_argument("old", type=Path, metavar="OLD", help="results folder or record file (the reference)")
     parser.add_argument("new", type=Path, metavar="NEW", help="results folder or record file (the candidate)")
     parser.add_argument(
-        "--fail-on-regression", action="store_true",
+        "--fail-on-regression",
+        action="store_true",
         help="exit with status 1 when a metric regressed or is missing on one side",
-    )  # fmt: skip
-    parser.add_argument("--tolerance", type=float, default=0.02, metavar="FRACTION",
-                        help="relative change a cost metric (time, memory, throughput) may make before a significant "
-                             "worsening counts as a regression (default: 0.02)")  # fmt: skip
-    parser.add_argument("--allow-unlike", action="store_true",
-                        help="compare sides of different host kinds, stacks or settings anyway (rows marked unlike)")  # fmt: skip
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.02,
+        metavar="FRACTION",
+        help="relative change a cost metric (time, memory, throughput) may make before a significant "
+        "worsening counts as a regression (default: 0.02)",
+    )
+    parser.add_argument(
+        "--allow-unlike",
+        action="store_true",
+        help="compare sides of different host kinds, stacks or settings anyway (rows marked unlike)",
+    )
     add_output_arguments(parser, "compare.md and compare.json")
     parser.set_defaults(func=cmd_compare)
 
 
 def render(changes: list[MetricChange], unlike: bool = False) -> str:
     rows = [
-        [c.setup, c.metric, f"{c.old:.2f}", f"{c.new:.2f}", "–" if c.ratio is None else f"{c.ratio:.3f}",
-         f"{c.n_old} / {c.n_new}", c.method, "–" if c.p_value is None else f"{c.p_value:.3g}",
-         "yes" if c.is_significant else "no", "REGRESSION" if c.is_regression else ""]
+        [
+            c.setup,
+            c.metric,
+            f"{c.old:.2f}",
+            f"{c.new:.2f}",
+            "–" if c.ratio is None else f"{c.ratio:.3f}",
+            f"{c.n_old} / {c.n_new}",
+            c.method,
+            "–" if c.p_value is None else f"{c.p_value:.3g}",
+            "yes" if c.is_significant else "no",
+            "REGRESSION" if c.is_regression else "",
+        ]
         for c in changes
-    ]  # fmt: skip
+    ]
     first = "setup (unlike sides)" if unlike else "setup"
     return table(
         rows, [first, "metric", "old", "new", "new/old", "n old / new", "test", "p", "significant", ""]
@@ -59,8 +79,12 @@ def render(changes: list[MetricChange], unlike: bool = False) -> str:
 
 def _side(paths: Path, loaded: tuple[LoadedRecord, ...]) -> SideOut:
     kinds = sorted({str(i.record.provenance.get("host", {}).get("kind") or i.record.host) for i in loaded})
-    return SideOut(paths=[public(str(paths))], records=len(loaded), host_kinds=" / ".join(kinds),
-                   stacks=" / ".join(sorted({i.record.stack for i in loaded})))  # fmt: skip
+    return SideOut(
+        paths=[public(str(paths))],
+        records=len(loaded),
+        host_kinds=" / ".join(kinds),
+        stacks=" / ".join(sorted({i.record.stack for i in loaded})),
+    )
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -85,22 +109,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
     regressions = [c for c in changes if c.is_regression]
     failing = bool(regressions or missing) and args.fail_on_regression
     out = CompareOut(
-        old=_side(args.old, old), new=_side(args.new, new), unlike=[public(u) for u in unlike],
-        allowed_unlike=bool(unlike), unmatched=unmatched, regressions=len(regressions), exit_status=1 if failing else 0,
-        changes=[ChangeOut(setup=c.setup, metric=c.metric, old=c.old, new=c.new, ratio=c.ratio, n_old=c.n_old,
-                           n_new=c.n_new, test=c.method, p_value=c.p_value, significant=c.is_significant,
-                           regression=c.is_regression,
-                           conditions_old=conditions_out(before[c.setup].conditions),
-                           conditions_new=conditions_out(after[c.setup].conditions)) for c in changes],
+        old=_side(args.old, old),
+        new=_side(args.new, new),
+        unlike=[public(u) for u in unlike],
+        allowed_unlike=bool(unlike),
+        unmatched=unmatched,
+        regressions=len(regressions),
+        exit_status=1 if failing else 0,
+        changes=[
+            ChangeOut(
+                setup=c.setup,
+                metric=c.metric,
+                old=c.old,
+                new=c.new,
+                ratio=c.ratio,
+                n_old=c.n_old,
+                n_new=c.n_new,
+                test=c.method,
+                p_value=c.p_value,
+                significant=c.is_significant,
+                regression=c.is_regression,
+                conditions_old=conditions_out(before[c.setup].conditions),
+                conditions_new=conditions_out(after[c.setup].conditions),
+            )
+            for c in changes
+        ],
         missing=[MissingOut(setup=m.setup, metric=m.metric, side=m.side, why=m.why) for m in missing],  # type: ignore[arg-type]
-    )  # fmt: skip
+    )
     lines = [render(changes, bool(unlike))] if changes else []
     if unlike:
         lines.append(f"unlike sides, compared as asked (--allow-unlike): {'; '.join(out.unlike)}")
     lines += [f"missing: {m.setup}: {m.metric} on {m.side} ({m.why})" for m in missing]
     lines += [f"not compared: {line}" for line in unmatched]
-    lines.append(f"{len(regressions)} regression(s) in {len(changes)} metric(s)"
-                 + (f", {len(missing)} metric(s) missing on one side" if missing else ""))  # fmt: skip
+    lines.append(
+        f"{len(regressions)} regression(s) in {len(changes)} metric(s)"
+        + (f", {len(missing)} metric(s) missing on one side" if missing else "")
+    )
     text = "\n".join(lines)
     write_outputs(args.output, {"compare.md": text, "compare.json": out.model_dump_json(indent=2)})
     print(out.model_dump_json(indent=2) if args.json else text)

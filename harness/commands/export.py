@@ -17,10 +17,12 @@ def register(subparsers: Any) -> None:
         description=__doc__,
     )
     parser.add_argument(
-        "run", metavar="RUN", type=Path,
+        "run",
+        metavar="RUN",
+        type=Path,
         help="an adapter folder saved by a run (adapter_config.json + lorabench.json), or a record seed-N.json "
         "with seed-N.adapter/ beside it",
-    )  # fmt: skip
+    )
     parser.add_argument("-o", "--out", type=Path, required=True, help="new folder for the merged model")
     parser.add_argument("--limit", type=int, help="compare on the first N test questions only (default: all)")
     parser.add_argument(

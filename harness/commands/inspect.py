@@ -19,18 +19,22 @@ def register(subparsers: Any) -> None:
         description=__doc__,
     )
     parser.add_argument(
-        "model", metavar="MODEL",
+        "model",
+        metavar="MODEL",
         help="a preset (smollm2-135m, qwen3-4b-random…), a model folder, a config.json, or a hub id (config only)",
-    )  # fmt: skip
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
-        "--targets", metavar="NAMES", default=",".join(DEFAULT_TARGETS),
+        "--targets",
+        metavar="NAMES",
+        default=",".join(DEFAULT_TARGETS),
         help="comma-separated module-name suffixes, as lora.targets takes them (default: %(default)s)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--regex", metavar="REGEX",
+        "--regex",
+        metavar="REGEX",
         help=r"one regex over full module paths instead, e.g. '^model\.layers\.\d+\..*_proj$' for the language model only",
-    )  # fmt: skip
+    )
     parser.add_argument("--revision", help="hub revision of the config (hub ids only)")
     parser.add_argument(
         "--depth", type=int, default=4, help="module tree depth to print (default: %(default)s)"
@@ -41,12 +45,16 @@ def register(subparsers: Any) -> None:
 
 
 def render(inspection: Inspection, *, show_tree: bool = True) -> str:
-    lines = [f"{inspection.source}: {inspection.model_class} (model_type {inspection.model_type}), "
-             f"{human_count(inspection.total_params)} parameters, built on the meta device"]  # fmt: skip
+    lines = [
+        f"{inspection.source}: {inspection.model_class} (model_type {inspection.model_type}), "
+        f"{human_count(inspection.total_params)} parameters, built on the meta device"
+    ]
     if show_tree:
         lines += ["", inspection.tree]
-    rows = [[tower, *(human_count(kinds[k]) for k in KINDS), human_count(sum(kinds.values()))]
-            for tower, kinds in inspection.params.items()]  # fmt: skip
+    rows = [
+        [tower, *(human_count(kinds[k]) for k in KINDS), human_count(sum(kinds.values()))]
+        for tower, kinds in inspection.params.items()
+    ]
     lines += ["", "parameters by tower and kind", tabulate(rows, headers=["tower", *KINDS, "total"])]
     targets = inspection.targets if isinstance(inspection.targets, str) else ",".join(inspection.targets)
     by_tower = ", ".join(f"{tower} {n}" for tower, n in inspection.hits_by_tower().items()) or "none"
@@ -56,8 +64,10 @@ def render(inspection: Inspection, *, show_tree: bool = True) -> str:
     bad = inspection.unwrappable_hits
     if bad:
         types = ", ".join(sorted({h.type_name for h in bad}))
-        lines.append(f"PEFT cannot wrap {len(bad)} targeted module(s) ({types}), e.g. {bad[0].name}: "
-                     "narrow the targets to Linear/Embedding/Conv layers")  # fmt: skip
+        lines.append(
+            f"PEFT cannot wrap {len(bad)} targeted module(s) ({types}), e.g. {bad[0].name}: "
+            "narrow the targets to Linear/Embedding/Conv layers"
+        )
     if inspection.unwrappable_with_params:
         shown = ", ".join(f"{name} ×{n}" for name, n in sorted(inspection.unwrappable_with_params.items()))
         lines.append(f"layers with weights PEFT cannot wrap (never LoRA targets): {shown}")

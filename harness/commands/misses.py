@@ -50,7 +50,9 @@ def predictions_path(path: Path) -> Path:
     if path.suffix == ".json":
         beside = path.with_name(path.stem + _PREDICTIONS_SUFFIX)
         if not beside.is_file():
-            raise UserError(f"RUN {path}: no {beside.name} beside the record; pass the predictions file itself")
+            raise UserError(
+                f"RUN {path}: no {beside.name} beside the record; pass the predictions file itself"
+            )
         return beside
     raise UserError(f"RUN {path}: expected a *{_PREDICTIONS_SUFFIX} file or a run record *.json")
 
@@ -70,12 +72,18 @@ def render_table(analysis: MissReport) -> str:
     table = analysis.category_rows(shown=8, empty="-")
     lines = [
         f"{len(analysis.labels)} run(s), {analysis.n_questions} questions in every run"
-        + (f" ({analysis.n_not_in_every_run} more not in every run, left out)" if analysis.n_not_in_every_run else ""),
+        + (
+            f" ({analysis.n_not_in_every_run} more not in every run, left out)"
+            if analysis.n_not_in_every_run
+            else ""
+        ),
         tabulate(table, headers=["category", "questions", "%", "indices"]),
         "the first three rows partition the questions (all questions); the rows after it overlap them and each other",
     ]
     if not analysis.rows_resolved:
-        lines.append(f"test rows not at hand (no record beside the predictions, or its data is elsewhere: --data or ${DATA_ENV}): answers agree by text only")
+        lines.append(
+            f"test rows not at hand (no record beside the predictions, or its data is elsewhere: --data or ${DATA_ENV}): answers agree by text only"
+        )
     return "\n".join(lines)
 
 
@@ -87,7 +95,9 @@ def cmd_misses(args: argparse.Namespace) -> int:
     analyze_runs = task_module(task_name).analyze_runs
     if analyze_runs is None:
         having = [name for name in catalog.task_names() if task_module(name).analyze_runs is not None]
-        raise UserError(f"RUN {args.runs[0]}: task {task_name!r} has no miss analysis (tasks with one: {', '.join(having)})")
+        raise UserError(
+            f"RUN {args.runs[0]}: task {task_name!r} has no miss analysis (tasks with one: {', '.join(having)})"
+        )
     analysis = analyze_runs(paths, [str(p) for p in paths], record, args.data)
     data = json.dumps(analysis.to_dict(), indent=2)
     write_outputs(args.output, {"misses.json": data})

@@ -27,13 +27,25 @@ DEFAULT_PUBLISHED = Path("reports/results")
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "publish", help="copy chosen records into the published results (reports/results/)", description=__doc__
+        "publish",
+        help="copy chosen records into the published results (reports/results/)",
+        description=__doc__,
     )
-    parser.add_argument("records", nargs="+", type=Path, metavar="RECORD", help="seed-N.json files or folders of them")
-    parser.add_argument("--to", type=Path, default=DEFAULT_PUBLISHED, metavar="DIR",
-                        help=f"published results folder (default: {DEFAULT_PUBLISHED})")  # fmt: skip
-    parser.add_argument("--replace", action="store_true",
-                        help="replace a published record of another fingerprint (it is otherwise kept and nothing is copied)")  # fmt: skip
+    parser.add_argument(
+        "records", nargs="+", type=Path, metavar="RECORD", help="seed-N.json files or folders of them"
+    )
+    parser.add_argument(
+        "--to",
+        type=Path,
+        default=DEFAULT_PUBLISHED,
+        metavar="DIR",
+        help=f"published results folder (default: {DEFAULT_PUBLISHED})",
+    )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a published record of another fingerprint (it is otherwise kept and nothing is copied)",
+    )
     parser.add_argument("-n", "--dry-run", action="store_true", help="say what would be copied; copy nothing")
     parser.set_defaults(func=cmd_publish)
 
@@ -60,7 +72,9 @@ def plan(sources: list[Path], to: Path) -> list[Copy]:
             old = load_record(target)
             if old.fingerprint == record.fingerprint:
                 same = target.read_text(encoding="utf-8") == public_json(source.read_text(encoding="utf-8"))
-                copies.append(Copy(record, source, target, "already published" if same else "same fingerprint"))
+                copies.append(
+                    Copy(record, source, target, "already published" if same else "same fingerprint")
+                )
             else:
                 why = _what_changed(old, record)
                 copies.append(Copy(record, source, target, "replaces another fingerprint", why))
@@ -102,11 +116,16 @@ def cmd_publish(args: argparse.Namespace) -> int:
     for c in copies:
         label = f"{c.record.experiment}/{c.record.setup_name} seed {c.record.seed} ({c.record.status})"
         note = f": {c.why}" if c.why else ""
-        print(f"{'would copy' if args.dry_run else 'copied'} {c.source} → {c.target} [{c.action}{note}] {label}"
-              if c.action != "already published" else f"already published: {c.target} {label}")  # fmt: skip
+        print(
+            f"{'would copy' if args.dry_run else 'copied'} {c.source} → {c.target} [{c.action}{note}] {label}"
+            if c.action != "already published"
+            else f"already published: {c.target} {label}"
+        )
         if not args.dry_run and c.action != "already published":
             copy_record(c)
     if not args.dry_run:
-        print(f"publish: {sum(c.action != 'already published' for c in copies)} record(s) copied into {args.to}; "
-              "render the committed scorecards with `lorabench report reports/results`")  # fmt: skip
+        print(
+            f"publish: {sum(c.action != 'already published' for c in copies)} record(s) copied into {args.to}; "
+            "render the committed scorecards with `lorabench report reports/results`"
+        )
     return 0

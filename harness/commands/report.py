@@ -22,22 +22,44 @@ from harness.report.pipeline import build_reports
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "report", help="render scorecards (one per host × stack) and the reports index", description=__doc__,
+        "report",
+        help="render scorecards (one per host × stack) and the reports index",
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    )
     parser.add_argument(
         "results", nargs="+", type=Path, metavar="RESULTS", help="results folders or record files"
     )
-    parser.add_argument("-o", "--output", type=Path, default=Path("reports"), metavar="DIR",
-                        help="reports folder (default: reports)")  # fmt: skip
-    parser.add_argument("--benchmarks", type=Path, default=DEFAULT_BENCHMARKS, metavar="DIR",
-                        help="the suite's folder, whose setups/*.toml [claims] tables hold the bounds the claims "
-                             f"are judged against (default: {DEFAULT_BENCHMARKS})")  # fmt: skip
-    parser.add_argument("--setups", type=Path, action="append", default=[], metavar="DIR",
-                        help="a folder of your own setup files (*.toml with [claims]) judged beside the suite's "
-                             "(repeatable; `lorabench bench --setups DIR` passes its folder here)")  # fmt: skip
-    parser.add_argument("--json", action="store_true",
-                        help="print the scorecards' claims and setups as JSON on stdout (the files are written as usual)")  # fmt: skip
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("reports"),
+        metavar="DIR",
+        help="reports folder (default: reports)",
+    )
+    parser.add_argument(
+        "--benchmarks",
+        type=Path,
+        default=DEFAULT_BENCHMARKS,
+        metavar="DIR",
+        help="the suite's folder, whose setups/*.toml [claims] tables hold the bounds the claims "
+        f"are judged against (default: {DEFAULT_BENCHMARKS})",
+    )
+    parser.add_argument(
+        "--setups",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of your own setup files (*.toml with [claims]) judged beside the suite's "
+        "(repeatable; `lorabench bench --setups DIR` passes its folder here)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the scorecards' claims and setups as JSON on stdout (the files are written as usual)",
+    )
     parser.set_defaults(func=cmd_report)
 
 

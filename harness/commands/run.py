@@ -19,7 +19,9 @@ EXIT_CODES = {"ok": 0, "refused": 3}
 def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared by every command that builds a setup (run, checks)."""
     parser.add_argument("config", nargs="?", type=Path, help="setup file (.toml or .yaml); flags override it")
-    parser.add_argument("--model", help="model.source: a preset (smollm2-135m), hub id, local folder or .gguf file")
+    parser.add_argument(
+        "--model", help="model.source: a preset (smollm2-135m), hub id, local folder or .gguf file"
+    )
     own_data = ", ".join(f"{name}: {catalog.default_source(name)}" for name in catalog.task_names())
     parser.add_argument(
         "--data",
@@ -29,9 +31,13 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="recipe.seed")
     parser.add_argument("--steps", type=int, help="recipe.steps")
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
         help="override any setup field, e.g. --set lora.rank=8 --set eval.limit=50 (repeatable)",
-    )  # fmt: skip
+    )
 
 
 def setup_overrides(args: argparse.Namespace) -> list[Override]:
@@ -43,7 +49,12 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
     config_sets_data = isinstance(section, dict) and bool(section.get("source"))
     if (data := settings.DATA.get()) and not config_sets_data:
         overrides.append(("data.source", data))
-    for flag, field in (("model", "model.source"), ("data", "data.source"), ("seed", "recipe.seed"), ("steps", "recipe.steps")):
+    for flag, field in (
+        ("model", "model.source"),
+        ("data", "data.source"),
+        ("seed", "recipe.seed"),
+        ("steps", "recipe.steps"),
+    ):
         value = getattr(args, flag)
         if value is not None:
             overrides.append((field, value))
@@ -53,23 +64,45 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("run", help="train and evaluate one setup with one seed; write its record")
     add_setup_arguments(parser)
-    parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: results)")
-    parser.add_argument("--stack", default=default_stack(), help="stack name recorded with the run (default: $LORABENCH_STACK or cpu)")
-    parser.add_argument("--timed", action="store_true", help="a timed run: the quiet-machine guard must pass first")
-    parser.add_argument("--allow-noisy", action="store_true", help="with --timed: record the run even if the machine is busy, marked untimed")
-    parser.add_argument("--guard-config", type=Path, help="file with a [guard] section of thresholds (see harness/guard/config.py)")
+    parser.add_argument(
+        "--results", type=Path, default=Path("results"), help="results folder (default: results)"
+    )
+    parser.add_argument(
+        "--stack",
+        default=default_stack(),
+        help="stack name recorded with the run (default: $LORABENCH_STACK or cpu)",
+    )
+    parser.add_argument(
+        "--timed", action="store_true", help="a timed run: the quiet-machine guard must pass first"
+    )
+    parser.add_argument(
+        "--allow-noisy",
+        action="store_true",
+        help="with --timed: record the run even if the machine is busy, marked untimed",
+    )
+    parser.add_argument(
+        "--guard-config",
+        type=Path,
+        help="file with a [guard] section of thresholds (see harness/guard/config.py)",
+    )
     parser.add_argument("--quiet", action="store_true", help="phase lines only, no step progress (CI logs)")
-    parser.add_argument("--inline", action="store_true", help="train in this process instead of a child (debugging)")
+    parser.add_argument(
+        "--inline", action="store_true", help="train in this process instead of a child (debugging)"
+    )
     parser.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     setup = load_setup(args.config, setup_overrides(args))
     options = RunOptions(
-        results_dir=args.results, stack=args.stack, timed=args.timed, allow_noisy=args.allow_noisy,
-        quiet=args.quiet, isolate=not args.inline,
+        results_dir=args.results,
+        stack=args.stack,
+        timed=args.timed,
+        allow_noisy=args.allow_noisy,
+        quiet=args.quiet,
+        isolate=not args.inline,
         guard=load_guard_config(args.guard_config) if args.guard_config else GuardConfig(),
-    )  # fmt: skip
+    )
     record, path = run_on_hosts(setup, options)
     print(summary_line(record, path))
     return EXIT_CODES.get(record.status, 1)

@@ -141,8 +141,10 @@ def _download(
         )
         result = download_stack(stack, directory, folder)
         size = sum((folder / f).stat().st_size for f in result.files)
-        print(f"  download: {len(result.files)} wheel(s) for {result.pins} pin(s) of {stack.lockfile}, "
-              f"hashes checked by pip --require-hashes, {size / 1e6:.0f} MB in {folder}")  # fmt: skip
+        print(
+            f"  download: {len(result.files)} wheel(s) for {result.pins} pin(s) of {stack.lockfile}, "
+            f"hashes checked by pip --require-hashes, {size / 1e6:.0f} MB in {folder}"
+        )
         for failure in result.failures:
             print(f"  FAILED {failure.package}: {failure.message}")
         ok = result.ok

@@ -25,10 +25,16 @@ def settings_rows(environ: Mapping[str, str] | None = None) -> list[dict[str, st
             setting.get(environ)
         except UserError as exc:
             problem = str(exc)
-        rows.append({
-            "name": setting.name, "value": setting.shown(environ), "problem": problem,
-            "set_by": setting.set_by, "read_by": setting.read_by, "meaning": setting.meaning,
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": setting.name,
+                "value": setting.shown(environ),
+                "problem": problem,
+                "set_by": setting.set_by,
+                "read_by": setting.read_by,
+                "meaning": setting.meaning,
+            }
+        )
     return rows
 
 

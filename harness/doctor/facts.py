@@ -23,8 +23,12 @@ from harness.gpu.visibility import parse_rocminfo
 
 # The variables that change what a GPU run sees; doctor reads only these (and ours, through settings).
 ENV_VARS = (
-    "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION", "USER",
-)  # fmt: skip
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HSA_OVERRIDE_GFX_VERSION",
+    "USER",
+)
 SETTINGS = (settings.STACK, settings.REQUIRE_GPU, settings.IMAGE, settings.BASE_IMAGE)
 NVIDIA_QUERY = "index,name,driver_version,memory.total,compute_cap"
 STAT_FORMAT = "%n|%u|%g|%a|%F"

@@ -208,8 +208,13 @@ def check_gfx_arch(name: str, facts: HostFacts, accelerator: str) -> Check:
     if accelerator == "cuda":
         if not facts.nvidia or t is None or not t.arch_list:
             return skip(name, "no compute capability or torch arch list to compare")
-        bad = [g for g in facts.nvidia if g.compute_cap and f"sm_{g.compute_cap.replace('.', '')}" not in t.arch_list
-               and f"compute_{g.compute_cap.replace('.', '')}" not in t.arch_list]  # fmt: skip
+        bad = [
+            g
+            for g in facts.nvidia
+            if g.compute_cap
+            and f"sm_{g.compute_cap.replace('.', '')}" not in t.arch_list
+            and f"compute_{g.compute_cap.replace('.', '')}" not in t.arch_list
+        ]
         caps = ", ".join(
             sorted({f"sm_{g.compute_cap.replace('.', '')}" for g in facts.nvidia if g.compute_cap})
         )

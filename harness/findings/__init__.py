@@ -8,5 +8,12 @@ from harness.findings.evidence import STATUS_ORDER, Evidence, FindingStatus, Pro
 from harness.findings.registry import FINDINGS, Finding
 
 __all__ = [
-    "FINDINGS", "STATUS_ORDER", "Assessment", "Evidence", "Finding", "FindingStatus", "ProbeResult", "assess_findings",
-]  # fmt: skip
+    "FINDINGS",
+    "STATUS_ORDER",
+    "Assessment",
+    "Evidence",
+    "Finding",
+    "FindingStatus",
+    "ProbeResult",
+    "assess_findings",
+]

@@ -11,14 +11,26 @@ from typing import Any, Literal
 from harness.results import CheckVerdict, RunRecord
 
 FindingStatus = Literal[
-    "works as-is", "works with a workaround", "caught", "check error", "partly tested", "not used", "not tested"
+    "works as-is",
+    "works with a workaround",
+    "caught",
+    "check error",
+    "partly tested",
+    "not used",
+    "not tested",
 ]
 # Display and sort order. "caught": the problem showed up and a check or the harness named it. "check
 # error": the check itself broke on some runs, so on those nothing is known. "partly tested": it passed
 # where it ran and was skipped on other runs. Neither of the last two may read as "works".
 STATUS_ORDER: tuple[FindingStatus, ...] = (
-    "works as-is", "works with a workaround", "caught", "check error", "partly tested", "not used", "not tested",
-)  # fmt: skip
+    "works as-is",
+    "works with a workaround",
+    "caught",
+    "check error",
+    "partly tested",
+    "not used",
+    "not tested",
+)
 
 
 @dataclass(frozen=True)

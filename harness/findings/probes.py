@@ -45,9 +45,11 @@ def from_check(ev: Evidence, check: str, passed: FindingStatus = "works as-is") 
     for record, verdict in verdicts:
         by.setdefault(verdict.verdict, []).append((record, verdict))
     total = _runs(len(verdicts))
-    parts = [f"{check} {word} in {len(by[key])} of {total} ({_where(ev, by[key])})"
-             for key, word in (("fail", "failed"), ("error", "errored"), ("skipped", "was skipped"))
-             if key in by]  # fmt: skip
+    parts = [
+        f"{check} {word} in {len(by[key])} of {total} ({_where(ev, by[key])})"
+        for key, word in (("fail", "failed"), ("error", "errored"), ("skipped", "was skipped"))
+        if key in by
+    ]
     n_pass = len(by.get("pass", []))
     if n_pass:
         parts.append(f"passed in {n_pass}" if parts else f"{check} passed in {n_pass} of {total}")
@@ -251,9 +253,15 @@ def trl_fused_lm_head(ev: Evidence) -> ProbeResult:
     if caught:
         return ProbeResult("caught", f"trl {ev.packages['trl']} without triton: {caught[0].reason}")
     if trl >= (1, 15):
-        return not_tested(f"trl {ev.packages['trl']} without triton and no failure recorded") if not ev.ok() else (
-            ProbeResult("works as-is", f"trl {ev.packages['trl']} without triton: {_runs(len(ev.ok()))} ok")
-        )  # fmt: skip
+        return (
+            not_tested(f"trl {ev.packages['trl']} without triton and no failure recorded")
+            if not ev.ok()
+            else (
+                ProbeResult(
+                    "works as-is", f"trl {ev.packages['trl']} without triton: {_runs(len(ev.ok()))} ok"
+                )
+            )
+        )
     if not ev.ok():
         return not_tested(f"trl {ev.packages['trl']} pinned, no run finished")
     return ProbeResult(

@@ -48,7 +48,11 @@ def collect_gpus() -> dict[str, Any]:
     except ImportError:
         return {}
     runtime = gpu_runtime()
-    info: dict[str, Any] = {"runtime": runtime, "runtime_version": torch.version.hip or torch.version.cuda, "gpus": []}
+    info: dict[str, Any] = {
+        "runtime": runtime,
+        "runtime_version": torch.version.hip or torch.version.cuda,
+        "gpus": [],
+    }
     if not torch.cuda.is_available():
         return info
     for index in range(torch.cuda.device_count()):
@@ -72,8 +76,11 @@ def nvidia_driver() -> str | None:
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
         return out.stdout.strip().splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
         return None
@@ -133,20 +140,36 @@ def nvidia_gpus_without_torch() -> dict[str, Any] | None:
         return None
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,name,memory.total,compute_cap,driver_version",
-             "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10, check=True,
-        )  # fmt: skip
+            [
+                "nvidia-smi",
+                "--query-gpu=index,name,memory.total,compute_cap,driver_version",
+                "--format=csv,noheader,nounits",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
         rows = [[field.strip() for field in line.split(",")] for line in out.stdout.strip().splitlines()]
         by_index = {int(row[0]): row for row in rows}
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
-    order = [int(part) for part in visible.split(",") if part.strip()] if visible is not None else sorted(by_index)
+    order = (
+        [int(part) for part in visible.split(",") if part.strip()]
+        if visible is not None
+        else sorted(by_index)
+    )
     # CUDA stops at the first index it cannot find; so does this.
     chosen = [by_index[i] for i in itertools.takewhile(lambda i: i in by_index, order)]
     gpus = [
-        {"index": position, "name": row[1], "arch": f"sm_{row[3].replace('.', '')}", "vram_bytes": int(row[2]) * 2**20}
+        {
+            "index": position,
+            "name": row[1],
+            "arch": f"sm_{row[3].replace('.', '')}",
+            "vram_bytes": int(row[2]) * 2**20,
+        }
         for position, row in enumerate(chosen)
-    ]  # fmt: skip
+    ]
     info: dict[str, Any] = {"runtime": "cuda", "runtime_version": cuda, "gpus": gpus}
     if by_index:
         info["driver"] = rows[0][4]

@@ -16,11 +16,24 @@ import os
 import re
 
 # gfx targets that only ship as APU/integrated graphics (LLVM AMDGPU processor table).
-INTEGRATED_GFX = frozenset({
-    "gfx801", "gfx902", "gfx909", "gfx90c", "gfx1013",
-    "gfx1033", "gfx1035", "gfx1036", "gfx1037", "gfx1103",
-    "gfx1150", "gfx1151", "gfx1152", "gfx1153",
-})  # fmt: skip
+INTEGRATED_GFX = frozenset(
+    {
+        "gfx801",
+        "gfx902",
+        "gfx909",
+        "gfx90c",
+        "gfx1013",
+        "gfx1033",
+        "gfx1035",
+        "gfx1036",
+        "gfx1037",
+        "gfx1103",
+        "gfx1150",
+        "gfx1151",
+        "gfx1152",
+        "gfx1153",
+    }
+)
 
 _AGENT_HEADER = re.compile(r"^\s*Agent\s+\d+\s*$")
 _FIELD = re.compile(r"^  (?P<key>[A-Za-z][A-Za-z ]*?):\s+(?P<value>.*?)\s*$")

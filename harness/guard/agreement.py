@@ -29,7 +29,13 @@ class NodeGuard:
     precheck: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"timed": self.timed, "ok": self.ok, "reason": self.reason, "lock": self.lock, "precheck": self.precheck}
+        return {
+            "timed": self.timed,
+            "ok": self.ok,
+            "reason": self.reason,
+            "lock": self.lock,
+            "precheck": self.precheck,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NodeGuard:
@@ -44,9 +50,13 @@ def guard_this_node(config: GuardConfig, held: ExitStack, *, timed: bool) -> Nod
     try:
         held.enter_context(timed_lock(timeout_s=0))
     except LockBusy as exc:
-        return NodeGuard(timed=True, ok=False, reason=f"refused to time: {exc}. {ALLOW_NOISY_FIX}", lock=str(exc))
+        return NodeGuard(
+            timed=True, ok=False, reason=f"refused to time: {exc}. {ALLOW_NOISY_FIX}", lock=str(exc)
+        )
     verdict = precheck(config)
-    return NodeGuard(timed=True, ok=verdict.ok, reason=verdict.reason, lock="held", precheck=verdict.to_dict())
+    return NodeGuard(
+        timed=True, ok=verdict.ok, reason=verdict.reason, lock="held", precheck=verdict.to_dict()
+    )
 
 
 def refusal(guards: list[tuple[str, NodeGuard]]) -> str | None:

@@ -31,8 +31,12 @@ class GuardConfig(BaseModel):
     # A local mirror or caching proxy serves a download over loopback (hundreds of MB/s), and it is
     # noise all the same; lorabench's own loopback traffic (torch's distributed store, torchrun's
     # rendezvous) stays at KB/s, so loopback is watched with a limit of its own.
-    net_loopback_interfaces: tuple[str, ...] = Field(("lo",), description="loopback (fnmatch): the limit below")
-    net_loopback_bytes_per_s_limit: float = Field(10_000_000, ge=0, description="per loopback interface, per direction")
+    net_loopback_interfaces: tuple[str, ...] = Field(
+        ("lo",), description="loopback (fnmatch): the limit below"
+    )
+    net_loopback_bytes_per_s_limit: float = Field(
+        10_000_000, ge=0, description="per loopback interface, per direction"
+    )
 
     # Percent of one core used by processes outside the caller's own process tree.
     cpu_other_percent_limit: float = Field(50.0, ge=0)

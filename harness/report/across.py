@@ -69,8 +69,14 @@ def setups_across(groups: Sequence[ReportGroup]) -> list[SetupAcross]:
     for key, sides in sorted(found.items()):
         if len(sides) < 2:
             continue
-        out.append(SetupAcross(key, tuple(s.setup for s in sides), tables.experiment_table(sides),
-                               tables.comparison_tables(likeness.nearest_pairs(sides), likeness.HOST_AXIS, "host × stack")))  # fmt: skip
+        out.append(
+            SetupAcross(
+                key,
+                tuple(s.setup for s in sides),
+                tables.experiment_table(sides),
+                tables.comparison_tables(likeness.nearest_pairs(sides), likeness.HOST_AXIS, "host × stack"),
+            )
+        )
     return out
 
 
@@ -80,4 +86,7 @@ def stacks_across(groups: Sequence[ReportGroup], catalogue: Catalogue | None) ->
     if judged is None:
         return None
     sharing = {i.record.run_id: i.sharing for g in groups for i in g.runs}
-    return [{"host": a.host, "other": a.other, "this": a.this, "table": claims_table(a.results, sharing)} for a in judged]
+    return [
+        {"host": a.host, "other": a.other, "this": a.this, "table": claims_table(a.results, sharing)}
+        for a in judged
+    ]

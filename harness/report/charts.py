@@ -94,7 +94,11 @@ def _bars(
     experiment: str, setups: Sequence[SetupRuns], getter: Getter, what: str, unit: str, path: Path
 ) -> Chart | None:
     # Each bar is labelled with its setup, n and its conditions' marks (the page's legend explains them).
-    data = [(f"{s.setup} (n={len(v)}) {s.conditions.marks}".rstrip(), v) for s in setups if (v := values(s.ok, getter))]
+    data = [
+        (f"{s.setup} (n={len(v)}) {s.conditions.marks}".rstrip(), v)
+        for s in setups
+        if (v := values(s.ok, getter))
+    ]
     if not data:
         return None
     fig, (ax,) = _figure(8, 0.6 + 0.45 * len(data))
@@ -103,12 +107,20 @@ def _bars(
     colours = [COLOURS[i % len(COLOURS)] for i in range(len(data))][::-1]
     ax.barh(names, means, color=colours)
     # Whiskers only where there is a spread to show: one run has no min–max.
-    spread = [(i, stats.mean(v), stats.mean(v) - min(v), max(v) - stats.mean(v))
-              for i, (_, v) in enumerate(data[::-1]) if len(v) > 1]  # fmt: skip
+    spread = [
+        (i, stats.mean(v), stats.mean(v) - min(v), max(v) - stats.mean(v))
+        for i, (_, v) in enumerate(data[::-1])
+        if len(v) > 1
+    ]
     if spread:
-        ax.errorbar([m for _, m, _, _ in spread], [i for i, _, _, _ in spread],
-                    xerr=[[lo for _, _, lo, _ in spread], [hi for _, _, _, hi in spread]],
-                    fmt="none", ecolor="black", capsize=3)  # fmt: skip
+        ax.errorbar(
+            [m for _, m, _, _ in spread],
+            [i for i, _, _, _ in spread],
+            xerr=[[lo for _, _, lo, _ in spread], [hi for _, _, _, hi in spread]],
+            fmt="none",
+            ecolor="black",
+            capsize=3,
+        )
     ax.set(title=f"{experiment}: {what}", xlabel=f"{unit} (mean of ok seeds; whiskers min–max where n > 1)")
     ax.grid(axis="x", alpha=0.3)
     _save(fig, path)

@@ -37,7 +37,11 @@ def default_benchmarks() -> Path:
     return here if here.is_dir() else Path(__file__).resolve().parents[2] / DEFAULT_BENCHMARKS
 
 
-RESULT_WORDS: Mapping[ClaimStatus, str] = {"pass": "pass", "fail": "**FAIL**", "not evaluable": "*not evaluable*"}
+RESULT_WORDS: Mapping[ClaimStatus, str] = {
+    "pass": "pass",
+    "fail": "**FAIL**",
+    "not evaluable": "*not evaluable*",
+}
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ def _records(group: ReportGroup, key: str | None) -> list[RunRecord]:
 
 
 def setup_references(catalogue: Catalogue | None) -> dict[str, dict[str, str]]:
-    """"experiment/setup" → the setup file's own settings, for every setup file of the catalogue (none
+    """ "experiment/setup" → the setup file's own settings, for every setup file of the catalogue (none
     without one): which runs of a setup name are the suite's setup."""
     if catalogue is None:
         return {}
@@ -68,9 +72,14 @@ def setup_references(catalogue: Catalogue | None) -> dict[str, dict[str, str]]:
 
 def _aggregate(outcomes: Sequence[tuple[int, Outcome]]) -> Outcome:
     statuses = {o.status for _, o in outcomes}
-    status: ClaimStatus = "fail" if "fail" in statuses else "not evaluable" if "not evaluable" in statuses else "pass"
+    status: ClaimStatus = (
+        "fail" if "fail" in statuses else "not evaluable" if "not evaluable" in statuses else "pass"
+    )
     # A check that names its run already says the seed; the others get it in front.
-    texts = [o.measured if re.search(rf"\bseed {seed}\b", o.measured) else f"seed {seed}: {o.measured}" for seed, o in outcomes]
+    texts = [
+        o.measured if re.search(rf"\bseed {seed}\b", o.measured) else f"seed {seed}: {o.measured}"
+        for seed, o in outcomes
+    ]
     return Outcome(status, "; ".join(texts), {str(seed): o.value for seed, o in outcomes})
 
 
@@ -80,17 +89,25 @@ def _judge(claim: Claim, runs: Mapping[str, list[RunRecord]]) -> Outcome:
         return bad
     if claim.per_seed:
         seeds = sorted({r.seed for r in used})
-        return _aggregate([
-            (seed, judge(claim, {role: [r for r in rs if r.seed == seed] for role, rs in runs.items()}))
-            for seed in seeds
-        ])  # fmt: skip
+        return _aggregate(
+            [
+                (seed, judge(claim, {role: [r for r in rs if r.seed == seed] for role, rs in runs.items()}))
+                for seed in seeds
+            ]
+        )
     outcome = judge(claim, runs)
     if claim.timed and not all(timing_guarded(r) for r in used):
-        unguarded = ", ".join(sorted({f"{r.experiment}/{r.setup_name}" for r in used if not timing_guarded(r)}))
-        return Outcome("not evaluable", (
-            f"runs of {unguarded} were not timed under the quiet-machine guard (`lorabench run --timed`), which "
-            f"the suite requires for a time claim; from them: {outcome.measured}"
-        ), outcome.value)  # fmt: skip
+        unguarded = ", ".join(
+            sorted({f"{r.experiment}/{r.setup_name}" for r in used if not timing_guarded(r)})
+        )
+        return Outcome(
+            "not evaluable",
+            (
+                f"runs of {unguarded} were not timed under the quiet-machine guard (`lorabench run --timed`), which "
+                f"the suite requires for a time claim; from them: {outcome.measured}"
+            ),
+            outcome.value,
+        )
     return outcome
 
 
@@ -114,7 +131,9 @@ def _same_mode_variant(
         for variant in group.setups(experiment):
             if not variant.is_variant or not variant.setup.startswith(f"{name} ("):
                 continue
-            changed = {d.split(":", 1)[0] for d in differences(suite.records, variant.records)} - {"lorabench commit"}
+            changed = {d.split(":", 1)[0] for d in differences(suite.records, variant.records)} - {
+                "lorabench commit"
+            }
             if changed <= set(COST_SETTINGS) and not cost_mismatch(variant.records, found[other]):
                 note = f" ({role}: `{variant.setup}`, its setup run in the other's compile mode)"
                 return {**found, role: sorted(variant.records, key=lambda r: r.seed)}, note
@@ -139,7 +158,9 @@ def _common_seeds(runs: Mapping[str, list[RunRecord]]) -> tuple[dict[str, list[R
     return {role: [r for r in rs if r.seed in common] for role, rs in runs.items()}, note
 
 
-def _differs(claim: Claim, runs: Mapping[str, list[RunRecord]], names: Sequence[str]) -> tuple[list[str] | None, str | None]:
+def _differs(
+    claim: Claim, runs: Mapping[str, list[RunRecord]], names: Sequence[str]
+) -> tuple[list[str] | None, str | None]:
     """The settings a two-setup claim's runs differ in, and why a cost claim cannot compare them (or None)."""
     files = list(dict.fromkeys(claim.setups.values()))
     if len(files) != 2:
@@ -149,7 +170,8 @@ def _differs(claim: Claim, runs: Mapping[str, list[RunRecord]], names: Sequence[
         return differences(first, second), (
             f"compares {names[0]} and {names[-1]} runs made in different compile modes ({'; '.join(mismatch)}): "
             "CUDA graphs keep memory pools and change the step time, so the figure would measure the compile "
-            "mode; run both setups with the same recipe.compile")  # fmt: skip
+            "mode; run both setups with the same recipe.compile"
+        )
     return differences(first, second), None
 
 
@@ -162,16 +184,34 @@ def _evaluate_runs(
     names = list(dict.fromkeys(keys.values()))
     bound = claim.bound_text() + f" (`{claim.bound_file.name}`)"
 
-    def result(status: ClaimStatus, measured: str, differs: Sequence[str] | None = None, value: Any = None,
-               runs: Mapping[str, Sequence[RunRecord]] | None = None) -> ClaimResult:  # fmt: skip
-        return ClaimResult(claim, status, measured, bound, " vs ".join(names),
-                           None if differs is None else tuple(differs), value, dict(runs or found or {}))  # fmt: skip
+    def result(
+        status: ClaimStatus,
+        measured: str,
+        differs: Sequence[str] | None = None,
+        value: Any = None,
+        runs: Mapping[str, Sequence[RunRecord]] | None = None,
+    ) -> ClaimResult:
+        return ClaimResult(
+            claim,
+            status,
+            measured,
+            bound,
+            " vs ".join(names),
+            None if differs is None else tuple(differs),
+            value,
+            dict(runs or found or {}),
+        )
 
     if found is None:
-        return result("not evaluable", "compares two stacks of this host; a scorecard holds one (the index judges it "
-                      "when `lorabench report` is given both stacks' records)")  # fmt: skip
+        return result(
+            "not evaluable",
+            "compares two stacks of this host; a scorecard holds one (the index judges it "
+            "when `lorabench report` is given both stacks' records)",
+        )
     if missing := [keys[role] for role, rs in found.items() if not rs]:
-        return result("not evaluable", f"no records of {', '.join(dict.fromkeys(missing))} on this host and stack")
+        return result(
+            "not evaluable", f"no records of {', '.join(dict.fromkeys(missing))} on this host and stack"
+        )
     runs, note = _common_seeds(found)
     if not any(runs.values()):
         return result("not evaluable", f"no seed was run for every setup{note}")
@@ -197,8 +237,14 @@ def evaluate_claims(group: ReportGroup, catalogue: Catalogue | None) -> tuple[Cl
     if catalogue is None:
         return None
     present = {f"{r.experiment}/{r.setup_name}" for r in group.records}
-    shown = {name for name, files in catalogue.experiments().items() if any(catalogue.key(f) in present for f in files)}
-    return tuple(_evaluate(claim, group, catalogue) for claim in catalogue.claims if claim.experiment in shown)
+    shown = {
+        name
+        for name, files in catalogue.experiments().items()
+        if any(catalogue.key(f) in present for f in files)
+    }
+    return tuple(
+        _evaluate(claim, group, catalogue) for claim in catalogue.claims if claim.experiment in shown
+    )
 
 
 @dataclass(frozen=True)
@@ -213,11 +259,16 @@ class AcrossStacks:
 
 def _across(claim: Claim, other: ReportGroup, this: ReportGroup, catalogue: Catalogue) -> ClaimResult:
     (first, first_file), (second, second_file) = claim.setups.items()
-    found = {first: _records(other, catalogue.key(first_file)), second: _records(this, catalogue.key(second_file))}
+    found = {
+        first: _records(other, catalogue.key(first_file)),
+        second: _records(this, catalogue.key(second_file)),
+    }
     return _evaluate_runs(claim, found, catalogue)
 
 
-def evaluate_across_stacks(groups: Sequence[ReportGroup], catalogue: Catalogue | None) -> list[AcrossStacks] | None:
+def evaluate_across_stacks(
+    groups: Sequence[ReportGroup], catalogue: Catalogue | None
+) -> list[AcrossStacks] | None:
     """For every host with a cross-stack claim's setup on two or more stacks, each pair of its stacks
     (sorted by name, the first as the reference), judged like a scorecard's claims; None without a catalogue."""
     if catalogue is None:
@@ -226,7 +277,11 @@ def evaluate_across_stacks(groups: Sequence[ReportGroup], catalogue: Catalogue |
     keys = {catalogue.key(path) for c in claims for path in c.setups.values()}
     found: list[AcrossStacks] = []
     for host in sorted({g.host for g in groups}):
-        having = [g for g in groups if g.host == host and {f"{r.experiment}/{r.setup_name}" for r in g.records} & keys]
+        having = [
+            g
+            for g in groups
+            if g.host == host and {f"{r.experiment}/{r.setup_name}" for r in g.records} & keys
+        ]
         for i, other in enumerate(having):
             for this in having[i + 1 :]:
                 results = tuple(_across(claim, other, this, catalogue) for claim in claims)
@@ -249,13 +304,34 @@ def claims_table(results: Sequence[ClaimResult], sharing: Mapping[str, Sharing |
     """The claims; `sharing`: each record's company by run id (`conditions.survey`), for the marks on the
     figures of cost claims (time, memory)."""
     rows = [
-        [r.claim.experiment, r.claim.name, r.setups, r.bound, r.measured, RESULT_WORDS[r.status],
-         "–" if r.differs is None else "; ".join(r.differs) or "nothing", _marks(r, sharing or {})]
+        [
+            r.claim.experiment,
+            r.claim.name,
+            r.setups,
+            r.bound,
+            r.measured,
+            RESULT_WORDS[r.status],
+            "–" if r.differs is None else "; ".join(r.differs) or "nothing",
+            _marks(r, sharing or {}),
+        ]
         for r in results
-    ]  # fmt: skip
-    return table(rows, ["experiment", "claim", "setups", "bound", "measured", "result", "settings the setups differ in",
-                        "marks (cost claims)"])  # fmt: skip
+    ]
+    return table(
+        rows,
+        [
+            "experiment",
+            "claim",
+            "setups",
+            "bound",
+            "measured",
+            "result",
+            "settings the setups differ in",
+            "marks (cost claims)",
+        ],
+    )
 
 
 def claim_counts(results: Sequence[ClaimResult]) -> dict[ClaimStatus, int]:
-    return {status: sum(1 for r in results if r.status == status) for status in ("fail", "not evaluable", "pass")}
+    return {
+        status: sum(1 for r in results if r.status == status) for status in ("fail", "not evaluable", "pass")
+    }

@@ -68,7 +68,7 @@ class MetricChange:
 
 
 def by_setup(loaded: Sequence[LoadedRecord], side: str) -> dict[str, SetupRuns]:
-    """"experiment/setup" → its runs on one side; runs of one name with other settings are split into
+    """ "experiment/setup" → its runs on one side; runs of one name with other settings are split into
     variants named by what they changed (never pooled: `groups.variants`)."""
     groups: dict[str, list[LoadedRecord]] = {}
     for item in loaded:
@@ -109,8 +109,18 @@ def _change(
     # Accuracy: any significant drop counts. Costs: also beyond the tolerance, so a significant 0.5%
     # slowdown on a quiet machine is reported but does not fail CI.
     beyond = metric.getter is trained_em or relative > tolerance
-    return MetricChange(key, metric.name, old_mean, new_mean, len(a), len(b), method, p, significant,
-                        significant and worse and beyond)  # fmt: skip
+    return MetricChange(
+        key,
+        metric.name,
+        old_mean,
+        new_mean,
+        len(a),
+        len(b),
+        method,
+        p,
+        significant,
+        significant and worse and beyond,
+    )
 
 
 def _kinds(loaded: Sequence[LoadedRecord]) -> str:
@@ -167,9 +177,11 @@ def missing_metrics(
 
 
 def compare_records(
-    old: Sequence[LoadedRecord], new: Sequence[LoadedRecord], tolerance: float = 0.02,
+    old: Sequence[LoadedRecord],
+    new: Sequence[LoadedRecord],
+    tolerance: float = 0.02,
     metrics: Sequence[Metric] = METRICS,
-) -> tuple[list[MetricChange], list[str]]:  # fmt: skip
+) -> tuple[list[MetricChange], list[str]]:
     """Changes for every setup on both sides, and the setups found on one side only."""
     before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
     changes = [

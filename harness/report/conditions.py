@@ -51,7 +51,11 @@ class Sharing:
     @property
     def text(self) -> str:
         if self.others:
-            where = "on the same devices" if self.devices_known else "on the host (which GPU each had is not recorded)"
+            where = (
+                "on the same devices"
+                if self.devices_known
+                else "on the host (which GPU each had is not recorded)"
+            )
             return f"one of {self.others + 1} runs at once {where}"
         return "alone (guard)" if self.guarded else "alone or not: not known"
 
@@ -148,8 +152,11 @@ class Conditions:
 
     def differences(self, other: Conditions) -> list[str]:
         """`what: self's vs other's` for each condition that biases a figure and differs."""
-        pairs = (("timing", self.timing, other.timing), ("sharing", self.sharing, other.sharing),
-                 ("lorabench commit", self.commit, other.commit))  # fmt: skip
+        pairs = (
+            ("timing", self.timing, other.timing),
+            ("sharing", self.sharing, other.sharing),
+            ("lorabench commit", self.commit, other.commit),
+        )
         return [f"{name}: {a} vs {b}" for name, a, b in pairs if a != b]
 
 

@@ -75,7 +75,9 @@ class SetupRuns:
     experiment: str
     setup: str  # the setup's name, or a variant's: `name (setting=value, …)`
     runs: tuple[LoadedRecord, ...]  # every seed, sorted by seed
-    is_variant: bool = False  # the records changed the setup file's settings (overrides): not the suite's setup
+    is_variant: bool = (
+        False  # the records changed the setup file's settings (overrides): not the suite's setup
+    )
 
     @property
     def ok(self) -> tuple[RunRecord, ...]:
@@ -127,13 +129,23 @@ def variants(
             found.append((identity, [item]))
     if len(found) == 1:
         return (SetupRuns(experiment, name, tuple(runs)),)
-    ranked = sorted(found, key=lambda f: (_mismatches(f[0], reference or {}), -len(f[1]),
-                                          [-ord(c) for c in max(i.record.created for i in f[1])]))  # fmt: skip
+    ranked = sorted(
+        found,
+        key=lambda f: (
+            _mismatches(f[0], reference or {}),
+            -len(f[1]),
+            [-ord(c) for c in max(i.record.created for i in f[1])],
+        ),
+    )
     plain = ranked[0][0]
     out = [SetupRuns(experiment, name, tuple(ranked[0][1]))]
     for settings, members in ranked[1:]:
-        changed = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()) if plain.get(k, v) != v or k not in plain)
-        out.append(SetupRuns(experiment, f"{name} ({changed or 'other settings'})", tuple(members), is_variant=True))
+        changed = ", ".join(
+            f"{k}={v}" for k, v in sorted(settings.items()) if plain.get(k, v) != v or k not in plain
+        )
+        out.append(
+            SetupRuns(experiment, f"{name} ({changed or 'other settings'})", tuple(members), is_variant=True)
+        )
     return tuple(sorted(out, key=lambda s: s.setup))
 
 
@@ -160,11 +172,12 @@ class ReportGroup:
             variant
             for name in names
             for variant in variants(
-                experiment, name,
+                experiment,
+                name,
                 [r for r in self.runs if r.record.experiment == experiment and r.record.setup_name == name],
                 self.references.get(f"{experiment}/{name}"),
             )
-        )  # fmt: skip
+        )
 
     def suite_setup(self, key: str | None) -> SetupRuns | None:
         """The runs of "experiment/setup" that are the suite's setup (its variant with overrides left out)."""

@@ -55,13 +55,26 @@ def render_index(out_dir: Path, across: dict[str, Any] | None = None) -> Path:
     rows = [
         [s.verdict, coverage(s), s.platform or NONE, s.stack, s.host, s.date, f"[scorecard]({s.path})"]
         for s in summaries
-    ]  # fmt: skip
+    ]
     headers = ["verdict", "claims judged / in the suite", "platform", "stack", "host", "date", "report"]
     body = table(rows, headers) if rows else "No reports yet."
-    env = Environment(loader=PackageLoader("harness.report", "templates"), undefined=StrictUndefined,
-                      keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)  # fmt: skip
+    env = Environment(
+        loader=PackageLoader("harness.report", "templates"),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
     path = out_dir / "README.md"
-    context = {"table": body, "setups": [], "stacks": None, "sources": [], "legend": LEGEND,
-               "missing": missing_platforms(summaries), **(across or {})}  # fmt: skip
+    context = {
+        "table": body,
+        "setups": [],
+        "stacks": None,
+        "sources": [],
+        "legend": LEGEND,
+        "missing": missing_platforms(summaries),
+        **(across or {}),
+    }
     path.write_text(env.get_template("index.md.j2").render(**context), encoding="utf-8")
     return path

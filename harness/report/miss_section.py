@@ -32,4 +32,6 @@ def miss_section(setup: SetupRuns) -> MissSection | None:
         return None  # this task has no miss categories
     files = [item.predictions for item in loaded if item.predictions is not None]
     labels = [f"seed {item.record.seed}" for item in loaded]
-    return MissSection(setup.setup, tuple(item.record.seed for item in loaded), analyze_runs(files, labels, loaded[0].record))
+    return MissSection(
+        setup.setup, tuple(item.record.seed for item in loaded), analyze_runs(files, labels, loaded[0].record)
+    )

@@ -38,7 +38,9 @@ class ConditionsOut(Output):
     """The conditions a set of runs' figures were measured under (harness/report/conditions.py)."""
 
     timing: str = Field(description="timed (guard) / timed, noise seen / not timed, every value its runs had")
-    sharing: str = Field(description="alone (guard), one of k runs at once (on the same devices or on the host), or not known")
+    sharing: str = Field(
+        description="alone (guard), one of k runs at once (on the same devices or on the host), or not known"
+    )
     commit: str = Field(description="lorabench commit(s), '(dirty)' when the tree had uncommitted changes")
     window: str = Field(description="the steps the steady figures read ('steps 31–300') or 'whole run'")
     marks: str = Field(description="the marks tables and charts show: † ×k ×k? ?")
@@ -54,7 +56,9 @@ class Figure(Output):
 class SetupOut(Output):
     experiment: str
     setup: str = Field(description="the setup's name, or a variant's: 'name (setting=value, …)'")
-    is_variant: bool = Field(description="runs of the setup name with other settings than the suite's setup file")
+    is_variant: bool = Field(
+        description="runs of the setup name with other settings than the suite's setup file"
+    )
     runs: int
     ok: int
     figures: dict[str, Figure] = Field(description="metric → mean, min, max and n over ok runs")
@@ -68,10 +72,14 @@ class ClaimOut(Output):
     status: Literal["pass", "fail", "not evaluable"]
     bound: str
     measured: str
-    value: Any = Field(None, description="the figure judged (per seed: seed → figure); null when not evaluable")
+    value: Any = Field(
+        None, description="the figure judged (per seed: seed → figure); null when not evaluable"
+    )
     n: dict[str, int] = Field(description="role → runs read")
     conditions: dict[str, ConditionsOut] = Field(description="role → the conditions of the runs read")
-    differs: list[str] | None = Field(description="settings the claim's two setups differ in; null: one setup")
+    differs: list[str] | None = Field(
+        description="settings the claim's two setups differ in; null: one setup"
+    )
 
 
 class ScorecardOut(Output):
@@ -126,7 +134,9 @@ class CompareOut(Output):
     format: Literal["lorabench-compare/1"] = COMPARE_FORMAT
     old: SideOut
     new: SideOut
-    unlike: list[str] = Field(description="what makes the sides unlike (host kind, stack, settings); empty: like")
+    unlike: list[str] = Field(
+        description="what makes the sides unlike (host kind, stack, settings); empty: like"
+    )
     allowed_unlike: bool
     changes: list[ChangeOut]
     missing: list[MissingOut]
@@ -176,16 +186,28 @@ if __name__ == "__main__":
 
 
 def conditions_out(found: Conditions) -> ConditionsOut:
-    return ConditionsOut(timing=found.timing, sharing=found.sharing, commit=found.commit, window=found.window,
-                         marks=found.marks)  # fmt: skip
+    return ConditionsOut(
+        timing=found.timing,
+        sharing=found.sharing,
+        commit=found.commit,
+        window=found.window,
+        marks=found.marks,
+    )
 
 
 def _figures(setup: SetupRuns) -> dict[str, Figure]:
     task_getters = {c.label: tables.column_getter(c) for c in tables.task_columns([setup])}
-    getters = {"baseline exact match %": tables.baseline_em, "trained exact match %": tables.trained_em,
-               "gain (points)": tables.gain, **task_getters, "train time (s)": tables.train_seconds, "step (s, steady)": tables.step_seconds,
-               "peak VRAM (GiB)": tables.peak_vram_gib, "tokens/s (steady)": tables.tokens_per_s,
-               "MFU % (steady)": tables.mfu_percent}  # fmt: skip
+    getters = {
+        "baseline exact match %": tables.baseline_em,
+        "trained exact match %": tables.trained_em,
+        "gain (points)": tables.gain,
+        **task_getters,
+        "train time (s)": tables.train_seconds,
+        "step (s, steady)": tables.step_seconds,
+        "peak VRAM (GiB)": tables.peak_vram_gib,
+        "tokens/s (steady)": tables.tokens_per_s,
+        "MFU % (steady)": tables.mfu_percent,
+    }
     out = {}
     for name, getter in getters.items():
         if found := tables.values(setup.ok, getter):
@@ -194,27 +216,48 @@ def _figures(setup: SetupRuns) -> dict[str, Figure]:
 
 
 def setup_out(setup: SetupRuns) -> SetupOut:
-    return SetupOut(experiment=setup.experiment, setup=setup.setup, is_variant=setup.is_variant, runs=len(setup.runs),
-                    ok=len(setup.ok), figures=_figures(setup), conditions=conditions_out(setup.conditions))  # fmt: skip
+    return SetupOut(
+        experiment=setup.experiment,
+        setup=setup.setup,
+        is_variant=setup.is_variant,
+        runs=len(setup.runs),
+        ok=len(setup.ok),
+        figures=_figures(setup),
+        conditions=conditions_out(setup.conditions),
+    )
 
 
 def claim_out(result: ClaimResult, group: ReportGroup) -> ClaimOut:
     by_id = {item.record.run_id: item for item in group.runs}
-    found = {role: [(r, by_id[r.run_id].sharing if r.run_id in by_id else None) for r in records]
-             for role, records in result.runs.items()}  # fmt: skip
+    found = {
+        role: [(r, by_id[r.run_id].sharing if r.run_id in by_id else None) for r in records]
+        for role, records in result.runs.items()
+    }
     return ClaimOut(
-        experiment=result.claim.experiment, name=result.claim.name, setups=result.setups, status=result.status,
-        bound=public(result.bound), measured=public(result.measured), value=result.value,
+        experiment=result.claim.experiment,
+        name=result.claim.name,
+        setups=result.setups,
+        status=result.status,
+        bound=public(result.bound),
+        measured=public(result.measured),
+        value=result.value,
         n={role: len(runs) for role, runs in found.items()},
         conditions={role: conditions_out(conditions(runs)) for role, runs in found.items() if runs},
         differs=None if result.differs is None else [public(d) for d in result.differs],
-    )  # fmt: skip
+    )
 
 
-def scorecard_out(group: ReportGroup, summary: ReportSummary, claims: Sequence[ClaimResult] | None) -> ScorecardOut:
+def scorecard_out(
+    group: ReportGroup, summary: ReportSummary, claims: Sequence[ClaimResult] | None
+) -> ScorecardOut:
     return ScorecardOut(
-        host=group.host, stack=group.stack, platform=summary.platform, verdict=summary.verdict, path=summary.path,
-        claims_judged=summary.claims_judged, claims_total=summary.claims_total or 0,
+        host=group.host,
+        stack=group.stack,
+        platform=summary.platform,
+        verdict=summary.verdict,
+        path=summary.path,
+        claims_judged=summary.claims_judged,
+        claims_total=summary.claims_total or 0,
         claims=None if claims is None else [claim_out(c, group) for c in claims],
         setups=[setup_out(s) for e in group.experiments for s in group.setups(e)],
-    )  # fmt: skip
+    )

@@ -39,10 +39,13 @@ def build_reports(
     groups = group_records(loaded, setup_references(catalogue))
     summaries = [render_scorecard(group, out_dir, catalogue, benchmarks) for group in groups]
     across = {
-        "setups": setups_across(groups), "stacks": stacks_across(groups, catalogue),
+        "setups": setups_across(groups),
+        "stacks": stacks_across(groups, catalogue),
         "sources": [public(str(r)) for r in results],
-    }  # fmt: skip
+    }
     index = render_index(out_dir, across)
-    scorecards = [scorecard_out(g, s, evaluate_claims(g, catalogue)) for g, s in zip(groups, summaries, strict=True)]
+    scorecards = [
+        scorecard_out(g, s, evaluate_claims(g, catalogue)) for g, s in zip(groups, summaries, strict=True)
+    ]
     out = ReportOut(scorecards=scorecards, missing_platforms=missing_platforms(read_summaries(out_dir)))
     return summaries, index, out

@@ -52,14 +52,20 @@ def _claims_part(claims: Sequence[ClaimResult] | None) -> tuple[str, str]:
     if not claims:
         return "NO CLAIMS", "no setup of the suite ran here"
     counts = claim_counts(claims)
-    words = f"{len(claims)} claims: " + ", ".join(f"{counts[s]} {s}" for s in ("fail", "not evaluable", "pass") if counts[s])
+    words = f"{len(claims)} claims: " + ", ".join(
+        f"{counts[s]} {s}" for s in ("fail", "not evaluable", "pass") if counts[s]
+    )
     head = "FAIL" if counts["fail"] else "INCOMPLETE" if counts["not evaluable"] else "PASS"
     return head, words
 
 
 def _checks_part(group: ReportGroup) -> str:
     counts = Counter(v.verdict for r in group.records for v in r.checks.values())
-    shown = [f"{counts[v]} {word}" for v, word in (("fail", "failed"), ("error", "errored"), ("skipped", "skipped")) if counts[v]]
+    shown = [
+        f"{counts[v]} {word}"
+        for v, word in (("fail", "failed"), ("error", "errored"), ("skipped", "skipped"))
+        if counts[v]
+    ]
     if not counts:
         return "no checks recorded"
     return "checks: " + ", ".join(shown) if shown else f"checks: all {sum(counts.values())} passed"
@@ -92,9 +98,13 @@ def verdict_line(
 
 def _environment() -> Environment:
     return Environment(
-        loader=PackageLoader("harness.report", "templates"), undefined=StrictUndefined, keep_trailing_newline=True,
-        trim_blocks=True, lstrip_blocks=True, autoescape=False,
-    )  # fmt: skip
+        loader=PackageLoader("harness.report", "templates"),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
 
 
 # The experiment the others (QLoRA, two cards, backends, …) are judged against: the plain LoRA run.
@@ -106,20 +116,26 @@ def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
     return (first.get("model") or {}).get("source"), setup.records[0].task
 
 
-def _against_reference(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> tables.Comparisons:
+def _against_reference(
+    group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]
+) -> tables.Comparisons:
     """This experiment's setups, each against the Exp A setup of the same model and task on this host and
     stack that differs from it least (likeness.nearest_pairs' rule)."""
     if experiment == REFERENCE_EXPERIMENT:
         return tables.Comparisons(None, None)
     pairs = []
     for s in setups:
-        candidates = [r for r in group.setups(REFERENCE_EXPERIMENT) if _model_and_task(s) == _model_and_task(r)]
+        candidates = [
+            r for r in group.setups(REFERENCE_EXPERIMENT) if _model_and_task(s) == _model_and_task(r)
+        ]
         if candidates:
             pairs.append((min(candidates, key=lambda r: likeness.distance(r, s)), s))
     return tables.comparison_tables(pairs)
 
 
-def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path, made_images: list[Path]) -> dict[str, Any]:
+def _experiment_context(
+    group: ReportGroup, experiment: str, img_dir: Path, made_images: list[Path]
+) -> dict[str, Any]:
     setups = group.setups(experiment)
     made = [
         charts.loss_chart(experiment, setups, img_dir / f"{slug(experiment)}-loss.png"),
@@ -131,8 +147,14 @@ def _experiment_context(group: ReportGroup, experiment: str, img_dir: Path, made
     for setup in setups:
         section = miss_section(setup)
         if section is not None:
-            misses.append({"setup": section.setup, "seeds": ", ".join(map(str, section.seeds)),
-                           "analysis": section.analysis, "table": section.render()})  # fmt: skip
+            misses.append(
+                {
+                    "setup": section.setup,
+                    "seeds": ", ".join(map(str, section.seeds)),
+                    "analysis": section.analysis,
+                    "table": section.render(),
+                }
+            )
     return {
         "name": experiment,
         "table": tables.experiment_table(setups),
@@ -168,26 +190,44 @@ def render_scorecard(
     claims = evaluate_claims(group, catalogue)
     verdict = verdict_line(group, assessments, claims)
     context = {
-        "claims": None if claims is None else claims_table(claims, {i.record.run_id: i.sharing for i in group.runs}) if claims else "",
+        "claims": None
+        if claims is None
+        else claims_table(claims, {i.record.run_id: i.sharing for i in group.runs})
+        if claims
+        else "",
         "benchmarks": public(str(benchmarks)),
-        "host": group.host, "stack": group.stack, "verdict": verdict, "date": group.date,
-        "n_records": len(group.records), "results_hint": f"<results>/{slug(group.stack)}/{slug(group.host)}/",
+        "host": group.host,
+        "stack": group.stack,
+        "verdict": verdict,
+        "date": group.date,
+        "n_records": len(group.records),
+        "results_hint": f"<results>/{slug(group.stack)}/{slug(group.host)}/",
         "findings_table": tables.findings_table(assessments),
         "registry_table": tables.registry_table(assessments),
-        "experiments": [_experiment_context(group, e, target / "img", made_images) for e in group.experiments],
-        "legend": LEGEND, "mfu_convention": tables.MFU_CONVENTION,
-        "failures": tables.failures_table(group), "provenance": tables.provenance_table(group),
+        "experiments": [
+            _experiment_context(group, e, target / "img", made_images) for e in group.experiments
+        ],
+        "legend": LEGEND,
+        "mfu_convention": tables.MFU_CONVENTION,
+        "failures": tables.failures_table(group),
+        "provenance": tables.provenance_table(group),
         "ranks": tables.ranks_table(group),
-        "peaks": tables.peaks_used_table(group), "packages": tables.packages_table(group),
-    }  # fmt: skip
+        "peaks": tables.peaks_used_table(group),
+        "packages": tables.packages_table(group),
+    }
     text = _environment().get_template("scorecard.md.j2").render(**context)
     target.mkdir(parents=True, exist_ok=True)
     (target / "scorecard.md").write_text(text, encoding="utf-8")
     remove_stale_images(target / "img", made_images)
     summary = ReportSummary(
-        group.host, group.stack, group.date, verdict, f"{slug(group.host)}/{slug(group.stack)}/scorecard.md",
+        group.host,
+        group.stack,
+        group.date,
+        verdict,
+        f"{slug(group.host)}/{slug(group.stack)}/scorecard.md",
         platform_of(group.records),
-        None if claims is None else sum(1 for c in claims if c.status != "not evaluable"), None if catalogue is None else len(catalogue.claims),
+        None if claims is None else sum(1 for c in claims if c.status != "not evaluable"),
+        None if catalogue is None else len(catalogue.claims),
     )
     (target / SUMMARY_FILE).write_text(
         json.dumps(asdict(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"

@@ -102,8 +102,11 @@ def raw_settings(record: RunRecord) -> dict[str, str]:
 def file_settings(fields: Mapping[str, Any]) -> dict[str, str]:
     """A setup file's own settings (its table, not validated), flattened and shown as `raw_settings`
     shows a record's; its data is left out (a path, which each machine names its own way)."""
-    return {key: _text(value) for key, value in _flatten(fields).items()
-            if key not in IDENTITY and not key.startswith("data.")}  # fmt: skip
+    return {
+        key: _text(value)
+        for key, value in _flatten(fields).items()
+        if key not in IDENTITY and not key.startswith("data.")
+    }
 
 
 def settings(record: RunRecord) -> dict[str, str]:

@@ -128,7 +128,9 @@ def mfu_percent(r: RunRecord) -> float | None:
     if not (gpus and tokens_per_s and r.train.total_params and r.train.trainable_params is not None):
         return None if r.train.mfu is None or rate is not None else 100 * r.train.mfu
     checkpointing = bool(r.setup.get("recipe", {}).get("gradient_checkpointing"))
-    flops = mfu_table.training_flops(r.train.total_params, r.train.trainable_params, tokens_per_s, checkpointing)
+    flops = mfu_table.training_flops(
+        r.train.total_params, r.train.trainable_params, tokens_per_s, checkpointing
+    )
     value = mfu_table.mfu(flops, str(gpus[0].get("name", "")), n_gpus(r))
     return None if value is None else 100 * value
 
@@ -178,17 +180,36 @@ def experiment_table(setups: Sequence[SetupRuns]) -> str:
         ok = s.ok
         found = s.conditions
         marks = found.marks
-        rows.append([
-            s.setup, f"{len(ok)}/{len(s.runs)}", summary(values(ok, baseline_em)), summary(values(ok, trained_em)),
-            summary(values(ok, gain)), *(column_cell(c, ok) for c in columns),
-            marked(summary(values(ok, train_seconds), 0), marks),
-            marked(summary(values(ok, step_seconds), 3), marks), marked(summary(values(ok, peak_vram_gib), 2), marks),
-            marked(summary(values(ok, tokens_per_s), 0), marks), marked(summary(values(ok, mfu_percent), 2), marks),
-            found.text,
-        ])  # fmt: skip
-    headers = ["setup", "ok / runs", "baseline EM %", "trained EM %", "gain (points)", *(c.label for c in columns),
-               "train time (s)", "step (s, steady)", "peak VRAM (GiB)", "tokens/s (steady)", "MFU % (steady)",
-               "conditions (timing; sharing; commit; steady window)"]  # fmt: skip
+        rows.append(
+            [
+                s.setup,
+                f"{len(ok)}/{len(s.runs)}",
+                summary(values(ok, baseline_em)),
+                summary(values(ok, trained_em)),
+                summary(values(ok, gain)),
+                *(column_cell(c, ok) for c in columns),
+                marked(summary(values(ok, train_seconds), 0), marks),
+                marked(summary(values(ok, step_seconds), 3), marks),
+                marked(summary(values(ok, peak_vram_gib), 2), marks),
+                marked(summary(values(ok, tokens_per_s), 0), marks),
+                marked(summary(values(ok, mfu_percent), 2), marks),
+                found.text,
+            ]
+        )
+    headers = [
+        "setup",
+        "ok / runs",
+        "baseline EM %",
+        "trained EM %",
+        "gain (points)",
+        *(c.label for c in columns),
+        "train time (s)",
+        "step (s, steady)",
+        "peak VRAM (GiB)",
+        "tokens/s (steady)",
+        "MFU % (steady)",
+        "conditions (timing; sharing; commit; steady window)",
+    ]
     return table(rows, headers)
 
 
@@ -229,7 +250,9 @@ Pair = tuple[SetupRuns, SetupRuns]  # (reference, setup)
 def order_pairs(pairs: Sequence[Pair]) -> list[tuple[Pair, list[str]]]:
     """Each pair with the settings its runs differ in, like-for-like pairs (fewest differences) first."""
     found = [(pair, settings.differences(pair[0].records, pair[1].records)) for pair in pairs]
-    return sorted(found, key=lambda item: (settings.count_settings(item[1]), item[0][1].setup, item[0][0].setup))
+    return sorted(
+        found, key=lambda item: (settings.count_settings(item[1]), item[0][1].setup, item[0][0].setup)
+    )
 
 
 @dataclass(frozen=True)
@@ -274,11 +297,19 @@ def comparison_tables(
             like_rows.append([name, compared, *_pair_cells(ref, s)])
         else:
             unlike_rows.append([name, compared, "; ".join(judged.differences), *_pair_cells(ref, s)])
-    tail = ["speedup (train time, 95% bootstrap)", "speedup (steady step)", "EM difference (points)",
-            "only ref right / only setup right", "McNemar p", f"same EM within ±{EQUIVALENCE_MARGIN:g} (TOST)"]  # fmt: skip
+    tail = [
+        "speedup (train time, 95% bootstrap)",
+        "speedup (steady step)",
+        "EM difference (points)",
+        "only ref right / only setup right",
+        "McNemar p",
+        f"same EM within ±{EQUIVALENCE_MARGIN:g} (TOST)",
+    ]
     return Comparisons(
         table(like_rows, ["setups", "compared", *tail]) if like_rows else None,
-        table(unlike_rows, ["setups (unlike)", "compared", "also differs (settings; conditions)", *tail]) if unlike_rows else None,
+        table(unlike_rows, ["setups (unlike)", "compared", "also differs (settings; conditions)", *tail])
+        if unlike_rows
+        else None,
     )
 
 
@@ -286,7 +317,7 @@ def findings_table(assessments: Sequence[Assessment]) -> str:
     rows = [
         [_where(a), a.finding.title, f"**{a.result.status}**", a.result.evidence, a.finding.workaround]
         for a in assessments
-    ]  # fmt: skip
+    ]
     return table(rows, ["category", "finding", "status", "evidence", "workaround"])
 
 
@@ -312,18 +343,58 @@ def ranks_table(group: ReportGroup) -> str | None:
             window = f"{rank.load_window[0]:.1f}–{rank.load_window[1]:.1f}" if rank.load_window else NONE
             vram = f"{rank.peak_vram_bytes / GIB:.2f}" if rank.peak_vram_bytes else NONE
             rss = f"{rank.peak_rss_bytes / GIB:.2f}" if rank.peak_rss_bytes else NONE
-            rows.append([r.experiment, r.setup_name, r.seed, rank.rank, rank.node, rank.hostname,
-                         node.host if node else r.host, rank.device, window, vram, rss, node.status if node else "ok"])  # fmt: skip
+            rows.append(
+                [
+                    r.experiment,
+                    r.setup_name,
+                    r.seed,
+                    rank.rank,
+                    rank.node,
+                    rank.hostname,
+                    node.host if node else r.host,
+                    rank.device,
+                    window,
+                    vram,
+                    rss,
+                    node.status if node else "ok",
+                ]
+            )
         ranked = {rank.node for rank in r.ranks or []}
         for node in r.nodes or []:
             if node.node not in ranked:  # a node that never reported its ranks' facts: lost, failed or busy
                 shown = ", ".join(map(str, node.ranks)) or NONE
-                rows.append([r.experiment, r.setup_name, r.seed, shown, node.node, node.hostname, node.host,
-                             ", ".join(node.gpus) or NONE, NONE, NONE, NONE, f"{node.status}: {node.detail or ''}".rstrip(": ")])  # fmt: skip
+                rows.append(
+                    [
+                        r.experiment,
+                        r.setup_name,
+                        r.seed,
+                        shown,
+                        node.node,
+                        node.hostname,
+                        node.host,
+                        ", ".join(node.gpus) or NONE,
+                        NONE,
+                        NONE,
+                        NONE,
+                        f"{node.status}: {node.detail or ''}".rstrip(": "),
+                    ]
+                )
     if not rows:
         return None
-    headers = ["experiment", "setup", "seed", "rank", "node", "host name", "host", "device", "model load (s)",
-               "peak VRAM (GiB)", "peak RSS (GiB)", "node"]  # fmt: skip
+    headers = [
+        "experiment",
+        "setup",
+        "seed",
+        "rank",
+        "node",
+        "host name",
+        "host",
+        "device",
+        "model load (s)",
+        "peak VRAM (GiB)",
+        "peak RSS (GiB)",
+        "node",
+    ]
     return table(rows, headers)
 
 
@@ -332,7 +403,7 @@ def failures_table(group: ReportGroup) -> str | None:
         [r.experiment, r.setup_name, r.seed, r.status, r.reason or ""]
         for r in group.records
         if r.status != "ok"
-    ]  # fmt: skip
+    ]
     return table(rows, ["experiment", "setup", "seed", "status", "reason"]) if rows else None
 
 
@@ -367,17 +438,29 @@ def provenance_table(group: ReportGroup) -> str:
     records = group.records
     rows = [
         ["GPUs", _distinct(records, _gpus)],
-        ["runtime", _distinct(records, lambda r: " ".join(filter(None, [_host(r).get("runtime"), _host(r).get("runtime_version")])))],
+        [
+            "runtime",
+            _distinct(
+                records,
+                lambda r: " ".join(filter(None, [_host(r).get("runtime"), _host(r).get("runtime_version")])),
+            ),
+        ],
         ["driver", _distinct(records, lambda r: _host(r).get("driver"))],
         ["kernel", _distinct(records, lambda r: _host(r).get("kernel"))],
         ["CPU", _distinct(records, lambda r: _host(r).get("cpu", {}).get("model"))],
-        ["RAM", _distinct(records, lambda r: f"{_host(r)['ram_bytes'] / GIB:.0f} GiB" if _host(r).get("ram_bytes") else None)],
+        [
+            "RAM",
+            _distinct(
+                records,
+                lambda r: f"{_host(r)['ram_bytes'] / GIB:.0f} GiB" if _host(r).get("ram_bytes") else None,
+            ),
+        ],
         ["image", _distinct(records, lambda r: _stack(r).get("image"))],
         ["image digest", _distinct(records, lambda r: _stack(r).get("image_digest"))],
         ["lockfile", _distinct(records, lambda r: _stack(r).get("lockfile"))],
         ["lockfile sha256", _distinct(records, lambda r: _stack(r).get("lockfile_sha256"))],
         ["git", _distinct(records, lambda r: _git(r.provenance.get("git", {})))],
-    ]  # fmt: skip
+    ]
     return table(rows, ["what", "value"])
 
 

@@ -87,7 +87,9 @@ def find_adapter(run: Path, label: str = "RUN") -> Path:
         raise UserError(
             f"{label} {run}: no adapter folder {kept.name}/ beside the record; pass the adapter folder itself"
         )
-    raise UserError(f"{label} {run}: not an adapter folder (no adapter_config.json) nor a run record seed-N.json")
+    raise UserError(
+        f"{label} {run}: not an adapter folder (no adapter_config.json) nor a run record seed-N.json"
+    )
 
 
 def _with_weights(adapter_dir: Path, label: str) -> Path:

@@ -78,9 +78,11 @@ def scoring_aside(choice: str = "auto") -> Generator[Aside]:
     # spawn: a fresh interpreter that imports only what the scoring needs (never a fork of a process
     # that holds a GPU context and the trainer's threads).
     pool = ProcessPoolExecutor(
-        max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_exit_with_parent, initargs=(os.getpid(),),
-    )  # fmt: skip
+        max_workers=1,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
+    )
     try:
         yield Aside(pool)
     finally:

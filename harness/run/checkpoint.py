@@ -113,7 +113,9 @@ class SaveTracker:
         tracker = self
 
         class SaveState(TrainerCallback):
-            def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any) -> None:
+            def on_log(
+                self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+            ) -> None:
                 if logs and "loss" in logs:
                     norm = logs.get("grad_norm")
                     tracker.grad_norms.append(float(norm) if norm is not None else None)
@@ -125,9 +127,12 @@ class SaveTracker:
 
     def saved(self, checkpoint: Path, step: int) -> None:
         state = SavedState(
-            step=step, losses=list(self.outcome.losses), grad_norms=list(self.grad_norms),
-            train_s=round(self.base_s + time.perf_counter() - self.started, 3), tokens=self.tokens(),
-        )  # fmt: skip
+            step=step,
+            losses=list(self.outcome.losses),
+            grad_norms=list(self.grad_norms),
+            train_s=round(self.base_s + time.perf_counter() - self.started, 3),
+            tokens=self.tokens(),
+        )
         mark_complete(checkpoint, state)
 
     def tokens(self) -> int:

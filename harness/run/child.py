@@ -92,7 +92,9 @@ def main(argv: list[str]) -> int:
         try:
             write_outcome(outcome, job.work_dir)
         except OSError as exc:  # the exit status tells the parent why (see harness.run.outcome)
-            print(f"lorabench trainer: could not write its outcome: {describe_os_error(exc)}", file=sys.stderr)
+            print(
+                f"lorabench trainer: could not write its outcome: {describe_os_error(exc)}", file=sys.stderr
+            )
             return unwritten_exit(exc)
     return 0 if outcome.status == "ok" else 1
 

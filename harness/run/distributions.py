@@ -76,5 +76,7 @@ def remember_distributions(cache_root: Path, *, enabled: bool = True) -> bool:
         return cached_map(cache_file, lambda: dict(original()), installation_key())
 
     # Each caller gets its own copy: the map is a plain dict, and a caller may change what it got.
-    importlib.metadata.packages_distributions = lambda: {k: list(v) for k, v in packages_distributions().items()}
+    importlib.metadata.packages_distributions = lambda: {
+        k: list(v) for k, v in packages_distributions().items()
+    }
     return True

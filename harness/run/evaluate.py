@@ -174,7 +174,9 @@ def generate_answers(
             input_ids[row, width - len(ids) :] = torch.tensor(ids)
             attention[row, width - len(ids) :] = 1
         if shrinks_batch(device.type) if shrink is None else shrink:
-            generated = greedy_shrinking(model, input_ids.to(device), attention.to(device), max_new_tokens, stops)
+            generated = greedy_shrinking(
+                model, input_ids.to(device), attention.to(device), max_new_tokens, stops
+            )
         else:
             output = model.generate(
                 input_ids=input_ids.to(device),
@@ -219,8 +221,14 @@ def greedy_shrinking(
     # Positions as generate derives them from a left-padded mask (padding positions are masked anyway).
     positions = (attention.long().cumsum(-1) - 1).clamp_min(0)
     with contiguous_head_input(model):
-        logits = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, past_key_values=cache,
-                       use_cache=True, logits_to_keep=1).logits[:, -1, :]  # fmt: skip
+        logits = model(
+            input_ids=input_ids,
+            attention_mask=attention,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        ).logits[:, -1, :]
     last = positions[:, -1]
     for step in range(max_new_tokens):
         chosen = logits.argmax(-1)
@@ -236,8 +244,13 @@ def greedy_shrinking(
             chosen, attention, last = chosen[keep], attention[keep], last[keep]
         attention = torch.cat([attention, attention.new_ones(attention.shape[0], 1)], dim=1)
         last = last + 1
-        logits = model(input_ids=chosen[:, None], attention_mask=attention, position_ids=last[:, None],
-                       past_key_values=cache, use_cache=True).logits[:, -1, :]  # fmt: skip
+        logits = model(
+            input_ids=chosen[:, None],
+            attention_mask=attention,
+            position_ids=last[:, None],
+            past_key_values=cache,
+            use_cache=True,
+        ).logits[:, -1, :]
     return generated
 
 
@@ -269,9 +282,14 @@ def contiguous_head_input(model: Any) -> Generator[None]:
 
 
 def answer_questions(
-    model: Any, tokenizer: Any, examples: Sequence[Example], setup: SetupConfig, *, merge: bool | None = None,
+    model: Any,
+    tokenizer: Any,
+    examples: Sequence[Example],
+    setup: SetupConfig,
+    *,
+    merge: bool | None = None,
     on_batch: Callable[[int], None] | None = None,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """The model's greedy answers to any task's examples, decoded as the setup's eval says. `merge`
     overrides `eval.merge_adapter` (an export compares unmerged with merged answers)."""
     runtime = runtime_of(model)
@@ -286,9 +304,14 @@ def answer_questions(
     grouped = grouped_eager(runtime.device == "cpu" and runtime.attention == "eager")
     with decoding_precision(model, decoded_in(setup, runtime)), adapter_merged(model, merged), lean, grouped:
         return generate_answers(
-            model, tokenizer, prompts, batch_size=eval_batch_size(setup.eval.batch_size, runtime.device),
-            max_new_tokens=setup.eval.max_new_tokens, end_of_turn=end_of_turn(tokenizer), on_batch=on_batch,
-        )  # fmt: skip
+            model,
+            tokenizer,
+            prompts,
+            batch_size=eval_batch_size(setup.eval.batch_size, runtime.device),
+            max_new_tokens=setup.eval.max_new_tokens,
+            end_of_turn=end_of_turn(tokenizer),
+            on_batch=on_batch,
+        )
 
 
 def timed_answers(
@@ -308,18 +331,31 @@ def baseline_key(setup: SetupConfig, runtime: Runtime, model_path: Path, split_h
     setup shares one baseline."""
     model_fields = {**setup.model.model_dump(mode="json"), "attention": runtime.attention}
     payload = json.dumps(
-        [str(model_path), model_fields, decoded_in(setup, runtime), split_hash, n_test, setup.eval.max_new_tokens,
-         eval_batch_size(setup.eval.batch_size, runtime.device),
-         # Answers decoded by greedy_shrinking (CPU) are keyed apart from generate's.
-         *(["shrinking"] if shrinks_batch(runtime.device) else [])],
-    )  # fmt: skip
+        [
+            str(model_path),
+            model_fields,
+            decoded_in(setup, runtime),
+            split_hash,
+            n_test,
+            setup.eval.max_new_tokens,
+            eval_batch_size(setup.eval.batch_size, runtime.device),
+            # Answers decoded by greedy_shrinking (CPU) are keyed apart from generate's.
+            *(["shrinking"] if shrinks_batch(runtime.device) else []),
+        ],
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def baseline_answers(
-    setup: SetupConfig, runtime: Runtime, model_path: Path, split: Split, test: Sequence[Example],
-    model: Any, tokenizer: Any, progress: Progress,
-) -> tuple[list[str], float, bool]:  # fmt: skip
+    setup: SetupConfig,
+    runtime: Runtime,
+    model_path: Path,
+    split: Split,
+    test: Sequence[Example],
+    model: Any,
+    tokenizer: Any,
+    progress: Progress,
+) -> tuple[list[str], float, bool]:
     """The untrained model's answers, the seconds they took when decoded, and whether they came from the
     cache. Cached per model + split + decoding precision + eval settings: the answers, not their scores
     (scoring is cheap and may improve between runs)."""

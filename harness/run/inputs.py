@@ -39,7 +39,9 @@ MAX_CHARS_PER_TOKEN = 128
 def check_inputs(setup: SetupConfig, results_dir: Path, min_free_bytes: int | None) -> None:
     """Raise UserError naming the field, the value and the fix for the first input that cannot work."""
     check_results_dir(results_dir, min_free_bytes)
-    check_writable_dir(cache_dir(), "$LORABENCH_CACHE", "set LORABENCH_CACHE to a folder you may write, or unset it")
+    check_writable_dir(
+        cache_dir(), "$LORABENCH_CACHE", "set LORABENCH_CACHE to a folder you may write, or unset it"
+    )
     check_writable_dir(lock_dir(), "$LORABENCH_LOCK_DIR", "set LORABENCH_LOCK_DIR to a folder, or unset it")
     check_gpu_devices(setup)
     check_host_can_run(setup)
@@ -75,15 +77,35 @@ def check_host_can_run(setup: SetupConfig) -> None:
     anything loads: each used to load the model, then fail after 6-40 s."""
     if has_gpu_device() and setup.device != "cpu":
         return
-    where = "device = 'cpu'" if setup.device == "cpu" else "this host has no GPU (no /dev/nvidia* nor /dev/kfd)"
+    where = (
+        "device = 'cpu'" if setup.device == "cpu" else "this host has no GPU (no /dev/nvidia* nor /dev/kfd)"
+    )
     needs_gpu = [
-        ("precision", setup.precision, setup.precision == "4bit", "4-bit needs bitsandbytes on a GPU; set precision = 'auto'"),
-        ("backend", setup.backend, setup.backend == "unsloth", "Unsloth runs on a GPU only; set backend = 'hf'"),
-        ("recipe.compile", setup.recipe.compile, setup.recipe.compile == "graphs",
-         "CUDA graphs need a GPU; set recipe.compile = 'none' (or 'auto')"),
-        ("recipe.optimizer", setup.recipe.optimizer, setup.recipe.optimizer == "adamw_8bit",
-         "the 8-bit optimizer is bitsandbytes' GPU kernel; set recipe.optimizer = 'auto'"),
-    ]  # fmt: skip
+        (
+            "precision",
+            setup.precision,
+            setup.precision == "4bit",
+            "4-bit needs bitsandbytes on a GPU; set precision = 'auto'",
+        ),
+        (
+            "backend",
+            setup.backend,
+            setup.backend == "unsloth",
+            "Unsloth runs on a GPU only; set backend = 'hf'",
+        ),
+        (
+            "recipe.compile",
+            setup.recipe.compile,
+            setup.recipe.compile == "graphs",
+            "CUDA graphs need a GPU; set recipe.compile = 'none' (or 'auto')",
+        ),
+        (
+            "recipe.optimizer",
+            setup.recipe.optimizer,
+            setup.recipe.optimizer == "adamw_8bit",
+            "the 8-bit optimizer is bitsandbytes' GPU kernel; set recipe.optimizer = 'auto'",
+        ),
+    ]
     for name, value, wrong, fix in needs_gpu:
         if wrong:
             raise UserError(f"{name}: {value!r} cannot run here: {where}; {fix}, or run on a GPU host")
@@ -169,7 +191,9 @@ def check_row_sizes(split: Split, setup: SetupConfig) -> None:
                 )
 
 
-def check_token_lengths(tokenizer: Any, train: Sequence[Example], test: Sequence[Example], max_length: int) -> None:
+def check_token_lengths(
+    tokenizer: Any, train: Sequence[Example], test: Sequence[Example], max_length: int
+) -> None:
     """With the tokenizer: a test prompt longer than `recipe.max_length` tokens, or a training row whose
     answer would be cut off at `max_length`, stops the run before the baseline and training."""
     from harness.tasks.encoding import render_prompt, tokenize_examples, training_text
@@ -182,8 +206,12 @@ def check_token_lengths(tokenizer: Any, train: Sequence[Example], test: Sequence
                 "remove it from the data or raise recipe.max_length"
             )
     # Only rows that could be too long are tokenized: a byte-level token covers at least one byte.
-    long_rows = [(i, ex) for i, ex in enumerate(train) if len(training_text(tokenizer, ex).encode()) > max_length]
-    for (index, _), tokens in zip(long_rows, tokenize_examples(tokenizer, [ex for _, ex in long_rows]), strict=True):
+    long_rows = [
+        (i, ex) for i, ex in enumerate(train) if len(training_text(tokenizer, ex).encode()) > max_length
+    ]
+    for (index, _), tokens in zip(
+        long_rows, tokenize_examples(tokenizer, [ex for _, ex in long_rows]), strict=True
+    ):
         if len(tokens.input_ids) > max_length:
             raise InputRefused(
                 f"data.source: training row {index} is {len(tokens.input_ids)} tokens with its answer, over "
@@ -191,7 +219,9 @@ def check_token_lengths(tokenizer: Any, train: Sequence[Example], test: Sequence
             )
 
 
-def check_model_inputs(setup: SetupConfig, model_path: Path | str, train: Sequence[Example], test: Sequence[Example]) -> None:
+def check_model_inputs(
+    setup: SetupConfig, model_path: Path | str, train: Sequence[Example], test: Sequence[Example]
+) -> None:
     """In the trainer, before any weight loads: what only the model's own files can tell. LoRA's
     targets matched against the module names of the model built on the meta device (by PEFT's own
     rule), its rank against the model's width, and every row against `recipe.max_length` in this
@@ -201,7 +231,9 @@ def check_model_inputs(setup: SetupConfig, model_path: Path | str, train: Sequen
     from harness.inspect import build_on_meta, is_wrappable, target_matcher
 
     config = AutoConfig.from_pretrained(str(model_path))
-    width = getattr(config, "hidden_size", None) or getattr(getattr(config, "text_config", None), "hidden_size", None)
+    width = getattr(config, "hidden_size", None) or getattr(
+        getattr(config, "text_config", None), "hidden_size", None
+    )
     if isinstance(width, int) and setup.lora.rank > width:
         raise InputRefused(
             f"lora.rank: {setup.lora.rank} is above the model's hidden size ({width}, {setup.model.source}): a LoRA "
@@ -217,11 +249,18 @@ def check_lora_targets(setup: SetupConfig, model: Any, matches: Any, is_wrappabl
     targets = setup.lora.targets
     hits = [(name, module) for name, module in model.named_modules() if name and matches(name)]
     if not hits:
-        names = sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules() if name and is_wrappable(m)})
-        example = next((n for n, m in model.named_modules() if name_ends(n, "q_proj") and is_wrappable(m)), None)
+        names = sorted(
+            {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if name and is_wrappable(m)}
+        )
+        example = next(
+            (n for n, m in model.named_modules() if name_ends(n, "q_proj") and is_wrappable(m)), None
+        )
         if isinstance(targets, str):
-            hint = (f"a string is one regex matched against whole module paths (such as {example!r}); "
-                    if example else "a string is one regex matched against whole module paths; ")
+            hint = (
+                f"a string is one regex matched against whole module paths (such as {example!r}); "
+                if example
+                else "a string is one regex matched against whole module paths; "
+            )
             fix = f"for module names write a list, e.g. lora.targets = [{targets!r}]"
         else:
             hint, fix = "", "name some of them"

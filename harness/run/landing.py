@@ -34,9 +34,14 @@ PRODUCED = {".predictions.jsonl": "predictions.jsonl", ".traceback.txt": "traceb
 
 
 def land(
-    results_dir: Path, header: RecordHeader, compose: Callable[[Path], RunRecord], work_dir: Path | None = None,
-    *, timeout_s: float | None = None, late: bool = False,
-) -> tuple[RunRecord, Path] | None:  # fmt: skip
+    results_dir: Path,
+    header: RecordHeader,
+    compose: Callable[[Path], RunRecord],
+    work_dir: Path | None = None,
+    *,
+    timeout_s: float | None = None,
+    late: bool = False,
+) -> tuple[RunRecord, Path] | None:
     """Write the record `compose(path)` makes, then move the run's files (`work_dir`: predictions,
     traceback, adapter) beside it, under the record's lock: a second run of the same setup and seed
     lands its record before or after, never in between. `late` (a sweep): a record of this run already
@@ -60,9 +65,16 @@ def land(
 
 
 def land_run(
-    results_dir: Path, header: RecordHeader, outcome: Outcome, guard: GuardRecord, work_dir: Path,
-    *, timeout_s: float | None = None, late: bool = False, nodes: list[NodeInfo] | None = None,
-) -> tuple[RunRecord, Path] | None:  # fmt: skip
+    results_dir: Path,
+    header: RecordHeader,
+    outcome: Outcome,
+    guard: GuardRecord,
+    work_dir: Path,
+    *,
+    timeout_s: float | None = None,
+    late: bool = False,
+    nodes: list[NodeInfo] | None = None,
+) -> tuple[RunRecord, Path] | None:
     """The record of a run that has an outcome (`land`); its traceback, durable first, goes beside it."""
     if outcome.traceback:
         write_durable(work_dir / PRODUCED[".traceback.txt"], outcome.traceback)
@@ -74,20 +86,36 @@ def land_run(
 
 
 def compose_record(
-    header: RecordHeader, outcome: Outcome, guard: GuardRecord, work_dir: Path, path: Path,
-    *, nodes: list[NodeInfo] | None = None,
-) -> RunRecord:  # fmt: skip
+    header: RecordHeader,
+    outcome: Outcome,
+    guard: GuardRecord,
+    work_dir: Path,
+    path: Path,
+    *,
+    nodes: list[NodeInfo] | None = None,
+) -> RunRecord:
     reason = outcome.reason
     if outcome.traceback:
         reason = f"{reason} (traceback: {beside(path, '.traceback.txt')})"
     predictions = work_dir / PRODUCED[".predictions.jsonl"]
     return RunRecord.from_header(
-        header, status=outcome.status, reason=reason, data=outcome.data, model=outcome.model,
-        baseline=outcome.baseline, trained=outcome.trained, train=outcome.train, memory=outcome.memory,
-        timings=outcome.timings, checks=outcome.checks, guard=guard.to_record(),
+        header,
+        status=outcome.status,
+        reason=reason,
+        data=outcome.data,
+        model=outcome.model,
+        baseline=outcome.baseline,
+        trained=outcome.trained,
+        train=outcome.train,
+        memory=outcome.memory,
+        timings=outcome.timings,
+        checks=outcome.checks,
+        guard=guard.to_record(),
         predictions_file=beside(path, ".predictions.jsonl").name if predictions.is_file() else None,
-        seeding=outcome.seeding, nodes=nodes, ranks=outcome.ranks,
-    )  # fmt: skip
+        seeding=outcome.seeding,
+        nodes=nodes,
+        ranks=outcome.ranks,
+    )
 
 
 def _current(path: Path) -> RunRecord | None:

@@ -102,14 +102,19 @@ def trainer_command(setup: SetupConfig, job_file: Path, rendezvous: Rendezvous |
         if rendezvous is None:
             raise ValueError("a run on several nodes needs its rendezvous")
         return [
-            *torchrun, f"--nnodes={setup.nodes}", f"--nproc-per-node={setup.gpus}", "--rdzv-backend=c10d",
-            f"--rdzv-endpoint={rendezvous.endpoint}", f"--rdzv-id={rendezvous.run_id}",
+            *torchrun,
+            f"--nnodes={setup.nodes}",
+            f"--nproc-per-node={setup.gpus}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={rendezvous.endpoint}",
+            f"--rdzv-id={rendezvous.run_id}",
             # The lead's lorabench parent hosts the store (harness.run.nodes); the agents only join it, so an
             # agent that ends first cannot take the store, and with it every other node, down.
             f"--rdzv-conf=is_host=false,join_timeout={round(rendezvous.timeout_s)}",
             # A benchmark run is not elastic: a restart would time something else.
-            "--max-restarts=0", *child,
-        ]  # fmt: skip
+            "--max-restarts=0",
+            *child,
+        ]
     if setup.gpus > 1:
         # One process per GPU; the Trainer sees torchrun's variables and wraps the model in DDP.
         return [*torchrun, "--standalone", f"--nproc_per_node={setup.gpus}", *child]
@@ -122,7 +127,9 @@ def trainer_env(setup: SetupConfig, extra_env: dict[str, str] | None = None) -> 
     # when it is gone (harness.run.lifeline).
     env.update(lifeline_env())
     # The child must import this very harness, also when it is run from a source tree.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")])
+    )
     # Where this Python compiles every import anew (PYTHONDONTWRITEBYTECODE and no bytecode installed), the
     # child caches its bytecode under lorabench's cache: 7.9 s of every Exp A seed on the lent H200.
     env = child_bytecode_env(env, cache_dir(), enabled=settings.BYTECODE_CACHE.value())
@@ -134,12 +141,19 @@ def trainer_env(setup: SetupConfig, extra_env: dict[str, str] | None = None) -> 
 
 
 def start_trainer(
-    job: Job, *, cap_bytes: int | None, floor_bytes: int | None, extra_env: dict[str, str] | None = None,
+    job: Job,
+    *,
+    cap_bytes: int | None,
+    floor_bytes: int | None,
+    extra_env: dict[str, str] | None = None,
     rendezvous: Rendezvous | None = None,
-) -> ChildOutcome:  # fmt: skip
+) -> ChildOutcome:
     """Run the trainer for `job` to its end under the memory cap and watchdog (harness.run.capped)."""
     job_file = atomic.write_text(job.work_dir / "job.json", job.model_dump_json())
     return run_capped(
-        trainer_command(job.setup, job_file, rendezvous), env=trainer_env(job.setup, extra_env), cwd=None,
-        cap_bytes=cap_bytes, floor_bytes=floor_bytes,
-    )  # fmt: skip
+        trainer_command(job.setup, job_file, rendezvous),
+        env=trainer_env(job.setup, extra_env),
+        cwd=None,
+        cap_bytes=cap_bytes,
+        floor_bytes=floor_bytes,
+    )

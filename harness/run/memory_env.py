@@ -28,7 +28,13 @@ GIB = 2**30
 MIN_CAP = 512 * MIB
 # Words an allocator uses when a cap refuses it (MemoryError, torch's CPU allocator, OpenBLAS, CUDA's
 # host allocations).
-ALLOCATION_FAILED = ("MemoryError", "can't allocate memory", "Cannot allocate memory", "out of memory", "ENOMEM")
+ALLOCATION_FAILED = (
+    "MemoryError",
+    "can't allocate memory",
+    "Cannot allocate memory",
+    "out of memory",
+    "ENOMEM",
+)
 # What oneDNN (torch's CPU kernels) raises when its workspace allocation is refused: under a 700 MiB address-space
 # cap on the 2-core EPYC the trainer failed with it instead of a MemoryError (tests/run/test_late_records.py,
 # about every other run). It can have other causes, so with a cap set it is named the cap's "probably".
@@ -57,7 +63,9 @@ def name_the_cap(reason: str | None, child: ChildOutcome, cap_bytes: int) -> str
     text = f"{reason or ''} {child.reason or ''}"
     died = child.returncode < 0 and not child.killed_by_watchdog
     probably = died or any(word in text for word in ALLOCATION_PROBABLY)
-    if settings.MEM_CAP.name in text or (not probably and not any(word in text for word in ALLOCATION_FAILED)):
+    if settings.MEM_CAP.name in text or (
+        not probably and not any(word in text for word in ALLOCATION_FAILED)
+    ):
         return reason
     note = (
         f"the memory cap $LORABENCH_MEM_CAP = {_size(cap_bytes)} ({child.cap_method}) was reached"

@@ -44,31 +44,48 @@ class Peak:
 
 PEAKS: tuple[Peak, ...] = (
     Peak(
-        "NVIDIA H200 SXM", ("h200",), 989.0, "https://www.nvidia.com/en-us/data-center/h200/", True,
+        "NVIDIA H200 SXM",
+        ("h200",),
+        989.0,
+        "https://www.nvidia.com/en-us/data-center/h200/",
+        True,
         "the sheet's 1,979 TFLOPS BF16 is with sparsity; dense is half",
     ),
     Peak(
-        "NVIDIA H100 SXM", ("h100",), 989.0, "https://www.nvidia.com/en-us/data-center/h100/", True,
+        "NVIDIA H100 SXM",
+        ("h100",),
+        989.0,
+        "https://www.nvidia.com/en-us/data-center/h100/",
+        True,
         "SXM figure; the sheet's 1,979 TFLOPS is with sparsity. H100 PCIe (756 dense) also matches 'h100'",
     ),
     Peak(
-        "AMD Instinct MI300X", ("mi300x",), 1307.4,
-        "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html", False,
+        "AMD Instinct MI300X",
+        ("mi300x",),
+        1307.4,
+        "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
+        False,
         "unverified: taken from a third-party comparison citing AMD's datasheet (2,614.9 with sparsity)",
     ),
     Peak(
-        "AMD Radeon RX 7900 XTX", ("7900 xtx",), 122.8,
-        "https://www.amd.com/en/products/graphics/desktops/radeon/7000-series/amd-radeon-rx-7900xtx.html", False,
+        "AMD Radeon RX 7900 XTX",
+        ("7900 xtx",),
+        122.8,
+        "https://www.amd.com/en/products/graphics/desktops/radeon/7000-series/amd-radeon-rx-7900xtx.html",
+        False,
         "unverified: AMD's 'peak half precision' figure, not found by search; equals 96 CU × 2.5 GHz × "
         "512 FLOP/clock/CU (WMMA, dual issue); no separate bf16 figure published",
     ),
     Peak(
-        "AMD Radeon 8060S (Strix Halo)", ("8060s",), 59.4,
-        "https://www.amd.com/en/products/processors/laptop/ryzen/ai-300-series/amd-ryzen-ai-max-plus-395.html", False,
+        "AMD Radeon 8060S (Strix Halo)",
+        ("8060s",),
+        59.4,
+        "https://www.amd.com/en/products/processors/laptop/ryzen/ai-300-series/amd-ryzen-ai-max-plus-395.html",
+        False,
         "unverified: no AMD figure found; derived as 40 CU × 2.9 GHz × 512 FLOP/clock/CU like the 7900 XTX "
         "(third-party sites list 29.7 TFLOPS vector FP16, i.e. without WMMA)",
     ),
-)  # fmt: skip
+)
 
 
 def find_peak(gpu_name: str) -> Peak | None:
@@ -77,7 +94,11 @@ def find_peak(gpu_name: str) -> Peak | None:
 
 
 def training_flops(
-    n_params: int, n_trainable: int, tokens: float, gradient_checkpointing: bool, attention_per_token: float = 0.0
+    n_params: int,
+    n_trainable: int,
+    tokens: float,
+    gradient_checkpointing: bool,
+    attention_per_token: float = 0.0,
 ) -> float:
     """Model FLOPs of training on `tokens` tokens: (4·N + 2·N_trainable) per token, plus
     `attention_per_token` (`attention_flops_per_token`; 0 when the caller cannot know it; see module doc).
@@ -114,7 +135,9 @@ class SteadyRate:
     window: tuple[int, int]  # first and last step read (1-based, inclusive)
 
 
-def steady_rate(step_seconds: Sequence[float], step_tokens: Sequence[float], window: tuple[int, int]) -> SteadyRate:
+def steady_rate(
+    step_seconds: Sequence[float], step_tokens: Sequence[float], window: tuple[int, int]
+) -> SteadyRate:
     """Seconds per step (median) and tokens/s over the steps of `window` (1-based, inclusive): tokens per
     step are averaged over the same steps, so the rate and the step time describe the same steps.
 
@@ -154,7 +177,8 @@ def model_flops_utilisation(trained: TrainOutcome, runtime: Runtime, setup: Setu
         return None
     import torch
 
-    flops = training_flops(trained.total_params, trained.trainable_params, trained.tokens,
-                           setup.recipe.gradient_checkpointing)  # fmt: skip
+    flops = training_flops(
+        trained.total_params, trained.trainable_params, trained.tokens, setup.recipe.gradient_checkpointing
+    )
     value = mfu(flops / trained.train_s, torch.cuda.get_device_name(0), setup.world_size)
     return round(value, 4) if value is not None else None

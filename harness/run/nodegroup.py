@@ -59,7 +59,13 @@ class NodeGroup:
         # host (loopback tests, two "nodes" on one box), the first to bind serves and the other joins.
         for as_server in (True, False) if _matches_machine_hostname(rendezvous.host) else (False,):
             try:
-                store = TCPStore(rendezvous.host, rendezvous.port, is_master=as_server, wait_for_workers=False, timeout=timeout)
+                store = TCPStore(
+                    rendezvous.host,
+                    rendezvous.port,
+                    is_master=as_server,
+                    wait_for_workers=False,
+                    timeout=timeout,
+                )
                 self.is_lead = as_server
                 break
             except RuntimeError as exc:
@@ -125,8 +131,12 @@ class NodeGroup:
         """A second connection to the store, for a thread of its own (a store client serves one caller)."""
         from torch.distributed import TCPStore
 
-        return TCPStore(self.rendezvous.host, self.rendezvous.port, is_master=False,
-                        timeout=timedelta(seconds=max(lost_after_s(), 5.0)))  # fmt: skip
+        return TCPStore(
+            self.rendezvous.host,
+            self.rendezvous.port,
+            is_master=False,
+            timeout=timedelta(seconds=max(lost_after_s(), 5.0)),
+        )
 
 
 class Liveness(threading.Thread):
@@ -139,9 +149,14 @@ class Liveness(threading.Thread):
     - `on_record()`: another node sees the lead's record already posted (the run ended without it)."""
 
     def __init__(
-        self, group: NodeGroup, *, on_lost: Callable[[int, str], None], on_ended: Callable[[int, dict[str, Any]], None],
-        on_record: Callable[[], None], ranks: Callable[[], list[int]],
-    ) -> None:  # fmt: skip
+        self,
+        group: NodeGroup,
+        *,
+        on_lost: Callable[[int, str], None],
+        on_ended: Callable[[int, dict[str, Any]], None],
+        on_record: Callable[[], None],
+        ranks: Callable[[], list[int]],
+    ) -> None:
         super().__init__(name="lorabench-node-liveness", daemon=True)
         self.group = group
         self.on_lost, self.on_ended, self.on_record, self.ranks = on_lost, on_ended, on_record, ranks

@@ -73,7 +73,9 @@ class Hello(BaseModel):
     host: str
     stack: str
     gpus: list[str]
-    setup: str = Field(description="the setup's digest, data by content: copies of the data in other folders agree")
+    setup: str = Field(
+        description="the setup's digest, data by content: copies of the data in other folders agree"
+    )
     guard: NodeGuard
     ranks: list[int] | None = None  # the ranks it was seen to start (the lead adds them at the end)
 
@@ -117,10 +119,15 @@ def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Pa
     # 1. Provenance of this host.
     header = record_header(setup, options)
     group = NodeGroup(rendezvous, setup.nodes)
-    with contextlib.ExitStack() as held, stop_signals_raise():  # `held`: this host's timed lock, through training
+    with (
+        contextlib.ExitStack() as held,
+        stop_signals_raise(),
+    ):  # `held`: this host's timed lock, through training
         # 2. This node's guard, then every node's: the lead decides for all.
         guard = guard_this_node(options.guard, held, timed=options.timed)
-        group.post(f"node/{group.index}", hello(setup, options, header, guard, group.index).model_dump(mode="json"))
+        group.post(
+            f"node/{group.index}", hello(setup, options, header, guard, group.index).model_dump(mode="json")
+        )
         hellos, status, reason = agree(group, rendezvous.timeout_s, options.allow_noisy)
         run = NodeRun(setup, options, header, group, guard, hellos, started)
         if status is not None:
@@ -129,19 +136,30 @@ def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Pa
         return train_and_record(run, rendezvous)
 
 
-def hello(setup: SetupConfig, options: RunOptions, header: RecordHeader, guard: NodeGuard, index: int) -> Hello:
+def hello(
+    setup: SetupConfig, options: RunOptions, header: RecordHeader, guard: NodeGuard, index: int
+) -> Hello:
     """Who this node is and what its guard saw, for the others (the lead compares setups and stacks)."""
     return Hello(
-        node=index, hostname=socket.gethostname(), host=header.host, stack=options.stack,
-        gpus=[str(g.get("name")) for g in header.provenance["host"].get("gpus") or []], setup=setup_digest(setup),
+        node=index,
+        hostname=socket.gethostname(),
+        host=header.host,
+        stack=options.stack,
+        gpus=[str(g.get("name")) for g in header.provenance["host"].get("gpus") or []],
+        setup=setup_digest(setup),
         guard=guard,
-    )  # fmt: skip
+    )
 
 
-def agree(group: NodeGroup, timeout_s: float, allow_noisy: bool) -> tuple[list[Hello], str | None, str | None]:
+def agree(
+    group: NodeGroup, timeout_s: float, allow_noisy: bool
+) -> tuple[list[Hello], str | None, str | None]:
     """Every node's hello, and the lead's decision for all: (hellos, status, reason), status None to train."""
     try:
-        hellos = [Hello.model_validate(h) for h in group.gather("node", timeout_s, f"node {group.index}: the other nodes")]
+        hellos = [
+            Hello.model_validate(h)
+            for h in group.gather("node", timeout_s, f"node {group.index}: the other nodes")
+        ]
         if group.is_lead:
             status, reason = decide(hellos, allow_noisy)
             group.post("decision", {"status": status, "reason": reason})
@@ -162,8 +180,12 @@ def ended_before_training(run: NodeRun, status: str, reason: str | None) -> tupl
         except LeadLost as exc:
             raise UserError(f"node {run.group.index}: the lead node was lost: {exc}") from None
     nodes = [node_info(h, status="busy" if not h.guard.ok else "ok") for h in run.hellos]
-    guard = GuardRecord(timed=run.options.timed, precheck=run.guard.precheck, nodes=[h.guard.to_dict() for h in run.hellos])
-    record = RunRecord.from_header(run.header, status=status, reason=reason, guard=guard.to_record(), nodes=nodes)
+    guard = GuardRecord(
+        timed=run.options.timed, precheck=run.guard.precheck, nodes=[h.guard.to_dict() for h in run.hellos]
+    )
+    record = RunRecord.from_header(
+        run.header, status=status, reason=reason, guard=guard.to_record(), nodes=nodes
+    )
     return publish(run.group, *landed(land(run.options.results_dir, run.header, lambda _path: record)))
 
 
@@ -174,8 +196,13 @@ def train_and_record(run: NodeRun, rendezvous: Rendezvous) -> tuple[RunRecord, P
     work_dir = create_work_dir(run.options.results_dir, run.header)
     job = Job(setup=run.setup, work_dir=work_dir.resolve(), quiet=run.options.quiet or not group.is_lead)
     stopper = TrainerStopper(job.work_dir / "job.json")
-    liveness = Liveness(group, on_lost=lambda node, why: stopper.stop(), on_ended=lambda node, end: stopper.stop(),
-                        on_record=stopper.stop, ranks=lambda: local_ranks(job.work_dir))  # fmt: skip
+    liveness = Liveness(
+        group,
+        on_lost=lambda node, why: stopper.stop(),
+        on_ended=lambda node, end: stopper.stop(),
+        on_record=stopper.stop,
+        ranks=lambda: local_ranks(job.work_dir),
+    )
     liveness.start()
     child, interrupted, ended = train_here(run, job, rendezvous)
     if group.is_lead and 0 not in liveness.lost:
@@ -193,7 +220,9 @@ def train_and_record(run: NodeRun, rendezvous: Rendezvous) -> tuple[RunRecord, P
     outcome = lead_outcome(job.work_dir, child, interrupted)
     nodes, guard = lead_verdict(run, outcome, ends, liveness.lost, ended)
     outcome.add_timings(total_s=round(time.perf_counter() - run.started, 2))
-    record, path = landed(land_run(run.options.results_dir, run.header, outcome, guard, job.work_dir, nodes=nodes))
+    record, path = landed(
+        land_run(run.options.results_dir, run.header, outcome, guard, job.work_dir, nodes=nodes)
+    )
     remove_work_dir(job.work_dir)
     publish(group, record, path)
     if interrupted is not None:
@@ -212,8 +241,13 @@ def train_here(
     sampler: Sampler | None = None
     try:
         with Sampler(run.options.guard) if run.options.timed else contextlib.nullcontext() as sampler:
-            child = start_trainer(job, cap_bytes=run.options.memory_cap_bytes, floor_bytes=run.options.memory_floor_bytes,
-                                  extra_env=env, rendezvous=rendezvous)  # fmt: skip
+            child = start_trainer(
+                job,
+                cap_bytes=run.options.memory_cap_bytes,
+                floor_bytes=run.options.memory_floor_bytes,
+                extra_env=env,
+                rendezvous=rendezvous,
+            )
     except (Stopped, KeyboardInterrupt) as exc:
         interrupted = exc
     return child, interrupted, node_end(child, interrupted, run.guard, sampler, job.work_dir)
@@ -240,7 +274,9 @@ def lead_lost_record(run: NodeRun, why_lost: str, ended: NodeEnd) -> tuple[RunRe
     mine = ended.reason or "it ended with the lead gone"
     why = f"{node_name(run.hellos[0])}, the lead, was lost mid-run: {why_lost}; written by node {run.group.index} instead ({mine})"
     guard = GuardRecord(timed=run.options.timed)
-    record = RunRecord.from_header(run.header, status="killed", reason=why, guard=guard.to_record(), nodes=nodes)
+    record = RunRecord.from_header(
+        run.header, status="killed", reason=why, guard=guard.to_record(), nodes=nodes
+    )
     record, path = landed(land(run.options.results_dir, run.header, lambda _path: record))
     print(summary_line(record, path), file=sys.stderr)
     return record, path
@@ -274,12 +310,27 @@ def decide(hellos: list[Hello], allow_noisy: bool) -> tuple[str | None, str | No
     return None, None
 
 
-def node_info(hello: Hello, *, status: NodeStatus = "ok", detail: str | None = None, ranks: list[int] | None = None,
-              guard: GuardRecord | None = None) -> NodeInfo:  # fmt: skip
-    node_guard = {**hello.guard.to_dict(), **(guard.to_record() if guard else {})} if hello.guard.timed else None
-    return NodeInfo(node=hello.node, hostname=hello.hostname, host=hello.host, gpus=hello.gpus,
-                    ranks=ranks or [], status=status, detail=detail or (hello.guard.reason if status == "busy" else None),
-                    guard=node_guard)  # fmt: skip
+def node_info(
+    hello: Hello,
+    *,
+    status: NodeStatus = "ok",
+    detail: str | None = None,
+    ranks: list[int] | None = None,
+    guard: GuardRecord | None = None,
+) -> NodeInfo:
+    node_guard = (
+        {**hello.guard.to_dict(), **(guard.to_record() if guard else {})} if hello.guard.timed else None
+    )
+    return NodeInfo(
+        node=hello.node,
+        hostname=hello.hostname,
+        host=hello.host,
+        gpus=hello.gpus,
+        ranks=ranks or [],
+        status=status,
+        detail=detail or (hello.guard.reason if status == "busy" else None),
+        guard=node_guard,
+    )
 
 
 class TrainerStopper:
@@ -299,7 +350,9 @@ class TrainerStopper:
 def local_ranks(work_dir: Path) -> list[int]:
     """The global ranks this node's trainer runs, from their event journals (`events-rank<N>.jsonl`; the
     lead's reporting process writes `events.jsonl`, and is named by the record's ranks)."""
-    found = (p.name.removeprefix("events-rank").removesuffix(".jsonl") for p in work_dir.glob("events-rank*.jsonl"))
+    found = (
+        p.name.removeprefix("events-rank").removesuffix(".jsonl") for p in work_dir.glob("events-rank*.jsonl")
+    )
     return sorted(int(n) for n in found if n.isdigit())
 
 
@@ -317,9 +370,12 @@ def train_window(work_dir: Path) -> tuple[float, float] | None:
 
 
 def node_end(
-    child: ChildOutcome | None, interrupted: BaseException | None, guard: NodeGuard, sampler: Sampler | None,
+    child: ChildOutcome | None,
+    interrupted: BaseException | None,
+    guard: NodeGuard,
+    sampler: Sampler | None,
     work_dir: Path,
-) -> NodeEnd:  # fmt: skip
+) -> NodeEnd:
     """How this node's trainer ended, and whether its timing holds (its pre-check and its sampler)."""
     reason, stopped = None, interrupted is not None
     if interrupted is not None:
@@ -330,10 +386,18 @@ def node_end(
     timing = None
     if sampler is not None:
         report = sampler.report(window=train_window(work_dir))
-        timing = GuardRecord(sampler=report.to_dict(), timing_valid=guard.ok and report.valid,
-                             timing_invalid_reason=report.reason or (None if guard.ok else guard.reason))  # fmt: skip
-    return NodeEnd(returncode=child.returncode if child else None, ranks=local_ranks(work_dir), reason=reason,
-                   stopped=stopped, guard=timing)  # fmt: skip
+        timing = GuardRecord(
+            sampler=report.to_dict(),
+            timing_valid=guard.ok and report.valid,
+            timing_invalid_reason=report.reason or (None if guard.ok else guard.reason),
+        )
+    return NodeEnd(
+        returncode=child.returncode if child else None,
+        ranks=local_ranks(work_dir),
+        reason=reason,
+        stopped=stopped,
+        guard=timing,
+    )
 
 
 def wait_for_ends(group: NodeGroup, liveness: Liveness) -> dict[int, NodeEnd]:
@@ -352,7 +416,8 @@ def wait_for_ends(group: NodeGroup, liveness: Liveness) -> dict[int, NodeEnd]:
 
 def lead_outcome(work_dir: Path, child: ChildOutcome | None, interrupted: BaseException | None) -> Outcome:
     outcome = read_outcome(work_dir) or Outcome(
-        status="killed", reason=f"trainer {child.reason if child and child.reason else 'ended'} before reporting an outcome"
+        status="killed",
+        reason=f"trainer {child.reason if child and child.reason else 'ended'} before reporting an outcome",
     )
     if interrupted is not None:
         name = str(interrupted) if isinstance(interrupted, Stopped) else "SIGINT"
@@ -360,24 +425,34 @@ def lead_outcome(work_dir: Path, child: ChildOutcome | None, interrupted: BaseEx
         outcome.reason = f"stopped from outside by {STOP_CAUSES.get(name, name)} before the run ended"
     if child is not None:
         memory = outcome.memory or MemoryStats(device=outcome.model.device if outcome.model else "unknown")
-        outcome.memory = memory.model_copy(update={
-            "peak_rss_bytes": child.peak_rss_bytes, "cap_method": child.cap_method, "watchdog_reading": child.reading or None,
-        })  # fmt: skip
+        outcome.memory = memory.model_copy(
+            update={
+                "peak_rss_bytes": child.peak_rss_bytes,
+                "cap_method": child.cap_method,
+                "watchdog_reading": child.reading or None,
+            }
+        )
     return outcome
 
 
 def lead_verdict(
     run: NodeRun, outcome: Outcome, ends: dict[int, NodeEnd], lost: dict[int, str], lead_end: NodeEnd
-) -> tuple[list[NodeInfo], GuardRecord]:  # fmt: skip
+) -> tuple[list[NodeInfo], GuardRecord]:
     """The run's status from the lead's outcome and every node's end, set on `outcome`: a node lost or
     stopped from outside makes it `killed`, a node whose trainer failed while the lead's did not makes it
     `failed`, each naming the node. Returns every node's line and the guard's verdict over all of them."""
     # The ranks each node was seen to start, for a node that never reported its end.
-    hellos = [h.model_copy(update={"ranks": run.group.read(f"ranks/{h.node}")}) if run.group.has(f"ranks/{h.node}") else h
-              for h in run.hellos]  # fmt: skip
+    hellos = [
+        h.model_copy(update={"ranks": run.group.read(f"ranks/{h.node}")})
+        if run.group.has(f"ranks/{h.node}")
+        else h
+        for h in run.hellos
+    ]
     nodes, problems, stopped = judge_nodes(outcome, hellos, ends, lost, lead_end)
     if stopped or lost:  # a node lost, or stopped from outside (timeout, docker stop, a cancelled job)
-        reason = "; ".join([*stopped, *problems]) + (f" (the lead's trainer then: {outcome.reason})" if outcome.reason else "")
+        reason = "; ".join([*stopped, *problems]) + (
+            f" (the lead's trainer then: {outcome.reason})" if outcome.reason else ""
+        )
         outcome.status, outcome.reason = "killed", reason
     elif problems and outcome.status == "ok":
         outcome.status, outcome.reason = "failed", "; ".join(problems)
@@ -387,8 +462,12 @@ def lead_verdict(
 
 
 def judge_nodes(
-    outcome: Outcome, hellos: list[Hello], ends: dict[int, NodeEnd], lost: dict[int, str], lead_end: NodeEnd,
-) -> tuple[list[NodeInfo], list[str], list[str]]:  # fmt: skip
+    outcome: Outcome,
+    hellos: list[Hello],
+    ends: dict[int, NodeEnd],
+    lost: dict[int, str],
+    lead_end: NodeEnd,
+) -> tuple[list[NodeInfo], list[str], list[str]]:
     """Every node's line in the record, the problems to name, and the nodes stopped from outside."""
     ranks_of = {n: sorted(r.rank for r in outcome.ranks or [] if r.node == n) for n in range(len(hellos))}
     nodes: list[NodeInfo] = []
@@ -410,7 +489,11 @@ def judge_nodes(
         else:
             failed = outcome.status != "ok" if n == 0 else end.returncode != 0
             detail = (outcome.reason if n == 0 else end.reason) if failed else None
-            nodes.append(node_info(hello, status="failed" if failed else "ok", detail=detail, ranks=ranks, guard=end.guard))
+            nodes.append(
+                node_info(
+                    hello, status="failed" if failed else "ok", detail=detail, ranks=ranks, guard=end.guard
+                )
+            )
             if end.stopped and n != 0:
                 stopped.append(f"{name} was {detail}")
             elif failed and n != 0:
@@ -423,20 +506,32 @@ def nodes_guard(run: NodeRun, nodes: list[NodeInfo], lead_end: NodeEnd) -> Guard
     valid only when every node's was."""
     if not run.options.timed:
         return GuardRecord(timed=False)
-    invalid = [f"{node_name(h)}: {g.get('timing_invalid_reason')}" for h, g in
-               ((h, nodes[h.node].guard or {}) for h in run.hellos) if g.get("timing_valid") is not True]  # fmt: skip
+    invalid = [
+        f"{node_name(h)}: {g.get('timing_invalid_reason')}"
+        for h, g in ((h, nodes[h.node].guard or {}) for h in run.hellos)
+        if g.get("timing_valid") is not True
+    ]
     sampler = {"sampler": lead_end.guard.sampler} if lead_end.guard is not None else {}
     return GuardRecord(
-        timed=True, precheck=run.hellos[0].guard.precheck, **sampler, timing_valid=not invalid,
+        timed=True,
+        precheck=run.hellos[0].guard.precheck,
+        **sampler,
+        timing_valid=not invalid,
         timing_invalid_reason="; ".join(invalid) or None,
-    )  # fmt: skip
+    )
 
 
 def publish(group: NodeGroup, record: RunRecord, path: Path) -> tuple[RunRecord, Path]:
     """Hand the record to every node (so each `lorabench run` ends with its status), then wait until each
     has read it: the store, hosted here, goes when this process ends."""
-    group.post("record", {"record": record.model_dump(mode="json"), "path": str(path.resolve()),
-                          "hostname": socket.gethostname()})  # fmt: skip
+    group.post(
+        "record",
+        {
+            "record": record.model_dump(mode="json"),
+            "path": str(path.resolve()),
+            "hostname": socket.gethostname(),
+        },
+    )
     others = [n for n in range(1, group.nodes) if not record.nodes or record.nodes[n].status != "lost"]
     with contextlib.suppress(UserError):
         group.wait_for([f"seen/{n}" for n in others], SEEN_WAIT_S, "the other nodes reading the record")
@@ -449,7 +544,9 @@ def received_record(group: NodeGroup) -> tuple[RunRecord, Path]:
     posted = group.read("record")
     group.post(f"seen/{group.index}", True)
     record = RunRecord.model_validate(posted["record"])
-    print(f"node {group.index}: the record was written on the lead node {posted['hostname']}", file=sys.stderr)
+    print(
+        f"node {group.index}: the record was written on the lead node {posted['hostname']}", file=sys.stderr
+    )
     return record, Path(posted["path"])
 
 

@@ -112,6 +112,7 @@ class Outcome(BaseModel):
             # Best effort: a full disk shows in the journal and the final outcome, not here.
             with contextlib.suppress(OSError):
                 atomic.write_text(self._sink / PARTIAL_FILE, self.model_dump_json(indent=1))
+
     # Wall clock (harness.run.timeline): the child's process start and the end of its work, so the parent
     # can name the seconds between its own stamps and the child's (spawn, child_exit).
     started_at: float | None = None

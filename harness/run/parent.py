@@ -89,10 +89,17 @@ def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
         provenance["host"]["hidden_gpus"] = hidden
     fp = run_fingerprint(setup, options.stack, provenance["host"]["kind"])
     return RecordHeader(
-        run_id=new_run_id(created, fp, setup.recipe.seed), created=created.isoformat(timespec="seconds"),
-        experiment=setup.experiment, setup_name=setup.name, seed=setup.recipe.seed, stack=options.stack,
-        host=provenance["host"]["id"], fingerprint=fp, setup=setup.model_dump(mode="json"), provenance=provenance,
-    )  # fmt: skip
+        run_id=new_run_id(created, fp, setup.recipe.seed),
+        created=created.isoformat(timespec="seconds"),
+        experiment=setup.experiment,
+        setup_name=setup.name,
+        seed=setup.recipe.seed,
+        stack=options.stack,
+        host=provenance["host"]["id"],
+        fingerprint=fp,
+        setup=setup.model_dump(mode="json"),
+        provenance=provenance,
+    )
 
 
 # How a stop from outside is named in the record: what the user did, not only the signal.
@@ -111,7 +118,9 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     check_and_sweep(setup, options)
     if setup.nodes > 1:
         # Several hosts: the same ten steps, with the nodes agreeing through the rendezvous's store.
-        raise UserError(f"nodes: {setup.nodes} hosts run through harness.run.start (as `lorabench run` does), not here")
+        raise UserError(
+            f"nodes: {setup.nodes} hosts run through harness.run.start (as `lorabench run` does), not here"
+        )
     started = time.perf_counter()
     stamps = [time.time()]
     header = record_header(setup, options)
@@ -121,8 +130,12 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     work_dir = create_work_dir(options.results_dir, header)
     job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet)
     stamps.append(time.time())
-    before = {"startup": began - process_start if process_start is not None else 0.0, "inputs": stamps[0] - began,
-              "provenance": stamps[1] - stamps[0], "work_dir": stamps[2] - stamps[1]}  # fmt: skip
+    before = {
+        "startup": began - process_start if process_start is not None else 0.0,
+        "inputs": stamps[0] - began,
+        "provenance": stamps[1] - stamps[0],
+        "work_dir": stamps[2] - stamps[1],
+    }
     ended = run_phases_in_child(job, options)
     outcome = ended.outcome
     if outcome.refused_input and ended.interrupted is None:
@@ -158,7 +171,9 @@ def stopped_outcome(work_dir: Path, signal_name: str) -> Outcome:
             return final
     outcome = read_partial(work_dir) or Outcome()
     outcome.status = "killed"
-    outcome.reason = f"stopped from outside by {STOP_CAUSES.get(signal_name, signal_name)} before the run ended"
+    outcome.reason = (
+        f"stopped from outside by {STOP_CAUSES.get(signal_name, signal_name)} before the run ended"
+    )
     return outcome
 
 
@@ -191,7 +206,11 @@ def run_phases_in_child(job: Job, options: RunOptions) -> Phases:
                     outcome = run_trainer(job, options, extra_env=offline_env())
                 return Phases(outcome, timing_verdict(verdict, sampler, job.work_dir))
     except (Stopped, KeyboardInterrupt, Exception) as exc:
-        return Phases(caught_outcome(exc, job.work_dir), guard, exc if isinstance(exc, Stopped | KeyboardInterrupt) else None)
+        return Phases(
+            caught_outcome(exc, job.work_dir),
+            guard,
+            exc if isinstance(exc, Stopped | KeyboardInterrupt) else None,
+        )
 
 
 def caught_outcome(exc: BaseException, work_dir: Path) -> Outcome:
@@ -283,7 +302,10 @@ def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: P
     valid = precheck_verdict.ok and report.valid
     reasons = [r for r in (precheck_verdict.reason if not precheck_verdict.ok else None, report.reason) if r]
     return GuardRecord(
-        timed=True, precheck=precheck_verdict.to_dict(), sampler=report.to_dict(), timing_valid=valid,
+        timed=True,
+        precheck=precheck_verdict.to_dict(),
+        sampler=report.to_dict(),
+        timing_valid=valid,
         timing_invalid_reason="; ".join(reasons) or None,
     )
 
@@ -302,17 +324,26 @@ def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None 
         outcome = read_partial(job.work_dir) or Outcome()
         error = unwritten_error(child.returncode, job.work_dir)
         outcome.status = "failed" if error else "killed"
-        outcome.reason = f"the trainer could not write its outcome: {describe_os_error(error)}" if error else None
+        outcome.reason = (
+            f"the trainer could not write its outcome: {describe_os_error(error)}" if error else None
+        )
     if outcome.status == "killed" and child.reason and not outcome.reason:
         outcome.reason = f"trainer {child.reason} before reporting an outcome"
-    if options.memory_cap_bytes is not None and outcome.status in ("failed", "killed") and not outcome.refused_input:
+    if (
+        options.memory_cap_bytes is not None
+        and outcome.status in ("failed", "killed")
+        and not outcome.refused_input
+    ):
         outcome.reason = name_the_cap(outcome.reason, child, options.memory_cap_bytes)
     bracket_trainer(outcome, launched, returned)
     memory = outcome.memory or MemoryStats(device=outcome.model.device if outcome.model else "unknown")
-    outcome.memory = memory.model_copy(update={
-        "peak_rss_bytes": child.peak_rss_bytes, "cap_method": child.cap_method,
-        "watchdog_reading": child.reading or None,
-    })  # fmt: skip
+    outcome.memory = memory.model_copy(
+        update={
+            "peak_rss_bytes": child.peak_rss_bytes,
+            "cap_method": child.cap_method,
+            "watchdog_reading": child.reading or None,
+        }
+    )
     return outcome
 
 

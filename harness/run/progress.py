@@ -29,7 +29,9 @@ def progress_file_from_env() -> Path | None:
 
 
 class Progress:
-    def __init__(self, *, quiet: bool = False, stream: TextIO | None = None, events_file: Path | None = None) -> None:
+    def __init__(
+        self, *, quiet: bool = False, stream: TextIO | None = None, events_file: Path | None = None
+    ) -> None:
         self.quiet = quiet
         self.stream = stream or sys.stderr
         self.events_file = events_file if events_file is not None else progress_file_from_env()
@@ -65,7 +67,9 @@ class Progress:
     def _event(self, **values: float) -> None:
         if self.events_file is None:
             return
-        line = json.dumps({"t": time.time(), "phase": self._phase, "done": self._done, "total": self._total, **values})
+        line = json.dumps(
+            {"t": time.time(), "phase": self._phase, "done": self._done, "total": self._total, **values}
+        )
         try:
             with self.events_file.open("a", encoding="utf-8") as handle:
                 handle.write(line + "\n")

@@ -68,12 +68,16 @@ def gathered(value: Any) -> list[Any]:
 def rank_facts(load_window: tuple[float, float], peak_vram_bytes: int | None, device: str) -> list[RankInfo]:
     """Every rank's host, device, load window and peaks, in rank order (every rank must call this)."""
     mine = {
-        "rank": int(os.environ.get("RANK", "0")), "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
-        "node": node_index(), "hostname": socket.gethostname(), "device": device, "load_window": load_window,
+        "rank": int(os.environ.get("RANK", "0")),
+        "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+        "node": node_index(),
+        "hostname": socket.gethostname(),
+        "device": device,
+        "load_window": load_window,
         "peak_vram_bytes": peak_vram_bytes,
         # ru_maxrss is KiB on Linux; this process only.
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-    }  # fmt: skip
+    }
     every = gathered(mine)
     windows = load_windows([tuple(f["load_window"]) for f in every])
     return [RankInfo(**{**f, "load_window": w}) for f, w in zip(every, windows, strict=True)]

@@ -71,14 +71,18 @@ class Loaded:
     tokenizer: Tokenizer
 
 
-def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress) -> None:
+def run_phases(
+    setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress
+) -> None:
     # The run's one seed, before anything draws from it (harness/run/seeding.py says what it decides).
     outcome.seeding = seed_run(setup.recipe.seed)
     with phase(outcome, "runtime"):
         runtime = resolve_setup_runtime(setup)
         backend = backend_for(setup.backend)
         check_gpus(setup, runtime)
-    run = RecipeRun(setup, runtime, backend, work_dir, outcome, events, progress, main_process=is_main_process())
+    run = RecipeRun(
+        setup, runtime, backend, work_dir, outcome, events, progress, main_process=is_main_process()
+    )
     # 3. Data: the story's split, hashed so runs compare only on equal splits. The task reads and scores it.
     progress.phase("data")
     with phase(outcome, "data"):
@@ -86,7 +90,11 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         split = task.load_split(setup.data)
     test = split.test[: setup.eval.limit] if setup.eval.limit else split.test
     outcome.data = DataInfo(
-        source=split.source, split_hash=split.hash, n_rows=split.n_rows, n_train=len(split.train), n_test=len(test)
+        source=split.source,
+        split_hash=split.hash,
+        n_rows=split.n_rows,
+        n_train=len(split.train),
+        n_test=len(test),
     )
     # Scores are computed beside training where cores are spare (harness/run/aside.py).
     with scoring_aside(settings.SCORING_WORKER.value()) as aside:
@@ -103,22 +111,41 @@ def run_phases(setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Eve
         # 9. Evaluate the trained adapter (rank 0 alone under DDP).
         if setup.eval.enabled and run.main_process:
             base_answers = baseline.answers if baseline else None
-            evaluate(run, task, scored_model, loaded.tokenizer, test, base_answers, aside, attached=source is not None)
+            evaluate(
+                run,
+                task,
+                scored_model,
+                loaded.tokenizer,
+                test,
+                base_answers,
+                aside,
+                attached=source is not None,
+            )
 
 
 def train_or_attach(
-    run: RecipeRun, loaded: Loaded, split: Split, load_window: tuple[float, float], source: AdapterSource | None,
+    run: RecipeRun,
+    loaded: Loaded,
+    split: Split,
+    load_window: tuple[float, float],
+    source: AdapterSource | None,
     riders: Sequence[StepObserver],
-) -> Model:  # fmt: skip
+) -> Model:
     """Steps 5–8 (`riders` ride along the steps), or the trained adapter of `source` put onto the base
     (eval.adapter)."""
     if source is None:
         return train_and_keep(run, loaded, split, load_window, riders)
     with phase(run.outcome, "attach_adapter"):
         scored_model = run.backend.attach_adapter(loaded.model, source.adapter_dir)
-    run.outcome.model = run.outcome.model.model_copy(update={"adapter": {
-        "path": str(source.adapter_dir), "base_model": source.base_model, "trained_precision": source.precision,
-    }})  # fmt: skip
+    run.outcome.model = run.outcome.model.model_copy(
+        update={
+            "adapter": {
+                "path": str(source.adapter_dir),
+                "base_model": source.base_model,
+                "trained_precision": source.precision,
+            }
+        }
+    )
     return scored_model
 
 
@@ -140,11 +167,14 @@ def load_model(run: RecipeRun, split: Split, test: Sequence[Example]) -> tuple[L
     outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
     named = time.time()
     outcome.model = ModelInfo(
-        source=setup.model.source, resolved=str(resolved.path),
+        source=setup.model.source,
+        resolved=str(resolved.path),
         weights="random" if setup.model.random_weights else "pretrained",
-        precision=runtime.precision, device=runtime.device, attention=runtime.attention,
+        precision=runtime.precision,
+        device=runtime.device,
+        attention=runtime.attention,
         auto_settings=runtime.reasons or None,
-    )  # fmt: skip
+    )
     outcome.add_checks({"end_of_turn": end_of_turn_check(tokenizer)})
     add_phase(outcome, "end_of_turn", time.time() - named)
     return Loaded(resolved.path, model, tokenizer), load_window
@@ -220,20 +250,35 @@ def _land(run: RecipeRun, baseline: Baseline) -> None:
     baseline.landed = True
     with phase(run.outcome, "baseline_score"):
         run.outcome.baseline = Metrics(
-            **baseline.scores.result(), eval_s=baseline.seconds, cached=baseline.cached,
+            **baseline.scores.result(),
+            eval_s=baseline.seconds,
+            cached=baseline.cached,
             decoded_in=decoded_in(run.setup, run.runtime),
-        )  # fmt: skip
+        )
 
 
 def train_and_keep(
-    run: RecipeRun, loaded: Loaded, split: Split, load_window: tuple[float, float], riders: Sequence[StepObserver] = ()
-) -> Model:  # fmt: skip
+    run: RecipeRun,
+    loaded: Loaded,
+    split: Split,
+    load_window: tuple[float, float],
+    riders: Sequence[StepObserver] = (),
+) -> Model:
     """Steps 5–8, then the adapter saved for `lorabench export` (the parent decides whether it is kept
     beside the record)."""
     setup, runtime, outcome = run.setup, run.runtime, run.outcome
     trained = train(
-        setup, runtime, loaded.model, loaded.tokenizer, split, run.backend, outcome, run.progress, run.events, riders
-    )  # fmt: skip
+        setup,
+        runtime,
+        loaded.model,
+        loaded.tokenizer,
+        split,
+        run.backend,
+        outcome,
+        run.progress,
+        run.events,
+        riders,
+    )
     if setup.world_size > 1:  # the process group exists once training has set it up
         outcome.add_timings(load_windows=load_windows(gathered(load_window)))
         outcome.ranks = rank_facts(load_window, *device_facts(runtime))
@@ -244,9 +289,16 @@ def train_and_keep(
 
 
 def evaluate(
-    run: RecipeRun, task: ModuleType, model: Model, tokenizer: Tokenizer, test: Sequence[Example], base_answers: list[str] | None,
-    aside: Aside, *, attached: bool,
-) -> None:  # fmt: skip
+    run: RecipeRun,
+    task: ModuleType,
+    model: Model,
+    tokenizer: Tokenizer,
+    test: Sequence[Example],
+    base_answers: list[str] | None,
+    aside: Aside,
+    *,
+    attached: bool,
+) -> None:
     """Step 9: the trained adapter's answers, scored, its predictions kept; empty answers stop the run."""
     setup, outcome = run.setup, run.outcome
     with run.events.span("eval"), phase(outcome, "eval"):
@@ -256,9 +308,11 @@ def evaluate(
         # Where the baseline was scored: a task that remembers its scores does not score those answers again.
         metrics, rows = aside.submit(task.score_with_rows, test, answers, base_answers).result()
         outcome.trained = Metrics(
-            **metrics, eval_s=seconds, decoded_in=decoded_in(setup, runtime_of(model)),
+            **metrics,
+            eval_s=seconds,
+            decoded_in=decoded_in(setup, runtime_of(model)),
             merged=merges_adapter(setup, runtime_of(model)),
-        )  # fmt: skip
+        )
         atomic.write_lines(run.work_dir / "predictions.jsonl", rows)
         if attached:
             outcome.memory = memory_stats(run.runtime)
@@ -271,9 +325,17 @@ def evaluate(
 
 
 def train(
-    setup: SetupConfig, runtime: Runtime, model: Model, tokenizer: Tokenizer, split: Split, backend: Backend,
-    outcome: Outcome, progress: Progress, events: Events, riders: Sequence[StepObserver] = (),
-) -> Model:  # fmt: skip
+    setup: SetupConfig,
+    runtime: Runtime,
+    model: Model,
+    tokenizer: Tokenizer,
+    split: Split,
+    backend: Backend,
+    outcome: Outcome,
+    progress: Progress,
+    events: Events,
+    riders: Sequence[StepObserver] = (),
+) -> Model:
     """Steps 5–8: preflight checks, training with the smoke and divergence observers riding along (and
     `riders`, which never stop it), post checks. Returns the trained model; a failed check, smoke or
     divergence stops the run (RunStopped)."""
@@ -298,9 +360,13 @@ def train(
 
 
 def _after_training(
-    setup: SetupConfig, runtime: Runtime, trained: TrainOutcome, outcome: Outcome,
-    smoke: SmokeObserver | None, divergence: DivergenceObserver | None,
-) -> Model:  # fmt: skip
+    setup: SetupConfig,
+    runtime: Runtime,
+    trained: TrainOutcome,
+    outcome: Outcome,
+    smoke: SmokeObserver | None,
+    divergence: DivergenceObserver | None,
+) -> Model:
     """The trained run's stats, memory and post checks (step 8); a failed check stops the run."""
     if trained.preflight_s is not None:
         outcome.add_timings(preflight_s=trained.preflight_s)
@@ -348,7 +414,9 @@ def end_of_turn_check(tokenizer: Tokenizer) -> CheckVerdict:
     if eot == tokenizer.eos_token:
         return CheckVerdict("pass", f"answers end with EOS {eot!r}", evidence)
     return CheckVerdict(
-        "pass", f"answers end with the chat template's {eot!r}, not the tokenizer's EOS {tokenizer.eos_token!r}", evidence
+        "pass",
+        f"answers end with the chat template's {eot!r}, not the tokenizer's EOS {tokenizer.eos_token!r}",
+        evidence,
     )
 
 

@@ -88,8 +88,11 @@ def bracket_trainer(outcome: Outcome, launched: float, returned: float) -> None:
     outcome.trainer_wall_s = returned - launched
     phases = dict(outcome.timings.phases or {})
     if outcome.started_at is not None and outcome.finished_at is not None:
-        phases = {"spawn": round(max(0.0, outcome.started_at - launched), 3), **phases,
-                  "child_exit": round(max(0.0, returned - outcome.finished_at), 3)}  # fmt: skip
+        phases = {
+            "spawn": round(max(0.0, outcome.started_at - launched), 3),
+            **phases,
+            "child_exit": round(max(0.0, returned - outcome.finished_at), 3),
+        }
     else:
         phases["trainer_unreported"] = round(max(0.0, returned - launched - sum(phases.values())), 3)
     outcome.add_timings(phases=phases)
@@ -118,15 +121,23 @@ PER_QUESTION_ONCE = ("baseline", "baseline_score")  # the baseline's answers are
 
 
 def projected_wall_s(
-    phases: dict[str, float], *, steps_done: int, steps: int, questions_done: int, questions: int, runs: int = 1,
+    phases: dict[str, float],
+    *,
+    steps_done: int,
+    steps: int,
+    questions_done: int,
+    questions: int,
+    runs: int = 1,
     baseline_cached: bool = False,
-) -> float:  # fmt: skip
+) -> float:
     """The wall clock of `runs` full runs (e.g. `make bench`'s seeds, one after another) projected from
     one shorter run's phases: steps and decoding scale linearly with their counts, the rest repeats per
     run as measured, and the baseline is decoded once (none when `baseline_cached`). For a short run to
     stand in, its steps must be past the warm-up (graph capture and compile are their own phases)."""
     if min(steps_done, questions_done) <= 0 or runs < 1:
-        raise ValueError(f"need steps_done, questions_done and runs >= 1, got {steps_done}, {questions_done}, {runs}")
+        raise ValueError(
+            f"need steps_done, questions_done and runs >= 1, got {steps_done}, {questions_done}, {runs}"
+        )
     per_step = sum(phases.get(name, 0.0) for name in PER_STEP) / steps_done
     per_question = sum(phases.get(name, 0.0) for name in PER_QUESTION) / questions_done
     baseline = sum(phases.get(name, 0.0) for name in PER_QUESTION_ONCE) / questions_done

@@ -120,14 +120,23 @@ def sweep_stale_runs(results_dir: Path) -> list[Swept]:
             continue
         except OSError as exc:
             os.rename(claimed, folder)
-            print(f"lorabench: left the stale run {folder.name} for a later run: {describe_os_error(exc)}", file=sys.stderr)
+            print(
+                f"lorabench: left the stale run {folder.name} for a later run: {describe_os_error(exc)}",
+                file=sys.stderr,
+            )
             continue
         except (ValidationError, ValueError, KeyError, TypeError) as exc:
             # Another version's folder, or one cut short: kept for a person to look at, never an error.
             aside = root / f".unrecorded-{folder.name}"
             os.rename(claimed, aside)
-            swept.append(Swept(folder.name, None, f"a stale run's work folder could not be read as this version's "
-                               f"({_first_line(exc)}); set aside as {aside}, not recorded"))  # fmt: skip
+            swept.append(
+                Swept(
+                    folder.name,
+                    None,
+                    f"a stale run's work folder could not be read as this version's "
+                    f"({_first_line(exc)}); set aside as {aside}, not recorded",
+                )
+            )
             continue
         if done is not None:
             swept.append(done)
@@ -150,7 +159,9 @@ def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
     run = json.loads((work_dir / RUN_FILE).read_text(encoding="utf-8"))
     owner = run["owner"]
     # Fields another version wrote and this one does not know are left out (and said), not an error.
-    header = RecordHeader.model_validate({k: v for k, v in run["base"].items() if k in RecordHeader.model_fields})
+    header = RecordHeader.model_validate(
+        {k: v for k, v in run["base"].items() if k in RecordHeader.model_fields}
+    )
     unknown = sorted(set(run["base"]) - set(RecordHeader.model_fields))
     name = work_dir.name.split(".swept-")[0].lstrip(".")
     found = datetime.now(UTC).isoformat(timespec="seconds")
@@ -161,7 +172,11 @@ def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
         outcome, guard, unwritten = ended
         if unwritten is None and (mark := read_unwritten_mark(work_dir)) is not None:
             unwritten = describe_os_error(mark[1])
-        why = f"its record could not be written then: {unwritten}" if unwritten else f"its parent (pid {pid}) died before writing it"
+        why = (
+            f"its record could not be written then: {unwritten}"
+            if unwritten
+            else f"its parent (pid {pid}) died before writing it"
+        )
         note = f"recorded by a later run at {found}; {why}"
         said = "a run that ended without its record; recorded it as it ended"
     elif (final := _readable(read_outcome, work_dir)) is not None:
@@ -171,18 +186,24 @@ def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
     elif (mark := read_unwritten_mark(work_dir)) is not None:
         # The disk was too full for any outcome file: the status and the cause survive in a name.
         outcome = read_partial(work_dir) or Outcome()
-        outcome.status, outcome.reason = mark[0], (
-            f"the run ended ({mark[0]}) with its disk full: {describe_os_error(mark[1])}; neither its outcome nor "
-            f"its record could be written then; recorded by a later run at {found} with what it had kept"
-        )  # fmt: skip
+        outcome.status, outcome.reason = (
+            mark[0],
+            (
+                f"the run ended ({mark[0]}) with its disk full: {describe_os_error(mark[1])}; neither its outcome nor "
+                f"its record could be written then; recorded by a later run at {found} with what it had kept"
+            ),
+        )
         said = "a run that ended on a full disk; recorded it with its cause"
         note = ""
     else:
         outcome = read_partial(work_dir) or Outcome()
-        outcome.status, outcome.reason = "killed", (
-            f"the run's parent process (pid {pid}) died without writing its record (SIGKILL, the OOM killer or a "
-            f"crash); recovered from {name} by a later run at {found}"
-        )  # fmt: skip
+        outcome.status, outcome.reason = (
+            "killed",
+            (
+                f"the run's parent process (pid {pid}) died without writing its record (SIGKILL, the OOM killer or a "
+                f"crash); recovered from {name} by a later run at {found}"
+            ),
+        )
         said = "a run whose parent died left no record; recorded it as killed"
         note = ""
     if outcome.status == "killed" and outcome.train is None:

@@ -85,16 +85,27 @@ def other_hosts_records(results_dir: Path, setup: SetupConfig, stack: str, host:
     return sorted(p for p in (results_dir / slug(stack)).glob(pattern) if p != own)
 
 
-def stand_in(results_dir: Path, setup: SetupConfig, stack: str, host: HostKey) -> tuple[RunRecord, Path] | None:
+def stand_in(
+    results_dir: Path, setup: SetupConfig, stack: str, host: HostKey
+) -> tuple[RunRecord, Path] | None:
     """A record of another host of the same kind that answers for this one (untimed claims only; see
     the module's rule), the newest when several do."""
     fp = run_fingerprint(setup, stack, host.kind)
-    found = [(r, p) for p in other_hosts_records(results_dir, setup, stack, host) if _usable(r := _read(p), fp, timed=False)]
+    found = [
+        (r, p)
+        for p in other_hosts_records(results_dir, setup, stack, host)
+        if _usable(r := _read(p), fp, timed=False)
+    ]
     return max(found, key=lambda pair: pair[0].created) if found else None  # type: ignore[union-attr]
 
 
 def why_not_standing_in(
-    results_dir: Path, setup: SetupConfig, stack: str, host: HostKey, *, timed: bool = False,
+    results_dir: Path,
+    setup: SetupConfig,
+    stack: str,
+    host: HostKey,
+    *,
+    timed: bool = False,
     tag: str = "",
 ) -> list[str]:
     """Why each record of this setup × seed in `results_dir` (this host's own included) does not stand in

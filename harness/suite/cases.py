@@ -67,8 +67,10 @@ def skip_reason(case: ClaimCase, settings: SuiteSettings, load: Callable[[Path],
     if settings.model and len(models) > 1:
         return f"{claim.experiment}: {claim.name!r} compares two models; --lorabench-model would make them the same model"
     if claim.across_stacks and not settings.other_stack:
-        return (f"{claim.experiment}: {claim.name!r} compares two stacks: give --lorabench-other-stack NAME "
-                "(its records on this host)")  # fmt: skip
+        return (
+            f"{claim.experiment}: {claim.name!r} compares two stacks: give --lorabench-other-stack NAME "
+            "(its records on this host)"
+        )
     nodes = any(int(s.fields.get("nodes", 1)) > 1 for s in setups)
     # Where the nodes meet is harness.run.launch's to read; a lone node would wait for its partner until
     # the rendezvous timed out.
@@ -91,7 +93,9 @@ class CaseRuns:
         """This stack's record of the setup at `path` for `seed`; a setup that scores another's adapter
         (`[suite] adapter_from`) gets that setup's record of the same seed as its eval.adapter."""
         source = self.load(path).adapter_from
-        overrides = None if source is None else {"eval.adapter": str(self.record_file(self.record(source, seed)))}
+        overrides = (
+            None if source is None else {"eval.adapter": str(self.record_file(self.record(source, seed)))}
+        )
         return self.run(path, seed, overrides)
 
 

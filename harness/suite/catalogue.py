@@ -99,7 +99,9 @@ class Catalogue:
 
 def field_path(name: str, key: str | None = None) -> str:
     """`claims."seed spread".kind`, as the TOML would spell the field."""
-    quoted = name if name.replace("_", "").replace("-", "").isalnum() else json.dumps(name, ensure_ascii=False)
+    quoted = (
+        name if name.replace("_", "").replace("-", "").isalnum() else json.dumps(name, ensure_ascii=False)
+    )
     return f"claims.{quoted}" + (f".{key}" if key else "")
 
 
@@ -108,17 +110,25 @@ def _bounds(setup: BenchSetup, name: str, kind: c.Kind, table: Mapping[str, Any]
     allowed = (*kind.required, *kind.defaults)
     for key, value in given.items():
         if key not in allowed:
-            raise UserError(f"{setup.path}: {field_path(name, key)}: neither a key of a claim ({', '.join(CLAIM_KEYS)}) "
-                            f"nor a bound of kind {kind.name!r} ({', '.join(allowed) or 'it takes none'})")  # fmt: skip
+            raise UserError(
+                f"{setup.path}: {field_path(name, key)}: neither a key of a claim ({', '.join(CLAIM_KEYS)}) "
+                f"nor a bound of kind {kind.name!r} ({', '.join(allowed) or 'it takes none'})"
+            )
         words = kind.choices.get(key)
         if words and value not in words:
-            raise UserError(f"{setup.path}: {field_path(name, key)}: {value!r}; use one of {', '.join(words)}")
+            raise UserError(
+                f"{setup.path}: {field_path(name, key)}: {value!r}; use one of {', '.join(words)}"
+            )
         if not words and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise UserError(f"{setup.path}: {field_path(name, key)}: {value!r} is not a number; give e.g. {key} = 1.5")
+            raise UserError(
+                f"{setup.path}: {field_path(name, key)}: {value!r} is not a number; give e.g. {key} = 1.5"
+            )
     for key in kind.required:
         if key not in given:
-            raise UserError(f"{setup.path}: {field_path(name, key)}: missing; kind {kind.name!r} needs it, "
-                            f"e.g. {key} = 1.0")  # fmt: skip
+            raise UserError(
+                f"{setup.path}: {field_path(name, key)}: missing; kind {kind.name!r} needs it, "
+                f"e.g. {key} = 1.0"
+            )
     return {**kind.defaults, **given}
 
 
@@ -127,14 +137,18 @@ def _roles(setup: BenchSetup, name: str, kind: c.Kind, given: Any) -> dict[str, 
         return {ONE_SETUP_ROLE: setup.path}
     example = f'setups = {{ reference = "other.toml", this = "{setup.path.name}" }}'
     if not isinstance(given, dict) or len(given) != kind.setups:
-        raise UserError(f"{setup.path}: {field_path(name, 'setups')}: {given!r}; kind {kind.name!r} reads "
-                        f"{kind.setups} setup(s), role → file, e.g. {example}")  # fmt: skip
+        raise UserError(
+            f"{setup.path}: {field_path(name, 'setups')}: {given!r}; kind {kind.name!r} reads "
+            f"{kind.setups} setup(s), role → file, e.g. {example}"
+        )
     roles: dict[str, Path] = {}
     for role, file in given.items():
         path = (setup.path.parent / str(file)).resolve()
         if not isinstance(file, str) or not path.is_file():
-            raise UserError(f"{setup.path}: {field_path(name, f'setups.{role}')}: {file!r} not found in "
-                            f"{setup.path.parent}; give a setup file's path relative to that folder")  # fmt: skip
+            raise UserError(
+                f"{setup.path}: {field_path(name, f'setups.{role}')}: {file!r} not found in "
+                f"{setup.path.parent}; give a setup file's path relative to that folder"
+            )
         roles[role] = path
     return roles
 
@@ -143,16 +157,22 @@ def parse_claim(setup: BenchSetup, name: str, table: Mapping[str, Any]) -> Claim
     """One `[claims.NAME]` table; a problem is a one-line `UserError` naming the field, the value and the fix."""
     kind_name = table.get("kind")
     if kind_name not in c.KINDS:
-        raise UserError(f"{setup.path}: {field_path(name, 'kind')}: {kind_name!r} is not a claim kind; use one of "
-                        f"{', '.join(c.KINDS)} (harness/suite/claims.py, KINDS)")  # fmt: skip
+        raise UserError(
+            f"{setup.path}: {field_path(name, 'kind')}: {kind_name!r} is not a claim kind; use one of "
+            f"{', '.join(c.KINDS)} (harness/suite/claims.py, KINDS)"
+        )
     kind = c.KINDS[kind_name]
     experiment = table.get("experiment", setup.fields.get("experiment", "adhoc"))
     across = table.get("across_stacks", False)
     if not isinstance(experiment, str) or not experiment:
-        raise UserError(f"{setup.path}: {field_path(name, 'experiment')}: {experiment!r}; give a name, e.g. \"exp_x\"")
+        raise UserError(
+            f'{setup.path}: {field_path(name, "experiment")}: {experiment!r}; give a name, e.g. "exp_x"'
+        )
     if not isinstance(across, bool) or (across and kind.setups != 2):
-        raise UserError(f"{setup.path}: {field_path(name, 'across_stacks')}: {across!r}; true only for a kind that "
-                        "compares two setups, else leave it out")  # fmt: skip
+        raise UserError(
+            f"{setup.path}: {field_path(name, 'across_stacks')}: {across!r}; true only for a kind that "
+            "compares two setups, else leave it out"
+        )
     roles = _roles(setup, name, kind, table.get("setups"))
     bounds = _bounds(setup, name, kind, table)
     return Claim(experiment, name, kind, roles, setup.path, bounds, setup.markers, across)
@@ -176,7 +196,9 @@ def _copy_of(setup: BenchSetup, setups: Mapping[Path, BenchSetup]) -> Path | Non
     return None
 
 
-def load_catalogue(folders: Sequence[Path], load: Callable[[Path], BenchSetup] = load_bench_setup) -> Catalogue:
+def load_catalogue(
+    folders: Sequence[Path], load: Callable[[Path], BenchSetup] = load_bench_setup
+) -> Catalogue:
     """Every setup file in `folders` and the claims they declare; a bad file is a one-line `UserError`."""
     setups: dict[Path, BenchSetup] = {}
     copies: dict[Path, Path] = {}  # a copy's path → the file it copies
@@ -204,13 +226,17 @@ def _check_unique(setups: Sequence[BenchSetup] | Any, claims: Sequence[Claim]) -
     keys: dict[str, Path] = {}
     for setup in setups:
         if (other := keys.setdefault(setup.key, setup.path)) != setup.path:
-            raise UserError(f"{setup.path}: name: {setup.key!r} is also {other}'s experiment/name; give one "
-                            "of them another name (records are filed by it)")  # fmt: skip
+            raise UserError(
+                f"{setup.path}: name: {setup.key!r} is also {other}'s experiment/name; give one "
+                "of them another name (records are filed by it)"
+            )
     names: dict[tuple[str, str], Path] = {}
     for claim in claims:
         if (other := names.setdefault((claim.experiment, claim.name), claim.source)) != claim.source:
-            raise UserError(f"{claim.source}: {field_path(claim.name)}: experiment {claim.experiment!r} has a claim "
-                            f"of that name in {other} too; give this one another name")  # fmt: skip
+            raise UserError(
+                f"{claim.source}: {field_path(claim.name)}: experiment {claim.experiment!r} has a claim "
+                f"of that name in {other} too; give this one another name"
+            )
 
 
 # Claims whose figure is a cost (peak memory, time, a speedup): CUDA graphs keep their own memory pools and
@@ -255,10 +281,14 @@ def assert_claim(claim: Claim, runs: Runs, setups: Mapping[Path, BenchSetup]) ->
     or fail showing every number. The records must be the claim's setups, so a case and the report can
     never judge different things under one claim's name."""
     if set(runs) != set(claim.setups):
-        raise ValueError(f"{claim.experiment}: {claim.name!r} takes records for {sorted(claim.setups)}, got {sorted(runs)}")
+        raise ValueError(
+            f"{claim.experiment}: {claim.name!r} takes records for {sorted(claim.setups)}, got {sorted(runs)}"
+        )
     for role, records in runs.items():
         expected = setups[claim.setups[role]].key
         wrong = [c.label(r) for r in records if f"{r.experiment}/{r.setup_name}" != expected]
         if wrong:
-            raise AssertionError(f"{claim.name}: role {role!r} is {expected} ({claim.setups[role].name}), got {', '.join(wrong)}")
+            raise AssertionError(
+                f"{claim.name}: role {role!r} is {expected} ({claim.setups[role].name}), got {', '.join(wrong)}"
+            )
     return c.require(judge(claim, runs))

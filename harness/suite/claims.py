@@ -102,7 +102,9 @@ def train_seconds(record: RunRecord) -> float:
 def step_seconds(record: RunRecord) -> float:
     seconds = record.train.step_s if record.train else None
     if not seconds:
-        raise NotEvaluable(f"{label(record)}: no steady step time in the record (made before train.step_s existed?)")
+        raise NotEvaluable(
+            f"{label(record)}: no steady step time in the record (made before train.step_s existed?)"
+        )
     return seconds
 
 
@@ -155,13 +157,17 @@ def check_seed_spread(records: Sequence[RunRecord], max_points: float) -> Outcom
         raise NotEvaluable(f"seed spread needs at least 2 seeds, got {len(records)}")
     scores = [exact_match(r) for r in records]
     spread = round(max(scores) - min(scores), 1)
-    shown = f"spread {spread:.1f} points ({' / '.join(f'{s:.1f}' for s in scores)}; seeds {seeds_of(records)})"
+    shown = (
+        f"spread {spread:.1f} points ({' / '.join(f'{s:.1f}' for s in scores)}; seeds {seeds_of(records)})"
+    )
     if spread > max_points:
         return failed(f"seed spread {spread:.1f} points > bound {max_points:g}: {shown}", spread)
     return passed(shown, spread)
 
 
-def equivalence(a: Sequence[RunRecord], b: Sequence[RunRecord], margin: float) -> tuple[stats.Equivalence, str]:
+def equivalence(
+    a: Sequence[RunRecord], b: Sequence[RunRecord], margin: float
+) -> tuple[stats.Equivalence, str]:
     """TOST on the per-seed exact-match differences b − a, paired by seed, and the pairs as text."""
     by_seed = {r.seed: r for r in a}
     pairs = [(by_seed[r.seed], r) for r in b if r.seed in by_seed]
@@ -216,7 +222,9 @@ def check_speedup(
 
 
 @judged
-def check_time_ratio(baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], max_ratio: float) -> Outcome:
+def check_time_ratio(
+    baseline: Sequence[RunRecord], candidate: Sequence[RunRecord], max_ratio: float
+) -> Outcome:
     """How much slower `candidate` trains than `baseline` (ratio of means), at most `max_ratio`."""
     ratio = round(mean([train_seconds(r) for r in candidate]) / mean([train_seconds(r) for r in baseline]), 2)
     shown = f"time ratio {ratio:.2f}× (n = {len(baseline)} / {len(candidate)})"
@@ -231,7 +239,9 @@ def check_memory(records: Sequence[RunRecord], max_bytes: float) -> Outcome:
     worst = max(peak_vram(r) for r in records)
     shown = "; ".join(f"seed {r.seed}: {peak_vram(r) / GiB:.2f} GiB" for r in records)
     if worst > max_bytes:
-        return failed(f"peak VRAM {worst / GiB:.2f} GiB over the budget {max_bytes / GiB:.2f} GiB: {shown}", worst)
+        return failed(
+            f"peak VRAM {worst / GiB:.2f} GiB over the budget {max_bytes / GiB:.2f} GiB: {shown}", worst
+        )
     return passed(shown, worst)
 
 
@@ -240,7 +250,9 @@ def predicted_4bit_saving(record: RunRecord) -> float:
     check = record.checks.get("quantizable_fraction")
     saving = check.evidence.get("max_saving_bytes") if check else None
     if not saving:
-        raise NotEvaluable(f"{label(record)}: no quantizable_fraction check with max_saving_bytes in the record")
+        raise NotEvaluable(
+            f"{label(record)}: no quantizable_fraction check with max_saving_bytes in the record"
+        )
     return float(saving)
 
 
@@ -285,7 +297,9 @@ def check_contract(record: RunRecord, min_contract: float) -> Outcome:
         raise NotEvaluable(f"{label(record)}: no verdict metrics in the record (status {record.status})")
     contract = float(gate["contract"])
     before = record.baseline.gate.get("contract") if record.baseline and record.baseline.gate else None
-    shown = f"{contract:g}% of answers keep the contract (before training: {'?' if before is None else before}%)"
+    shown = (
+        f"{contract:g}% of answers keep the contract (before training: {'?' if before is None else before}%)"
+    )
     if contract < min_contract:
         return failed(f"{label(record)}: {shown}, below {min_contract:g}%", contract)
     return passed(shown, contract)
@@ -303,7 +317,10 @@ def check_finite(records: Sequence[RunRecord]) -> Outcome:
             return failed(f"{label(record)}: non-finite training loss at step(s) {bad[:10]}")
         exact_match(record)  # generation ran and was scored
     steps = sum(len(r.train.loss) for r in records if r.train)
-    return passed(f"{steps} losses finite, exact match scored (seed{'s' if len(records) > 1 else ''} {seeds_of(records)})", None)
+    return passed(
+        f"{steps} losses finite, exact match scored (seed{'s' if len(records) > 1 else ''} {seeds_of(records)})",
+        None,
+    )
 
 
 @judged
@@ -318,7 +335,9 @@ def check_loads_staggered(record: RunRecord) -> Outcome:
             by_node.setdefault(rank.node, []).append(rank.load_window)
     per_node = [sorted(w) for w in by_node.values() if len(w) > 1] if len(by_node) > 1 else []
     if len(by_node) > 1 and not per_node:
-        raise NotEvaluable(f"{label(record)}: one rank per node: each host loaded its one copy, nothing to stagger")
+        raise NotEvaluable(
+            f"{label(record)}: one rank per node: each host loaded its one copy, nothing to stagger"
+        )
     groups = per_node or [sorted(record.timings.load_windows or [])]
     windows = sorted(w for g in groups for w in g)
     if len(windows) < 2:
@@ -328,7 +347,9 @@ def check_loads_staggered(record: RunRecord) -> Outcome:
         )
     overlapping = [(a, b) for g in groups for a, b in itertools.pairwise(g) if b[0] < a[1]]
     if overlapping:
-        shown = "; ".join(f"[{a[0]:.2f}, {a[1]:.2f}] s and [{b[0]:.2f}, {b[1]:.2f}] s" for a, b in overlapping)
+        shown = "; ".join(
+            f"[{a[0]:.2f}, {a[1]:.2f}] s and [{b[0]:.2f}, {b[1]:.2f}] s" for a, b in overlapping
+        )
         return failed(f"{label(record)}: ranks loaded the model at the same time: {shown}")
     shown = ", ".join(f"[{a:.2f}, {b:.2f}] s" for a, b in windows)
     return passed(f"load windows {shown}", windows[-1][0])
@@ -339,10 +360,15 @@ def check_packages_differ(one: RunRecord, other: RunRecord) -> Outcome:
     """Two stacks must differ in some installed package, or nothing was compared; the value is the diff."""
     before = one.provenance.get("stack", {}).get("packages", {})
     after = other.provenance.get("stack", {}).get("packages", {})
-    diff = {name: (before.get(name), after.get(name)) for name in sorted(set(before) | set(after))
-            if before.get(name) != after.get(name)}  # fmt: skip
+    diff = {
+        name: (before.get(name), after.get(name))
+        for name in sorted(set(before) | set(after))
+        if before.get(name) != after.get(name)
+    }
     if not diff:
-        return failed(f"stacks {one.stack!r} and {other.stack!r} have the same packages: nothing is compared", diff)
+        return failed(
+            f"stacks {one.stack!r} and {other.stack!r} have the same packages: nothing is compared", diff
+        )
     return passed("; ".join(f"{k} {a or '–'} → {b or '–'}" for k, (a, b) in diff.items()), diff)
 
 
@@ -378,34 +404,115 @@ def _time_ratio_either_way(runs: Runs, b: Bounds) -> Outcome:
 
 EQUIVALENT = "within ±{equivalence_margin:g} points (TOST, 90% interval)"
 
-KINDS: Mapping[str, Kind] = {k.name: k for k in (
-    Kind("gain", 1, "≥ {min_gain:g} points exact match over the untrained model",
-         lambda r, b: check_gain(r[0], b["min_gain"]), ("min_gain",), per_seed=True),
-    Kind("seed_spread", 1, "max − min trained exact match ≤ {max_seed_spread:g} points",
-         lambda r, b: check_seed_spread(r[0], b["max_seed_spread"]), ("max_seed_spread",)),
-    Kind("finite", 1, "every loss finite, every run scored", lambda r, b: check_finite(r[0]), per_seed=True),
-    Kind("equivalent", 2, EQUIVALENT, lambda r, b: check_equivalent(r[0], r[1], b["equivalence_margin"]),
-         ("equivalence_margin",)),
-    Kind("speedup", 2, "lower end of the 95% interval ≥ {min_speedup:g}× per {speedup_per}",
-         lambda r, b: check_speedup(r[0], r[1], b["min_speedup"], b["speedup_per"]), ("min_speedup",),
-         {"speedup_per": "run"}, {"speedup_per": ("run", "step")}, cost="time"),
-    Kind("time_ratio", 2, "≤ {max_time_ratio:g}× the first setup's train time",
-         lambda r, b: check_time_ratio(r[0], r[1], b["max_time_ratio"]), ("max_time_ratio",), cost="time"),
-    Kind("time_ratio_either_way", 2, "either ≤ {max_time_ratio:g}× the other's train time", _time_ratio_either_way,
-         ("max_time_ratio",), cost="time"),
-    Kind("memory", 1, "peak VRAM ≤ {vram_budget_gib:g} GiB",
-         lambda r, b: check_memory(r[0], b["vram_budget_gib"] * GiB), ("vram_budget_gib",), per_seed=True, cost="memory"),
-    Kind("memory_saved", 2, "saved ≥ {min_saving_share:g} × the predicted saving (quantizable_fraction check)",
-         lambda r, b: check_memory_saved(r[0], r[1], predicted_4bit_saving(r[0][0]), b["min_saving_share"]),
-         ("min_saving_share",), cost="memory"),
-    Kind("vram_ratio", 2, "peak VRAM per card ≤ {max_vram_per_card_ratio:g}× one card's",
-         lambda r, b: check_vram_ratio(r[0][0], r[1][0], b["max_vram_per_card_ratio"]), ("max_vram_per_card_ratio",),
-         per_seed=True, cost="memory"),
-    Kind("mean_gain_over", 2, "mean ≥ {min_points:+g} points over the first setup",
-         lambda r, b: check_mean_gain_over(r[0], r[1], b["min_points"]), ("min_points",)),
-    Kind("loads_staggered", 1, "no load window starts before the previous one ended",
-         lambda r, b: check_loads_staggered(r[0][0]), per_seed=True),
-    Kind("contract", 1, "≥ {min_contract:g}% of held-out answers keep the contract",
-         lambda r, b: check_contract(r[0][0], b["min_contract"]), ("min_contract",), per_seed=True),
-    Kind("packages_differ", 2, "some installed package differs", lambda r, b: check_packages_differ(r[0][0], r[1][0])),
-)}  # fmt: skip
+KINDS: Mapping[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind(
+            "gain",
+            1,
+            "≥ {min_gain:g} points exact match over the untrained model",
+            lambda r, b: check_gain(r[0], b["min_gain"]),
+            ("min_gain",),
+            per_seed=True,
+        ),
+        Kind(
+            "seed_spread",
+            1,
+            "max − min trained exact match ≤ {max_seed_spread:g} points",
+            lambda r, b: check_seed_spread(r[0], b["max_seed_spread"]),
+            ("max_seed_spread",),
+        ),
+        Kind(
+            "finite", 1, "every loss finite, every run scored", lambda r, b: check_finite(r[0]), per_seed=True
+        ),
+        Kind(
+            "equivalent",
+            2,
+            EQUIVALENT,
+            lambda r, b: check_equivalent(r[0], r[1], b["equivalence_margin"]),
+            ("equivalence_margin",),
+        ),
+        Kind(
+            "speedup",
+            2,
+            "lower end of the 95% interval ≥ {min_speedup:g}× per {speedup_per}",
+            lambda r, b: check_speedup(r[0], r[1], b["min_speedup"], b["speedup_per"]),
+            ("min_speedup",),
+            {"speedup_per": "run"},
+            {"speedup_per": ("run", "step")},
+            cost="time",
+        ),
+        Kind(
+            "time_ratio",
+            2,
+            "≤ {max_time_ratio:g}× the first setup's train time",
+            lambda r, b: check_time_ratio(r[0], r[1], b["max_time_ratio"]),
+            ("max_time_ratio",),
+            cost="time",
+        ),
+        Kind(
+            "time_ratio_either_way",
+            2,
+            "either ≤ {max_time_ratio:g}× the other's train time",
+            _time_ratio_either_way,
+            ("max_time_ratio",),
+            cost="time",
+        ),
+        Kind(
+            "memory",
+            1,
+            "peak VRAM ≤ {vram_budget_gib:g} GiB",
+            lambda r, b: check_memory(r[0], b["vram_budget_gib"] * GiB),
+            ("vram_budget_gib",),
+            per_seed=True,
+            cost="memory",
+        ),
+        Kind(
+            "memory_saved",
+            2,
+            "saved ≥ {min_saving_share:g} × the predicted saving (quantizable_fraction check)",
+            lambda r, b: check_memory_saved(
+                r[0], r[1], predicted_4bit_saving(r[0][0]), b["min_saving_share"]
+            ),
+            ("min_saving_share",),
+            cost="memory",
+        ),
+        Kind(
+            "vram_ratio",
+            2,
+            "peak VRAM per card ≤ {max_vram_per_card_ratio:g}× one card's",
+            lambda r, b: check_vram_ratio(r[0][0], r[1][0], b["max_vram_per_card_ratio"]),
+            ("max_vram_per_card_ratio",),
+            per_seed=True,
+            cost="memory",
+        ),
+        Kind(
+            "mean_gain_over",
+            2,
+            "mean ≥ {min_points:+g} points over the first setup",
+            lambda r, b: check_mean_gain_over(r[0], r[1], b["min_points"]),
+            ("min_points",),
+        ),
+        Kind(
+            "loads_staggered",
+            1,
+            "no load window starts before the previous one ended",
+            lambda r, b: check_loads_staggered(r[0][0]),
+            per_seed=True,
+        ),
+        Kind(
+            "contract",
+            1,
+            "≥ {min_contract:g}% of held-out answers keep the contract",
+            lambda r, b: check_contract(r[0][0], b["min_contract"]),
+            ("min_contract",),
+            per_seed=True,
+        ),
+        Kind(
+            "packages_differ",
+            2,
+            "some installed package differs",
+            lambda r, b: check_packages_differ(r[0][0], r[1][0]),
+        ),
+    )
+}

@@ -71,13 +71,19 @@ def projected_s(record: RunRecord, setup: SetupConfig, runs: int = 1) -> float:
         whole = t.wall_s or t.total_s or 0.0
         measured = {"steps": t.train_s or 0.0, "eval": t.eval_s or 0.0, "baseline": t.baseline_eval_s or 0.0}
         phases = {**measured, "fixed": max(0.0, whole - sum(measured.values()))}
-    return projected_wall_s(phases, steps_done=steps_done, steps=setup.recipe.steps, questions_done=questions_done,
-                            questions=questions, runs=runs)  # fmt: skip
+    return projected_wall_s(
+        phases,
+        steps_done=steps_done,
+        steps=setup.recipe.steps,
+        questions_done=questions_done,
+        questions=questions,
+        runs=runs,
+    )
 
 
 def expected_note(
     folders: Sequence[Path], setup: SetupConfig, stack: str, host: HostKey, *, more_runs: int = 0, shown=str
-) -> str:  # fmt: skip
+) -> str:
     """The phrase the suite adds to a run's first line: the expected time and where it comes from."""
     earlier = earlier_runs(folders, setup, stack, host)
     if not earlier:

@@ -55,7 +55,10 @@ def setup_changes(record: RunRecord, setup: SetupConfig) -> list[str]:
     changes = []
     for key in sorted(set(now_seen) | set(then_seen)):
         # A field at its default on one side is not in that side's fingerprint: its value is the default.
-        old, new = then_seen.get(key, then_all.get(key, MISSING)), now_seen.get(key, now_all.get(key, MISSING))
+        old, new = (
+            then_seen.get(key, then_all.get(key, MISSING)),
+            now_seen.get(key, now_all.get(key, MISSING)),
+        )
         if old != new:
             what = "data.source (by content)" if key == "data.source" else key
             changes.append(f"{what} {_shown(old)} → {_shown(new)}")

@@ -73,49 +73,110 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _add_source_options(group: pytest.OptionGroup) -> None:
     """What runs: the setups, seeds, model, data and overrides."""
-    group.addoption("--lorabench-setups", action="append", default=[], metavar="DIR",
-                    help="a folder of setup files (*.toml with [claims]) whose claims are the cases (repeatable; "
-                         f"default: the {SETUPS_FOLDER}/ folder beside the test module)")  # fmt: skip
-    group.addoption("--lorabench-seeds", default=DEFAULT_SEEDS, metavar="N,N,…",
-                    help=f"comma-separated seeds every case runs with (default: {DEFAULT_SEEDS})")  # fmt: skip
-    group.addoption("--lorabench-model", default=None, metavar="SOURCE",
-                    help="model.source for every setup: preset, hub id, local folder or .gguf (default: each setup's own)")  # fmt: skip
-    group.addoption("--lorabench-data", default=settings.DATA.get(), metavar="SOURCE",
-                    help=f"data.source for every setup: hub dataset id or local .jsonl/.json/.parquet "
-                         f"(default: ${DATA_ENV} if set, else each setup's own)")  # fmt: skip
-    group.addoption("--lorabench-set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="override a setup field in every setup, e.g. recipe.steps=20 (repeatable; counts in the fingerprint)")  # fmt: skip
+    group.addoption(
+        "--lorabench-setups",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of setup files (*.toml with [claims]) whose claims are the cases (repeatable; "
+        f"default: the {SETUPS_FOLDER}/ folder beside the test module)",
+    )
+    group.addoption(
+        "--lorabench-seeds",
+        default=DEFAULT_SEEDS,
+        metavar="N,N,…",
+        help=f"comma-separated seeds every case runs with (default: {DEFAULT_SEEDS})",
+    )
+    group.addoption(
+        "--lorabench-model",
+        default=None,
+        metavar="SOURCE",
+        help="model.source for every setup: preset, hub id, local folder or .gguf (default: each setup's own)",
+    )
+    group.addoption(
+        "--lorabench-data",
+        default=settings.DATA.get(),
+        metavar="SOURCE",
+        help=f"data.source for every setup: hub dataset id or local .jsonl/.json/.parquet "
+        f"(default: ${DATA_ENV} if set, else each setup's own)",
+    )
+    group.addoption(
+        "--lorabench-set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a setup field in every setup, e.g. recipe.steps=20 (repeatable; counts in the fingerprint)",
+    )
 
 
 def _add_run_options(group: pytest.OptionGroup) -> None:
     """Where records live, which are reused, and how runs are made."""
-    group.addoption("--lorabench-stack", default=settings.STACK.get() or "cpu", metavar="NAME",
-                    help=f"stack name runs are recorded and looked up under (default: ${STACK_ENV} or cpu)")  # fmt: skip
-    group.addoption("--lorabench-other-stack", default=None, metavar="NAME",
-                    help="stack a cross-stack claim (Exp E) compares against; its records must already be in the results folder")  # fmt: skip
-    group.addoption("--lorabench-results", default="results", metavar="DIR",
-                    help="results folder records are read from and written to (default: results)")  # fmt: skip
-    group.addoption("--lorabench-published", default=PUBLISHED, metavar="DIR",
-                    help="published (committed) records: read, never written; one whose fingerprint matches stands in "
-                         f"for a run (default: {PUBLISHED}; an empty value reads none)")  # fmt: skip
-    group.addoption("--lorabench-rerun", nargs="?", const="all", default=DEFAULT_RERUN, choices=("no", "failed", "all"),
-                    help="which cached records run again: failed = any status but ok (killed, failed, refused, diverged), "
-                         "so an interrupted suite resumes; all (the flag alone) = every one; no = reuse every record "
-                         f"(default: {DEFAULT_RERUN})")  # fmt: skip
-    group.addoption("--lorabench-allow-noisy", action="store_true", default=False,
-                    help="timed runs on a busy machine are recorded (marked untimed) instead of refused")  # fmt: skip
-    group.addoption("--lorabench-inline", action="store_true", default=False,
-                    help="train in the pytest process instead of a child process (debugging)")  # fmt: skip
+    group.addoption(
+        "--lorabench-stack",
+        default=settings.STACK.get() or "cpu",
+        metavar="NAME",
+        help=f"stack name runs are recorded and looked up under (default: ${STACK_ENV} or cpu)",
+    )
+    group.addoption(
+        "--lorabench-other-stack",
+        default=None,
+        metavar="NAME",
+        help="stack a cross-stack claim (Exp E) compares against; its records must already be in the results folder",
+    )
+    group.addoption(
+        "--lorabench-results",
+        default="results",
+        metavar="DIR",
+        help="results folder records are read from and written to (default: results)",
+    )
+    group.addoption(
+        "--lorabench-published",
+        default=PUBLISHED,
+        metavar="DIR",
+        help="published (committed) records: read, never written; one whose fingerprint matches stands in "
+        f"for a run (default: {PUBLISHED}; an empty value reads none)",
+    )
+    group.addoption(
+        "--lorabench-rerun",
+        nargs="?",
+        const="all",
+        default=DEFAULT_RERUN,
+        choices=("no", "failed", "all"),
+        help="which cached records run again: failed = any status but ok (killed, failed, refused, diverged), "
+        "so an interrupted suite resumes; all (the flag alone) = every one; no = reuse every record "
+        f"(default: {DEFAULT_RERUN})",
+    )
+    group.addoption(
+        "--lorabench-allow-noisy",
+        action="store_true",
+        default=False,
+        help="timed runs on a busy machine are recorded (marked untimed) instead of refused",
+    )
+    group.addoption(
+        "--lorabench-inline",
+        action="store_true",
+        default=False,
+        help="train in the pytest process instead of a child process (debugging)",
+    )
 
 
 def _add_view_options(group: pytest.OptionGroup) -> None:
     """How a training run's progress is shown."""
-    group.addoption("--lorabench-progress", default="auto", choices=("auto", "live", "lines", "off"),
-                    help="progress of runs that train, shown past pytest's capture: live (one status line rewritten in "
-                         "place), lines (a line per phase and every --lorabench-progress-every seconds: CI logs), off; "
-                         "auto = live on a terminal, lines otherwise, off with -s (the trainer then prints its own) (default: auto)")  # fmt: skip
-    group.addoption("--lorabench-progress-every", type=float, default=30.0, metavar="SECONDS",
-                    help="in lines mode, seconds between progress lines within a phase (default: 30)")  # fmt: skip
+    group.addoption(
+        "--lorabench-progress",
+        default="auto",
+        choices=("auto", "live", "lines", "off"),
+        help="progress of runs that train, shown past pytest's capture: live (one status line rewritten in "
+        "place), lines (a line per phase and every --lorabench-progress-every seconds: CI logs), off; "
+        "auto = live on a terminal, lines otherwise, off with -s (the trainer then prints its own) (default: auto)",
+    )
+    group.addoption(
+        "--lorabench-progress-every",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="in lines mode, seconds between progress lines within a phase (default: 30)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -124,7 +185,9 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = settings_from_config(config)
     config.stash[SETTINGS_KEY] = settings
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    config.stash[RUNNER_KEY] = SuiteRunner(settings, worker=worker, follow=progress_follower(config, settings, worker))
+    config.stash[RUNNER_KEY] = SuiteRunner(
+        settings, worker=worker, follow=progress_follower(config, settings, worker)
+    )
     config.pluginmanager.register(RunLog(), "lorabench-runlog")
 
 
@@ -152,8 +215,10 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
     data = config.getoption("lorabench_data")
     if data and (data.endswith(DATA_SUFFIXES) or (here / data).exists()):
         if not (here / data).is_file():
-            problems.append(f"--lorabench-data: no such file {data!r} (from the option or ${DATA_ENV}); "
-                            "give an existing .jsonl/.json/.parquet file or a hub dataset id")  # fmt: skip
+            problems.append(
+                f"--lorabench-data: no such file {data!r} (from the option or ${DATA_ENV}); "
+                "give an existing .jsonl/.json/.parquet file or a hub dataset id"
+            )
         data = str((here / data).resolve())
     model = config.getoption("lorabench_model")
     if model and (here / model).exists():
@@ -172,18 +237,33 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
             f"--lorabench-other-stack: {other!r} is the stack under test; name the stack to compare against"
         )
     setups = tuple((here / folder).resolve() for folder in config.getoption("lorabench_setups"))
-    problems += [f"--lorabench-setups: {f} is not a folder; give a folder of setup .toml files" for f in setups if not f.is_dir()]
+    problems += [
+        f"--lorabench-setups: {f} is not a folder; give a folder of setup .toml files"
+        for f in setups
+        if not f.is_dir()
+    ]
     every = config.getoption("lorabench_progress_every")
     if every < 0:
         problems.append(f"--lorabench-progress-every: {every} is negative; give seconds >= 0, e.g. 30")
     if problems:
         raise pytest.UsageError("lorabench options:\n  " + "\n  ".join(problems))
     return SuiteSettings(
-        stack=stack, seeds=seeds, results_dir=results.resolve(), published_dir=published, model=model, data=data, overrides=overrides,
-        allow_noisy=config.getoption("lorabench_allow_noisy"), rerun=config.getoption("lorabench_rerun"),
-        inline=config.getoption("lorabench_inline"), quiet=config.getoption("capture") != "no", other_stack=other,
-        progress=config.getoption("lorabench_progress"), progress_every_s=every, setups=setups,
-    )  # fmt: skip
+        stack=stack,
+        seeds=seeds,
+        results_dir=results.resolve(),
+        published_dir=published,
+        model=model,
+        data=data,
+        overrides=overrides,
+        allow_noisy=config.getoption("lorabench_allow_noisy"),
+        rerun=config.getoption("lorabench_rerun"),
+        inline=config.getoption("lorabench_inline"),
+        quiet=config.getoption("capture") != "no",
+        other_stack=other,
+        progress=config.getoption("lorabench_progress"),
+        progress_every_s=every,
+        setups=setups,
+    )
 
 
 def progress_follower(config: pytest.Config, settings: SuiteSettings, worker: str | None) -> FollowRun:
@@ -256,7 +336,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("lorabench_seed", settings.seeds, ids=[f"seed{s}" for s in settings.seeds])
     if "lorabench_claim" in metafunc.fixturenames:
         folders = settings.setups or (metafunc.definition.path.parent / SETUPS_FOLDER,)
-        metafunc.parametrize("lorabench_claim", params(collect_cases(catalogue(metafunc.config, folders), settings.seeds)))
+        metafunc.parametrize(
+            "lorabench_claim", params(collect_cases(catalogue(metafunc.config, folders), settings.seeds))
+        )
 
 
 def catalogue(config: pytest.Config, folders: tuple[Path, ...]) -> Catalogue:
@@ -371,8 +453,10 @@ def lorabench_record(
         setup = _resolve(runner, lorabench_setup(setup_file), seed, overrides)
         record, path = runner.cached(setup, stack)
         if record is None:
-            pytest.skip(f"no record of {setup.experiment}/{setup.name} seed {seed} on stack {stack!r} for this host "
-                        f"at {shown(path)}: run the suite on stack {stack!r} first")  # fmt: skip
+            pytest.skip(
+                f"no record of {setup.experiment}/{setup.name} seed {seed} on stack {stack!r} for this host "
+                f"at {shown(path)}: run the suite on stack {stack!r} first"
+            )
         return _ok_or_fail(RunResult(record, path, "reused"))
 
     return read
@@ -388,24 +472,29 @@ def lorabench_record_file(request: pytest.FixtureRequest) -> Callable[[RunRecord
 
 @pytest.fixture
 def lorabench_judge(
-    request: pytest.FixtureRequest, lorabench_run: RunFixture, lorabench_record: RecordFixture,
+    request: pytest.FixtureRequest,
+    lorabench_run: RunFixture,
+    lorabench_record: RecordFixture,
     lorabench_record_file: Callable[[RunRecord], Path],
-) -> Callable[[ClaimCase], Any]:  # fmt: skip
+) -> Callable[[ClaimCase], Any]:
     """`lorabench_judge(case) -> figure`: the case's claim judged on the records of its setups (trained or
     reused); skips, before any run, a case this session or host cannot judge, naming what is missing."""
     runner = request.config.stash[RUNNER_KEY]
     settings = runner.settings
     runs = CaseRuns(
-        load=runner.bench_setup, run=lambda path, seed, overrides: lorabench_run(path, seed, overrides),
+        load=runner.bench_setup,
+        run=lambda path, seed, overrides: lorabench_run(path, seed, overrides),
         other=lambda path, seed: lorabench_record(path, seed, stack=settings.other_stack or ""),
         record_file=lorabench_record_file,
-    )  # fmt: skip
+    )
 
     def judge(case: ClaimCase) -> Any:
         if reason := skip_reason(case, settings, runner.bench_setup):
             pytest.skip(reason)
         seeds = case.seeds(settings)
-        for path in dict.fromkeys(case.claim.setups.values()):  # what this host lacks first, before hours of a reference
+        for path in dict.fromkeys(
+            case.claim.setups.values()
+        ):  # what this host lacks first, before hours of a reference
             setup = _resolve(runner, runner.bench_setup(path), seeds[0], None)
             if missing := missing_for_setup(setup, capabilities(request.config)):
                 pytest.skip(f"{setup.experiment}/{setup.name}: " + "; ".join(missing))

@@ -57,7 +57,9 @@ class PhaseState:
 
     def update(self, event: dict[str, Any]) -> None:
         self.done, self.last_t = int(event.get("done", 0)), float(event["t"])
-        self.values = {k: v for k, v in event.items() if k not in ("t", "phase", "done", "total")} or self.values
+        self.values = {
+            k: v for k, v in event.items() if k not in ("t", "phase", "done", "total")
+        } or self.values
         if self.first is None and self.done > 0:
             self.first = (self.last_t, self.done)
 
@@ -95,12 +97,19 @@ class Estimate:
     def line(self) -> str:
         left = self.step_s * self.steps_left + (self.eval_s or 0.0)
         whole = self.elapsed_s + left
-        evals = (f"the baseline eval {clock(self.eval_s)} (the final eval about as long)" if self.eval_s is not None
-                 else "the final eval not measured (the baseline came from the cache)")  # fmt: skip
-        text = (f"estimate from {ESTIMATE_STEPS} steps ({self.step_s:.2f} s/step) and {evals}: this run ~{clock(whole)} "
-                f"in all, ~{clock(left)} to go")  # fmt: skip
+        evals = (
+            f"the baseline eval {clock(self.eval_s)} (the final eval about as long)"
+            if self.eval_s is not None
+            else "the final eval not measured (the baseline came from the cache)"
+        )
+        text = (
+            f"estimate from {ESTIMATE_STEPS} steps ({self.step_s:.2f} s/step) and {evals}: this run ~{clock(whole)} "
+            f"in all, ~{clock(left)} to go"
+        )
         if self.more_runs:
-            text += f"; up to {self.more_runs} more seed(s) of this setup: ~{clock(whole * self.more_runs)} more"
+            text += (
+                f"; up to {self.more_runs} more seed(s) of this setup: ~{clock(whole * self.more_runs)} more"
+            )
         return text + " (Ctrl-C stops; run it again to resume from the last checkpoint)"
 
 
@@ -149,9 +158,12 @@ class ProgressView:
         if timed < ESTIMATE_STEPS or self._started is None:
             return
         self.estimate = Estimate(
-            elapsed_s=phase.last_t - self._started, step_s=(phase.last_t - phase.first[0]) / timed,
-            steps_left=phase.total - phase.done, eval_s=self._baseline_s, more_runs=self.more_runs,
-        )  # fmt: skip
+            elapsed_s=phase.last_t - self._started,
+            step_s=(phase.last_t - phase.first[0]) / timed,
+            steps_left=phase.total - phase.done,
+            eval_s=self._baseline_s,
+            more_runs=self.more_runs,
+        )
         if phase.total > phase.done:
             self._write(self.estimate.line(), transient=False)
 
@@ -235,10 +247,14 @@ def followed_run(
         path = Path(tmp) / "progress.jsonl"
         path.touch()
         follower = ProgressFollower(path, view)
-        view.drain = follower.stop  # stopping twice is harmless: the thread has ended, the file is read to its end
+        view.drain = (
+            follower.stop
+        )  # stopping twice is harmless: the thread has ended, the file is read to its end
         follower.start()
         try:
-            with settings.for_children(settings.PROGRESS_FILE, path):  # the child inherits the parent's environment
+            with settings.for_children(
+                settings.PROGRESS_FILE, path
+            ):  # the child inherits the parent's environment
                 yield view
         finally:
             follower.stop()

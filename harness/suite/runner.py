@@ -60,7 +60,9 @@ class SuiteSettings:
     other_stack: str | None = None
     progress: Literal["auto", "live", "lines", "off"] = "auto"
     progress_every_s: float = 30.0
-    setups: tuple[Path, ...] = ()  # folders of setup files whose claims are the cases (none: the built-in folder)
+    setups: tuple[
+        Path, ...
+    ] = ()  # folders of setup files whose claims are the cases (none: the built-in folder)
 
     def setup_overrides(self) -> list[Override]:
         """Overrides every setup gets, before a case's own: data, model, then `--lorabench-set`."""
@@ -181,10 +183,16 @@ class SuiteRunner:
         return result
 
     def _not_standing_in(self, setup: SetupConfig, timed: bool) -> list[str]:
-        stack, results, published = self.settings.stack, self.settings.results_dir, self.settings.published_dir
+        stack, results, published = (
+            self.settings.stack,
+            self.settings.results_dir,
+            self.settings.published_dir,
+        )
         reasons = why_not_standing_in(results, setup, stack, self.host_key, timed=timed)
         if published is not None and published.resolve() != results.resolve():
-            reasons += why_not_standing_in(published, setup, stack, self.host_key, timed=timed, tag=" (published)")
+            reasons += why_not_standing_in(
+                published, setup, stack, self.host_key, timed=timed, tag=" (published)"
+            )
         return reasons
 
     def cached(self, setup: SetupConfig, stack: str) -> tuple[RunRecord | None, Path]:
@@ -199,7 +207,10 @@ class SuiteRunner:
     @property
     def _folders(self) -> list[Path]:
         """The user's results folder, then the published one (when there is one)."""
-        return [self.settings.results_dir, *([self.settings.published_dir] if self.settings.published_dir else [])]
+        return [
+            self.settings.results_dir,
+            *([self.settings.published_dir] if self.settings.published_dir else []),
+        ]
 
     def _older(self, record: RunRecord) -> bool:
         # A record another worker wrote during this session is the re-run: do not re-run it again.
@@ -209,20 +220,26 @@ class SuiteRunner:
             return True
 
     def _train(
-        self, setup: SetupConfig, timed: bool, note: str | None = None, why: str = "no record of this setup on this host"
+        self,
+        setup: SetupConfig,
+        timed: bool,
+        note: str | None = None,
+        why: str = "no record of this setup on this host",
     ) -> tuple[RunRecord, Path]:
         from harness.run.parent import RunOptions, summary_line
         from harness.run.start import run_on_hosts
 
         options = RunOptions(
-            results_dir=self.settings.results_dir, stack=self.settings.stack, timed=timed,
-            allow_noisy=self.settings.allow_noisy, quiet=self.settings.quiet, isolate=not self.settings.inline,
-        )  # fmt: skip
+            results_dir=self.settings.results_dir,
+            stack=self.settings.stack,
+            timed=timed,
+            allow_noisy=self.settings.allow_noisy,
+            quiet=self.settings.quiet,
+            isolate=not self.settings.inline,
+        )
         _ = self.host_key  # resolved before pinning a GPU (see `host_key`)
         label = f"{setup.experiment}/{setup.name} seed {setup.recipe.seed}"
-        header = f"{why}: " + ("timed run" if timed else "training") + (
-            f" ({note})" if note else ""
-        )
+        header = f"{why}: " + ("timed run" if timed else "training") + (f" ({note})" if note else "")
         # A timed run takes the host-wide timed lock itself (harness.run.parent).
         # A timed run saves no checkpoints (the saves would be in its time): stopped, it runs again from step 0.
         checkpoints = None if timed else self.checkpoint_dir(setup)
@@ -230,8 +247,14 @@ class SuiteRunner:
         if resumes:
             header += f"; resuming from step {resumes[1].step} ({shown(resumes[0])})"
         # What it will take, before it starts: from an earlier run of this setup on this host, if any.
-        header += "; " + expected_note(self._folders, setup, self.settings.stack, self.host_key,
-                                       more_runs=self._seeds_after(setup), shown=shown)  # fmt: skip
+        header += "; " + expected_note(
+            self._folders,
+            setup,
+            self.settings.stack,
+            self.host_key,
+            more_runs=self._seeds_after(setup),
+            shown=shown,
+        )
         follow = self.follow(label, header, self._seeds_after(setup)) if self.follow else nullcontext()
         with self._pinned(), self._checkpoints_in(checkpoints), follow as view:
             record, path = run_on_hosts(setup, options)
@@ -255,8 +278,13 @@ class SuiteRunner:
         """Where this run's resumable checkpoints live: beside the results, outside any work folder, keyed
         by the fingerprint (a checkpoint never resumes a run of other settings)."""
         fp = run_fingerprint(setup, self.settings.stack, self.host_key.kind)
-        where = record_dir(self.settings.results_dir / ".checkpoints", self.settings.stack, self.host,
-                           setup.experiment, setup.name)  # fmt: skip
+        where = record_dir(
+            self.settings.results_dir / ".checkpoints",
+            self.settings.stack,
+            self.host,
+            setup.experiment,
+            setup.name,
+        )
         return where / f"s{setup.recipe.seed}-{fp}"
 
     @contextmanager

@@ -48,7 +48,7 @@ class BenchSetup:
 
     @property
     def key(self) -> str:
-        """"experiment/name", as its records are filed."""
+        """ "experiment/name", as its records are filed."""
         return f"{self.fields.get('experiment', 'adhoc')}/{self.fields.get('name', 'adhoc')}"
 
     def resolve(self, seed: int, overrides: Sequence[Override] = ()) -> SetupConfig:
@@ -63,32 +63,47 @@ def _fail(path: Path, where: str, problem: str) -> UserError:
 
 def _markers(path: Path, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
-        raise _fail(path, "suite.markers", f"{value!r} is not a list of marker names; give e.g. markers = [\"cpu_ok\"]")
+        raise _fail(
+            path, "suite.markers", f'{value!r} is not a list of marker names; give e.g. markers = ["cpu_ok"]'
+        )
     for marker in value:
         if marker not in MARKER_NAMES and not MULTI_GPU.match(marker):
-            raise _fail(path, "suite.markers", f"{marker!r} is not a marker of the suite; use {', '.join(MARKER_NAMES)} "
-                        "or multi_gpu(n=N)")  # fmt: skip
+            raise _fail(
+                path,
+                "suite.markers",
+                f"{marker!r} is not a marker of the suite; use {', '.join(MARKER_NAMES)} or multi_gpu(n=N)",
+            )
     return tuple(value)
 
 
 def _suite(path: Path, table: Any) -> tuple[tuple[str, ...], Path | None]:
     if not isinstance(table, dict):
-        raise _fail(path, SUITE_TABLE, f"{table!r} is not a table; write [suite] with {', '.join(SUITE_KEYS)}")
+        raise _fail(
+            path, SUITE_TABLE, f"{table!r} is not a table; write [suite] with {', '.join(SUITE_KEYS)}"
+        )
     if unknown := sorted(set(table) - set(SUITE_KEYS)):
         raise _fail(path, f"suite.{unknown[0]}", f"not a key of [suite]; its keys: {', '.join(SUITE_KEYS)}")
     adapter = table.get("adapter_from")
     if adapter is not None and not isinstance(adapter, str):
-        raise _fail(path, "suite.adapter_from", f"{adapter!r} is not a path; give a setup file relative to this one")
+        raise _fail(
+            path, "suite.adapter_from", f"{adapter!r} is not a path; give a setup file relative to this one"
+        )
     return _markers(path, table.get("markers", [])), (path.parent / adapter).resolve() if adapter else None
 
 
 def _claim_tables(path: Path, table: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(table, dict):
-        raise _fail(path, CLAIMS_TABLE, f"{table!r} is not a table; write one [claims.\"NAME\"] table per claim")
+        raise _fail(
+            path, CLAIMS_TABLE, f'{table!r} is not a table; write one [claims."NAME"] table per claim'
+        )
     for name, claim in table.items():
         if not isinstance(claim, dict):
-            raise _fail(path, f"claims.{name}", f"{claim!r} is not a claim table; write [claims.\"NAME\"] with "
-                        "kind = \"…\" and its bounds (the flat [claims] bounds of older files moved into each claim)")  # fmt: skip
+            raise _fail(
+                path,
+                f"claims.{name}",
+                f'{claim!r} is not a claim table; write [claims."NAME"] with '
+                'kind = "…" and its bounds (the flat [claims] bounds of older files moved into each claim)',
+            )
     return table
 
 
@@ -98,6 +113,9 @@ def load_bench_setup(path: Path) -> BenchSetup:
     claims = _claim_tables(path, data.pop(CLAIMS_TABLE, {}))
     markers, adapter = _suite(path, data.pop(SUITE_TABLE, {}))
     if adapter is not None and not adapter.is_file():
-        raise _fail(path, "suite.adapter_from", f"{adapter.name!r} not found in {adapter.parent}; give a setup "
-                    "file's path relative to this one")  # fmt: skip
+        raise _fail(
+            path,
+            "suite.adapter_from",
+            f"{adapter.name!r} not found in {adapter.parent}; give a setup file's path relative to this one",
+        )
     return BenchSetup(path=path.resolve(), fields=data, claims=claims, markers=markers, adapter_from=adapter)

@@ -16,7 +16,9 @@ from harness.tasks.registry import Example
 
 def render_prompt(tokenizer: Any, example: Example) -> str:
     """The chat-templated prompt of any task's example, ending where the assistant's answer begins."""
-    return tokenizer.apply_chat_template(example.prompt_messages(), tokenize=False, add_generation_prompt=True)
+    return tokenizer.apply_chat_template(
+        example.prompt_messages(), tokenize=False, add_generation_prompt=True
+    )
 
 
 def end_of_turn(tokenizer: Any) -> str | None:

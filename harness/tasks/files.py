@@ -21,7 +21,9 @@ def read_text(path: Path, label: str = "data.source") -> str:
     except IsADirectoryError:
         raise UserError(f"{label}: {path} is a folder; give a .jsonl/.json/.parquet file") from None
     except OSError as exc:
-        raise UserError(f"{label}: cannot read {path} ({exc.strerror}); check the path and its permissions") from None
+        raise UserError(
+            f"{label}: cannot read {path} ({exc.strerror}); check the path and its permissions"
+        ) from None
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -42,9 +44,16 @@ def read_jsonl(path: Path, label: str = "data.source") -> list[tuple[int, Any]]:
         try:
             rows.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{number}: not valid JSON ({exc.msg}); one JSON object per line") from None
-        except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting deeper than Python recurses
-            raise UserError(f"{path}:{number}: JSON this reader refuses ({_why(exc)}); one flat JSON object per line") from None
+            raise UserError(
+                f"{path}:{number}: not valid JSON ({exc.msg}); one JSON object per line"
+            ) from None
+        except (
+            ValueError,
+            RecursionError,
+        ) as exc:  # a 5,000-digit number, nesting deeper than Python recurses
+            raise UserError(
+                f"{path}:{number}: JSON this reader refuses ({_why(exc)}); one flat JSON object per line"
+            ) from None
     if not rows:
         raise UserError(f"{label}: {path} holds no rows; give a file with one JSON object per line")
     return rows
@@ -55,9 +64,13 @@ def read_json(path: Path, label: str = "data.source") -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); give a JSON list of rows") from None
+        raise UserError(
+            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); give a JSON list of rows"
+        ) from None
     except (ValueError, RecursionError) as exc:
-        raise UserError(f"{path}: JSON this reader refuses ({_why(exc)}); give a JSON list of flat rows") from None
+        raise UserError(
+            f"{path}: JSON this reader refuses ({_why(exc)}); give a JSON list of flat rows"
+        ) from None
 
 
 def _why(exc: Exception) -> str:

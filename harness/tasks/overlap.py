@@ -12,7 +12,9 @@ from collections.abc import Hashable, Sequence
 from harness.errors import UserError
 
 
-def refuse_overlap(train_keys: Sequence[Hashable], test_keys: Sequence[Hashable], source: str, allowed: bool) -> None:
+def refuse_overlap(
+    train_keys: Sequence[Hashable], test_keys: Sequence[Hashable], source: str, allowed: bool
+) -> None:
     if allowed:
         return
     seen = set(train_keys)

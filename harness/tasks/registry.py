@@ -76,7 +76,11 @@ class AnalyzeRuns(Protocol):
     finds the test rows they were scored on (`data`: a local copy of the data to try first)."""
 
     def __call__(
-        self, prediction_files: Sequence[Path], labels: Sequence[str], record: RunRecord | None, data: str | None = None
+        self,
+        prediction_files: Sequence[Path],
+        labels: Sequence[str],
+        record: RunRecord | None,
+        data: str | None = None,
     ) -> MissReport: ...
 
 

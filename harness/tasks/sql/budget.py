@@ -128,6 +128,8 @@ class ProgressMeter:
     def settle(self) -> None:
         """Charge the budget with the statement's instructions, in whole ticks (the same on every run;
         a statement stopped by the count spends the budget to the end), and the net with its CPU time."""
-        self.budget.spent = min(self.budget.instructions, self.budget.spent + self.ticks * TICK + self.charged)
+        self.budget.spent = min(
+            self.budget.instructions, self.budget.spent + self.ticks * TICK + self.charged
+        )
         if self.cpu_start is not None:
             self.budget.net_used_s += time.thread_time() - self.cpu_start

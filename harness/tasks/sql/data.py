@@ -61,7 +61,9 @@ def _read_local(path: Path) -> list[dict]:
         if isinstance(data, dict) and "data" in data:
             data = data["data"]
         if not isinstance(data, list):
-            raise UserError(f"{path}: expected a JSON list of rows (or {{'data': [...]}}), got {type(data).__name__}")
+            raise UserError(
+                f"{path}: expected a JSON list of rows (or {{'data': [...]}}), got {type(data).__name__}"
+            )
         return data
     if path.suffix == ".parquet":
         import datasets
@@ -73,7 +75,9 @@ def _read_local(path: Path) -> list[dict]:
                 f"data.source: {path} is not a readable parquet file ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0][:160] if str(exc) else ''}); give a parquet, .jsonl or .json file"
             ) from None
-    raise UserError(f"data.source: unknown file type {path.suffix!r} for {path}; use .jsonl, .json or .parquet")
+    raise UserError(
+        f"data.source: unknown file type {path.suffix!r} for {path}; use .jsonl, .json or .parquet"
+    )
 
 
 def _read_hub(dataset_id: str) -> list[dict]:
@@ -129,7 +133,9 @@ def load_rows(source: str) -> list[SqlExample]:
 
 def row_id(example: SqlExample) -> str:
     """A short hash naming one row, so per-question files can point at the data instead of copying it."""
-    return hashlib.sha256(json.dumps([example.question, example.context, example.answer]).encode()).hexdigest()[:12]
+    return hashlib.sha256(
+        json.dumps([example.question, example.context, example.answer]).encode()
+    ).hexdigest()[:12]
 
 
 def split_hash(train: tuple[SqlExample, ...], test: tuple[SqlExample, ...]) -> str:
@@ -151,7 +157,12 @@ def make_split(rows: list[SqlExample], config: DataConfig) -> SqlSplit:
     random.Random(config.split_seed).shuffle(shuffled)
     test = tuple(shuffled[-config.test_size :])
     train = tuple(shuffled[: -config.test_size][: config.train_size])
-    refuse_overlap([(e.question, e.context) for e in train], [(e.question, e.context) for e in test], config.source, config.allow_overlap)
+    refuse_overlap(
+        [(e.question, e.context) for e in train],
+        [(e.question, e.context) for e in test],
+        config.source,
+        config.allow_overlap,
+    )
     return SqlSplit(config.source, len(rows), train, test, split_hash(train, test))
 
 

@@ -83,7 +83,10 @@ class Hints:
     def add(self, column: str | None, values: Sequence[object]) -> None:
         for k, value in enumerate(values):
             if column is not None:
-                for bucket in (self.by_column.setdefault(column, []), *([self.exact.setdefault(column, [])] if k == 0 else [])):
+                for bucket in (
+                    self.by_column.setdefault(column, []),
+                    *([self.exact.setdefault(column, [])] if k == 0 else []),
+                ):
                     if value not in bucket:
                         bucket.append(value)
             if value not in self.anywhere:
@@ -222,10 +225,19 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
                     hints.add_meets(right_column, _meeting(MIRRORED[t.text], left_literal[0], False))
                     if (barely := _barely_meeting(MIRRORED[t.text], left_literal[0])) is not None:
                         hints.add_meets(right_column, barely)
-            elif t.low == "in" and i + 2 < len(tokens) and tokens[i + 1].text == "(" and tokens[i + 2].low == "select":
+            elif (
+                t.low == "in"
+                and i + 2 < len(tokens)
+                and tokens[i + 1].text == "("
+                and tokens[i + 2].low == "select"
+            ):
                 # `x IN (SELECT y ...)` joins x and y as surely as `x = y` does.
                 column = _column_at(tokens, i - 1 - negated, identifiers)
-                inner = _right_column(tokens, i + 3 + (tokens[i + 3].low == "distinct" if i + 3 < len(tokens) else 0), identifiers)
+                inner = _right_column(
+                    tokens,
+                    i + 3 + (tokens[i + 3].low == "distinct" if i + 3 < len(tokens) else 0),
+                    identifiers,
+                )
                 if column and inner:
                     hints.joined.update((column, inner))
             elif t.low in ("in", "between"):
@@ -253,6 +265,7 @@ _MAX_MIN_ROWS = 24  # a LIMIT 100 gets no 102 rows: tables stay small, scoring s
 
 def _rows_wanted(tokens: Sequence[Token]) -> int:
     """LIMIT n (+ OFFSET m) plus 2, or a HAVING COUNT threshold plus 2, at most _MAX_MIN_ROWS."""
+
     def count_at(k: int) -> int:
         # Untrusted text: a hex literal, 1e999 or a negative count reads as "no rows wanted".
         number = _as_number(tokens[k].text) if k < len(tokens) and tokens[k].kind == "number" else None
@@ -359,7 +372,9 @@ class _Cells:
         self.small_ints = rng.sample(range(-3 if prof.p_negative else 0, 12), rng.randint(3, 8))
         self.vocabulary = [_word(rng) for _ in range(rng.randint(2, 4))]
         # Ids shared by every joined column, so that joins find partners.
-        self.join_pool: list[object] = rng.sample(self.small_ints, min(rng.choice((1, 2, 3)), len(self.small_ints)))
+        self.join_pool: list[object] = rng.sample(
+            self.small_ints, min(rng.choice((1, 2, 3)), len(self.small_ints))
+        )
         if prof.p_fresh:  # more ids, each met by fewer rows: a join's rows and groups differ in size
             self.join_pool = rng.sample(range(20, 40), rng.choice((4, 6, 8)))
         self.numbers = [v for v in hints.anywhere if isinstance(v, int | float)]
@@ -419,8 +434,12 @@ class _Cells:
 def fill(schema: Schema, hints: Hints, rng: random.Random, prof: Profile) -> Rows:
     """Rows for every table of one database (see the module docstring)."""
     cells = _Cells(hints, rng, prof)
-    return {table.name: _table_rows(cells, table.name, [(c.name.lower(), affinity(c.decl_type)) for c in table.columns])
-            for table in schema.tables}  # fmt: skip
+    return {
+        table.name: _table_rows(
+            cells, table.name, [(c.name.lower(), affinity(c.decl_type)) for c in table.columns]
+        )
+        for table in schema.tables
+    }
 
 
 def _table_rows(cells: _Cells, table: str, columns: list[Column]) -> list[Row]:
@@ -483,12 +502,16 @@ def _add_null_copies(cells: _Cells, columns: list[Column], rows: list[Row]) -> d
     return nulled
 
 
-def _with_keys(cells: _Cells, columns: list[Column], rows: list[Row], keys: list[int], nulled: dict[int, int]) -> list[Row]:
+def _with_keys(
+    cells: _Cells, columns: list[Column], rows: list[Row], keys: list[int], nulled: dict[int, int]
+) -> list[Row]:
     """Key columns get unique ids: join ids first (so joins find partners), then ids nothing else uses; a
     key's own NULL copy keeps its NULL."""
     ids = [*cells.join_pool, *(v for v in range(100, 100 + len(rows)))]
     for j in keys:
-        rows = [(*row[:j], None if nulled.get(k) == j else ids[k], *row[j + 1 :]) for k, row in enumerate(rows)]
+        rows = [
+            (*row[:j], None if nulled.get(k) == j else ids[k], *row[j + 1 :]) for k, row in enumerate(rows)
+        ]
     if nulled:
         # The NULL copies got ids of their own, so they join nothing: a NULL also goes into a row that
         # joins, in a column the queries name (COUNT(name) in a GROUP BY over a join counts it there).

@@ -18,11 +18,21 @@ class SqlMetrics(Metrics):
     # Where these keys have sat in the record since format 1 (a record reads the same as before tasks
     # owned their fields).
     json_key_order: ClassVar[tuple[str, ...]] = (
-        "exact_match", "well_formed", "semantic", "n", "n_scorable", "n_unscorable", "n_clock_stopped",
-    )  # fmt: skip
+        "exact_match",
+        "well_formed",
+        "semantic",
+        "n",
+        "n_scorable",
+        "n_unscorable",
+        "n_clock_stopped",
+    )
 
-    semantic: float | None = Field(None, description="answers that return the gold's rows, % of the scorable questions")
-    n_scorable: int | None = Field(None, description="questions whose gold executes (semantic match is over these)")
+    semantic: float | None = Field(
+        None, description="answers that return the gold's rows, % of the scorable questions"
+    )
+    n_scorable: int | None = Field(
+        None, description="questions whose gold executes (semantic match is over these)"
+    )
     n_unscorable: int | None = None
     # Left out of the JSON when 0 or None, so records whose every score is deterministic are unchanged.
     n_clock_stopped: int | None = Field(
@@ -48,8 +58,11 @@ def is_clock_stopped(metrics: Metrics) -> bool:
 # differ on another machine.
 COLUMNS = (
     MetricColumn(
-        label="semantic %", value=semantic, mark=" ‡", is_marked=is_clock_stopped,
+        label="semantic %",
+        value=semantic,
+        mark=" ‡",
+        is_marked=is_clock_stopped,
         note=" ‡ = the semantic score includes answers whose scoring the SQL scorer's CPU-time safety net cut"
         " short (`metrics.n_clock_stopped`): only those can score otherwise on another machine.",
     ),
-)  # fmt: skip
+)

@@ -44,7 +44,9 @@ def load_predictions(path: str | Path) -> list[dict[str, Any]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise UserError(f"predictions file {path}: cannot read it ({exc.strerror}); pass an existing *.predictions.jsonl") from exc
+        raise UserError(
+            f"predictions file {path}: cannot read it ({exc.strerror}); pass an existing *.predictions.jsonl"
+        ) from exc
     rows: list[dict[str, Any]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -52,12 +54,16 @@ def load_predictions(path: str | Path) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise UserError(f"{path}:{number}: not JSON ({exc.msg}); each line must be one JSON object") from exc
+            raise UserError(
+                f"{path}:{number}: not JSON ({exc.msg}); each line must be one JSON object"
+            ) from exc
         if not isinstance(row, dict):
             raise UserError(f"{path}:{number}: a JSON {type(row).__name__}, expected an object per line")
         for key, types in REQUIRED_KEYS.items():
             if key not in row:
-                raise UserError(f"{path}:{number}: key {key!r} missing; a predictions line needs {', '.join(REQUIRED_KEYS)}")
+                raise UserError(
+                    f"{path}:{number}: key {key!r} missing; a predictions line needs {', '.join(REQUIRED_KEYS)}"
+                )
             if not isinstance(row[key], types) or (int in types and isinstance(row[key], bool)):
                 allowed = " or ".join("null" if t is type(None) else t.__name__ for t in types)
                 raise UserError(f"{path}:{number}: {key} = {row[key]!r}, expected {allowed}")
@@ -111,7 +117,9 @@ class MissAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["format_version"] = 3  # 2: rows_resolved; gold may be null. 3: estimated_exact_match_ceiling gone
+        data["format_version"] = (
+            3  # 2: rows_resolved; gold may be null. 3: estimated_exact_match_ceiling gone
+        )
         return data
 
 
@@ -132,7 +140,9 @@ def _check_same_question(
         )
 
 
-def _agreeing_prediction(rows: Sequence[Mapping[str, Any]], n_runs: int, context: str | None) -> tuple[str, int] | None:
+def _agreeing_prediction(
+    rows: Sequence[Mapping[str, Any]], n_runs: int, context: str | None
+) -> tuple[str, int] | None:
     """The meaning most runs' wrong predictions share, when it is held by ≥2 runs and > half.
     Without the question's schema (`context`), only the same normalised text counts as agreement."""
     wrong = [r for r in rows if r["semantic"] is False and not r["exact"] and r["executes"]]
@@ -167,13 +177,17 @@ def analyze_misses(
     by_index = [{int(row["index"]): row for row in run} for run in runs]
     common = set(by_index[0]).intersection(*by_index[1:])
     every = set().union(*by_index)
-    cats: dict[str, list[int]] = {k: [] for k in ("right", "wrong", "fixed", "mixed", "style_fix", "style_miss")}
+    cats: dict[str, list[int]] = {
+        k: [] for k in ("right", "wrong", "fixed", "mixed", "style_fix", "style_miss")
+    }
     bad: list[BadGoldCandidate] = []
     for index in sorted(common):
         rows = [run[index] for run in by_index]
         example = test_rows[index] if test_rows is not None and index < len(test_rows) else None
         if test_rows is not None and example is None:
-            raise UserError(f"question {index}: the test rows given have only {len(test_rows)}; give the split the runs were scored on")
+            raise UserError(
+                f"question {index}: the test rows given have only {len(test_rows)}; give the split the runs were scored on"
+            )
         _check_same_question(index, rows, labels, example)
         gold = example.answer if example is not None else None
         exact = [bool(r["exact"]) for r in rows]
@@ -232,10 +246,16 @@ def category_rows(analysis: MissAnalysis, *, shown: int, empty: str = "–") -> 
         (ALL_QUESTIONS, None),
         ("… fixed by every run (always right, base wrong in every run)", analysis.fixed_by_every_run),
         ("… style misses (always wrong, semantically right in every run)", analysis.style_misses),
-        ("… style-only fixes (right in a run whose base answer was semantically right)", analysis.style_only_fixes),
+        (
+            "… style-only fixes (right in a run whose base answer was semantically right)",
+            analysis.style_only_fixes,
+        ),
         # Two kinds of bad-gold evidence, unequal: a gold that does not run is broken; runs agreeing on
         # another answer may share a mistake (runs of one setup differ only by seed).
-        ("… gold does not execute", tuple(c.index for c in analysis.bad_gold_candidates if c.agreed_prediction is None)),
+        (
+            "… gold does not execute",
+            tuple(c.index for c in analysis.bad_gold_candidates if c.agreed_prediction is None),
+        ),
         ("… runs agree on another wrong answer (a shared mistake or a bad gold)", agreed),
     ]
     rows: list[CategoryRow] = []

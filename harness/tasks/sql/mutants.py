@@ -125,10 +125,13 @@ def _literal_mutants(tokens: Tokens, identifiers: frozenset[str]) -> Iterable[tu
                     yield "literal±1", _splice(tokens, i, i + 1, [Token(t.kind, f"{quote}{moved}{quote}")])
             else:
                 core = value.rstrip("%_")
-                edited = f"{core}x{value[len(core):]}"
+                edited = f"{core}x{value[len(core) :]}"
                 yield "string", _splice(tokens, i, i + 1, [Token(t.kind, f"{quote}{edited}{quote}")])
             if value.strip("%") != value and value.strip("%"):
-                yield "string", _splice(tokens, i, i + 1, [Token(t.kind, f"{quote}{value.strip('%')}{quote}")])
+                yield (
+                    "string",
+                    _splice(tokens, i, i + 1, [Token(t.kind, f"{quote}{value.strip('%')}{quote}")]),
+                )
 
 
 def _condition_mutants(
@@ -152,7 +155,11 @@ def _condition_mutants(
             left = tokens[cond.start + comp.left[0] : cond.start + comp.left[1]]
             right = tokens[cond.start + comp.right[0] : cond.start + comp.right[1]]
             other = siblings.get(left[-1].low) if left[-1].kind == "word" else None
-            if other and len(right) <= 2 and any(_is_string_literal(t, identifiers) or t.kind == "number" for t in right):
+            if (
+                other
+                and len(right) <= 2
+                and any(_is_string_literal(t, identifiers) or t.kind == "number" for t in right)
+            ):
                 column = [*left[:-1], Token("word", other[0])]
                 extra = [_tok("and"), *column, _tok("="), *right]
                 yield "add condition", _splice(tokens, cond.end, cond.end, extra)
@@ -257,7 +264,7 @@ def _aggregate_mutants(
                 # is a different answer wherever a NULL sits in it.
                 compared = {tokens[c.left[1] - 1].low for c in comparisons(tokens)} | {
                     tokens[c.right[1] - 1].low for c in comparisons(tokens)
-                }  # fmt: skip
+                }
                 named = [tk.low for tk in tokens if tk.kind == "word" and tk.low in tables]
                 for name in dict.fromkeys(c for table in named for c in tables[table]):
                     if len(columns) >= 3:
@@ -273,9 +280,7 @@ def _aggregate_mutants(
 def _countable_column(tokens: Tokens, siblings: Mapping[str, Sequence[str]]) -> Token | None:
     """A column in scope that the WHERE does not already compare (COUNT of one that it does is
     COUNT(*) again): a sibling of a compared column, or a compared column as a last resort."""
-    compared = [
-        tokens[c.left[1] - 1] for c in comparisons(tokens) if tokens[c.left[1] - 1].kind == "word"
-    ]  # fmt: skip
+    compared = [tokens[c.left[1] - 1] for c in comparisons(tokens) if tokens[c.left[1] - 1].kind == "word"]
     named = {t.low for t in compared}
     for column in compared:
         others = [o for o in siblings.get(column.low, ()) if o not in named]
@@ -301,14 +306,26 @@ def _setop_and_join_mutants(tokens: Tokens) -> Iterable[tuple[str, Tokens]]:
     for i, t in enumerate(tokens):
         nxt = tokens[i + 1].low if i + 1 < len(tokens) else ""
         if t.low == "union":
-            yield "set operation", (_splice(tokens, i + 1, i + 2, []) if nxt == "all" else _splice(tokens, i + 1, i + 1, [_tok("all")]))
+            yield (
+                "set operation",
+                (
+                    _splice(tokens, i + 1, i + 2, [])
+                    if nxt == "all"
+                    else _splice(tokens, i + 1, i + 1, [_tok("all")])
+                ),
+            )
         elif t.low in ("intersect", "except"):
-            yield "set operation", _splice(tokens, i, i + 1, [_tok("except" if t.low == "intersect" else "intersect")])
+            yield (
+                "set operation",
+                _splice(tokens, i, i + 1, [_tok("except" if t.low == "intersect" else "intersect")]),
+            )
         elif t.low == "join" and not (i and tokens[i - 1].low in ("left", "outer", "cross", "natural")):
             start = i - 1 if i and tokens[i - 1].low == "inner" else i
             yield "left join", _splice(tokens, start, i + 1, _words("left join"))
         elif t.low == "group" and nxt == "by":
-            end = _clause_end(tokens, i + 2, frozenset({"having", "order", "limit", "union", "intersect", "except"}))
+            end = _clause_end(
+                tokens, i + 2, frozenset({"having", "order", "limit", "union", "intersect", "except"})
+            )
             yield "drop group by", _splice(tokens, i, end, [])
 
 
@@ -328,13 +345,24 @@ def _null_and_fraction_mutants(tokens: Tokens) -> Iterable[tuple[str, Tokens]]:
                 yield "or is null", _splice(tokens, cond.end, cond.end, extra)
     for i, t in enumerate(tokens[:-2]):
         if t.low == "avg" and tokens[i + 1].text == "(" and tokens[i + 2].low != "distinct":
-            close = next((j for j in range(i + 2, len(tokens)) if level[j] == level[i] and tokens[j].text == ")"), None)
+            close = next(
+                (j for j in range(i + 2, len(tokens)) if level[j] == level[i] and tokens[j].text == ")"), None
+            )
             if close is not None:
                 new = [_tok("sum"), *tokens[i + 1 : close + 1], _tok("/"), *_words("count(*)")]
                 yield "avg/sum", _splice(tokens, i, close + 1, new)
     clause = ""
     for i, t in enumerate(tokens):
-        if t.kind == "word" and t.low in ("select", "where", "having", "on", "limit", "offset", "order", "group"):
+        if t.kind == "word" and t.low in (
+            "select",
+            "where",
+            "having",
+            "on",
+            "limit",
+            "offset",
+            "order",
+            "group",
+        ):
             clause = t.low
         if t.kind != "number" or clause in ("limit", "offset") or (i and tokens[i - 1].text == "."):
             continue
@@ -384,11 +412,18 @@ def mutants(
     tokens = tokenize(sql.strip())
     original = render(tokens).lower()
     generators: list[Iterable[tuple[str, Tokens]]] = [
-        _op_mutants(tokens), _literal_mutants(tokens, identifiers), _condition_mutants(tokens, identifiers, siblings or {}),
-        _limit_mutants(tokens), _distinct_mutants(tokens), _order_mutants(tokens), _negation_mutants(tokens),
-        _aggregate_mutants(tokens, siblings or {}, tables or {}), _column_mutants(tokens, siblings or {}), _setop_and_join_mutants(tokens),
+        _op_mutants(tokens),
+        _literal_mutants(tokens, identifiers),
+        _condition_mutants(tokens, identifiers, siblings or {}),
+        _limit_mutants(tokens),
+        _distinct_mutants(tokens),
+        _order_mutants(tokens),
+        _negation_mutants(tokens),
+        _aggregate_mutants(tokens, siblings or {}, tables or {}),
+        _column_mutants(tokens, siblings or {}),
+        _setop_and_join_mutants(tokens),
         _null_and_fraction_mutants(tokens),
-    ]  # fmt: skip
+    ]
     by_kind: dict[str, list[Variant]] = {}
     seen = {original}
     for generator in generators:
@@ -452,9 +487,10 @@ def _reorder_and(tokens: Tokens, _ids: frozenset[str]) -> Tokens | None:
     """The terms of a pure-AND condition in reverse order. Only the innermost such conditions are
     reordered when they nest, so every edit keeps the other spans' positions."""
     found = [
-        c for c in conditions(tokens)
+        c
+        for c in conditions(tokens)
         if c.is_simple and len(c.terms) >= 2 and all(tokens[k].low == "and" for k in c.connectors)
-    ]  # fmt: skip
+    ]
     disjoint = [c for c in found if not any(o is not c and c.start <= o.start < c.end for o in found)]
     if not disjoint:
         return None
@@ -515,7 +551,12 @@ def _count_one(tokens: Tokens, _ids: frozenset[str]) -> Tokens | None:
     out = list(tokens)
     changed = False
     for i in range(len(out) - 3):
-        if out[i].low == "count" and out[i + 1].text == "(" and out[i + 2].text == "*" and out[i + 3].text == ")":
+        if (
+            out[i].low == "count"
+            and out[i + 1].text == "("
+            and out[i + 2].text == "*"
+            and out[i + 3].text == ")"
+        ):
             out[i + 2] = Token("number", "1")
             changed = True
     return out if changed else None
@@ -606,7 +647,11 @@ def _null_rejected(tokens: Tokens, column: Tokens, condition_end: int | None = N
             return False
         for start, end in cond.terms:
             term = [t.low for t in tokens[start:end]]
-            if term[: len(wanted)] == wanted and len(term) > len(wanted) and term[len(wanted)] in _NULL_REJECTING:
+            if (
+                term[: len(wanted)] == wanted
+                and len(term) > len(wanted)
+                and term[len(wanted)] in _NULL_REJECTING
+            ):
                 return True
         return False
     return False
@@ -622,7 +667,16 @@ def _gold_facts(gold: str) -> tuple[Tokens, bool, list[str] | None]:
 
 # Kinds of mutant that some rule below can prove equivalent; the others are never tried.
 RULE_KINDS = frozenset(
-    {"limit", "distinct", "order direction", "drop order by", "literal±1", "add condition", "count(*)/count(col)", "left join"}
+    {
+        "limit",
+        "distinct",
+        "order direction",
+        "drop order by",
+        "literal±1",
+        "add condition",
+        "count(*)/count(col)",
+        "left join",
+    }
 )
 
 
@@ -653,12 +707,23 @@ def equivalence_rule(gold: str, mutant: str) -> str | None:
         if _is_distinct_set_operation(g):
             return "set operation rows are distinct"
     join = a + len(m_seg)
-    if low_m == ["left"] and low_g in ([], ["inner"]) and join < len(m) and m[join].low == "join" and _outer_rows_rejected(m, join):
+    if (
+        low_m == ["left"]
+        and low_g in ([], ["inner"])
+        and join < len(m)
+        and m[join].low == "join"
+        and _outer_rows_rejected(m, join)
+    ):
         return "outer rows rejected"
     is_not_null = not low_g and low_m[:1] == ["and"] and low_m[-3:] == ["is", "not", "null"]
     if is_not_null and _null_rejected(g, m_seg[1:-3], condition_end=a):
         return "column already non-NULL"
-    if a >= 2 and g[a - 2].low == "count" and g[a - 1].text == "(" and not any(t.low == "select" for t in g[1:]):
+    if (
+        a >= 2
+        and g[a - 2].low == "count"
+        and g[a - 1].text == "("
+        and not any(t.low == "select" for t in g[1:])
+    ):
         star, column = (g_seg, m_seg) if low_g == ["*"] else (m_seg, g_seg)
         if [t.text for t in star] == ["*"] and column and _null_rejected(g, column):
             return "column already non-NULL"

@@ -75,7 +75,12 @@ def _item_expression(item: list[Token]) -> list[Token]:
     """A select item less its alias (`expr AS a`, `expr a`)."""
     if len(item) > 2 and item[-2].low == "as":
         return item[:-2]
-    if len(item) > 1 and item[-1].kind in ("word", "dquoted", "bracketed") and item[-2].kind != "op" and item[-2].text not in (".", "(", ","):
+    if (
+        len(item) > 1
+        and item[-1].kind in ("word", "dquoted", "bracketed")
+        and item[-2].kind != "op"
+        and item[-2].text not in (".", "(", ",")
+    ):
         return item[:-1]
     return item
 

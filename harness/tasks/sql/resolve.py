@@ -45,7 +45,9 @@ def resolve_test_rows(setup: Mapping[str, Any], split_hash: str | None) -> tuple
         data = DataConfig.model_validate(setup.get("data") or {})
     except ValidationError:
         return None
-    for source in dict.fromkeys(c for c in (data.source, settings.DATA.get()) if c and Path(c).expanduser().is_file()):
+    for source in dict.fromkeys(
+        c for c in (data.source, settings.DATA.get()) if c and Path(c).expanduser().is_file()
+    ):
         found = _split(source, data.split_seed, data.test_size, data.train_size)
         if found is not None and found[0] == split_hash:
             return found[1]

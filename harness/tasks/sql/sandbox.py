@@ -68,16 +68,31 @@ HEAP_LIMIT_BYTES = 128 * 2**20
 # Pragmas that only read the schema; every other pragma (including those that write a setting,
 # e.g. `query_only = 0`, or touch files, e.g. `wal_checkpoint`) is denied.
 _READ_ONLY_PRAGMAS = frozenset(
-    {"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-     "foreign_key_list", "function_list", "collation_list", "pragma_list"}
+    {
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "function_list",
+        "collation_list",
+        "pragma_list",
+    }
 )
 # Functions that reach outside the database or could be compiled in on some builds.
 _DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 # Action codes an untrusted query may need; everything else (writes, schema changes, transactions,
 # ATTACH/DETACH, ANALYZE, savepoints, virtual tables) is denied.
 _QUERY_ACTIONS = frozenset(
-    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE,
-     sqlite3.SQLITE_PRAGMA}
+    {
+        sqlite3.SQLITE_SELECT,
+        sqlite3.SQLITE_READ,
+        sqlite3.SQLITE_FUNCTION,
+        sqlite3.SQLITE_RECURSIVE,
+        sqlite3.SQLITE_PRAGMA,
+    }
 )
 # Limits set on every connection: they bound memory and parser work for hostile text. A value (and so
 # a table row or sort record) of at most MAX_VALUE_BYTES keeps every single-instruction function short.
@@ -192,7 +207,9 @@ def _ddl(tables: Sequence[Table]) -> str:
     return "\n".join(statements)
 
 
-def _setup_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None) -> int:
+def _setup_authorizer(
+    action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None
+) -> int:
     # Context DDL is dataset text, not model output, but still may not reach outside the database.
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_PRAGMA):
         return sqlite3.SQLITE_DENY
@@ -201,7 +218,9 @@ def _setup_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str 
     return sqlite3.SQLITE_OK
 
 
-def _query_authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None) -> int:
+def _query_authorizer(
+    action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None
+) -> int:
     if action not in _QUERY_ACTIONS:
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() not in _READ_ONLY_PRAGMAS:
@@ -328,7 +347,12 @@ def parse_schema(context: str) -> Schema:
             conn.set_authorizer(None)  # reading the catalogue needs the pragma the setup denies
             names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
             tables = tuple(
-                Table(n, tuple(Column(r[1], r[2]) for r in conn.execute(f"PRAGMA table_info({quote_identifier(n)})")))
+                Table(
+                    n,
+                    tuple(
+                        Column(r[1], r[2]) for r in conn.execute(f"PRAGMA table_info({quote_identifier(n)})")
+                    ),
+                )
                 for n in names
             )
     except sqlite3.Error as exc:
@@ -357,7 +381,9 @@ def _lock(conn: sqlite3.Connection) -> None:
     conn.set_authorizer(_query_authorizer)
 
 
-def _insert_rows(conn: sqlite3.Connection, schema: Schema, rows: Mapping[str, Sequence[Sequence[object]]] | None) -> None:
+def _insert_rows(
+    conn: sqlite3.Connection, schema: Schema, rows: Mapping[str, Sequence[Sequence[object]]] | None
+) -> None:
     for table in schema.tables:
         table_rows = (rows or {}).get(table.name)
         if table_rows:
@@ -424,7 +450,9 @@ class ScratchDatabase:
         self.close()
 
 
-def build_database(context: str, rows: Mapping[str, Sequence[Sequence[object]]] | None = None) -> sqlite3.Connection:
+def build_database(
+    context: str, rows: Mapping[str, Sequence[Sequence[object]]] | None = None
+) -> sqlite3.Connection:
     """A locked in-memory database with the context's tables and `rows` (table name -> rows, values in
     column order) inserted; only reads are allowed afterwards. Raises ContextError."""
     schema = parse_schema(context)
@@ -459,7 +487,9 @@ def run_query(
     if budget.net_fired:
         return _stopped_by_net(budget)
     if budget.left < TICK:
-        return QueryResult(failure=Failure.BUDGET, message=f"no instructions left of the {budget.instructions:,} budget")
+        return QueryResult(
+            failure=Failure.BUDGET, message=f"no instructions left of the {budget.instructions:,} budget"
+        )
     meter = budget.progress_handler()
     conn.set_progress_handler(meter, TICK)
     _running.meter = meter
@@ -483,10 +513,15 @@ def run_query(
                 return QueryResult(failure=Failure.TOO_LARGE, message=f"rows over {max_bytes} bytes")
         return QueryResult(rows=tuple(rows))
     except MemoryError:
-        return QueryResult(failure=Failure.MEMORY, message=f"over SQLite's {HEAP_LIMIT_BYTES >> 20} MiB heap cap")
+        return QueryResult(
+            failure=Failure.MEMORY, message=f"over SQLite's {HEAP_LIMIT_BYTES >> 20} MiB heap cap"
+        )
     except sqlite3.DatabaseError as exc:
         if meter.is_over_budget:
-            return QueryResult(failure=Failure.BUDGET, message=f"ran past the budget of {budget.instructions:,} VM instructions")
+            return QueryResult(
+                failure=Failure.BUDGET,
+                message=f"ran past the budget of {budget.instructions:,} VM instructions",
+            )
         if budget.net_fired:
             return _stopped_by_net(budget)
         if "not authorized" in str(exc) or "prohibited" in str(exc):

@@ -81,7 +81,9 @@ def score_prediction(
     try:
         verdict = compare_queries(pred, gold, context, seed=seed, budget=budget, pred_on_empty=ran)
     except Exception as exc:
-        verdict = SemanticVerdict(False, f"semantic check failed on this prediction: {type(exc).__name__}: {exc}")
+        verdict = SemanticVerdict(
+            False, f"semantic check failed on this prediction: {type(exc).__name__}: {exc}"
+        )
     is_exact = exact_match(pred, gold)
     return QuestionScore(
         exact=is_exact,
@@ -110,5 +112,6 @@ def summarize(scores: Sequence[QuestionScore]) -> dict[str, float | int | None]:
         "n": n,
         "n_scorable": len(scorable),
         "n_unscorable": n - len(scorable),
-        "n_clock_stopped": sum(s.clock_stopped for s in scores) or None,  # None: left out of the record, reads back equal
+        "n_clock_stopped": sum(s.clock_stopped for s in scores)
+        or None,  # None: left out of the record, reads back equal
     }

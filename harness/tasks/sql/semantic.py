@@ -101,7 +101,9 @@ def extract_literals(sql: str, identifiers: frozenset[str] = frozenset()) -> Lit
     strings: list[str] = []
     numbers: list[int | float] = []
     for token in tokenize(sql):
-        if token.kind == "string" or (token.kind == "dquoted" and token.text[1:-1].lower() not in identifiers):
+        if token.kind == "string" or (
+            token.kind == "dquoted" and token.text[1:-1].lower() not in identifiers
+        ):
             value = token.text[1:-1].replace(token.text[0] * 2, token.text[0])
             strings.append(value)
             stripped = value.strip("%_")
@@ -129,7 +131,9 @@ def gold_suite(
     return distil(gold.lower(), context.lower(), seed, max_databases=max_databases, use_mutants=distilled)
 
 
-def gold_failure(gold: str, context: str, *, seed: int = 0, n_databases: int = DEFAULT_N_DATABASES) -> str | None:
+def gold_failure(
+    gold: str, context: str, *, seed: int = 0, n_databases: int = DEFAULT_N_DATABASES
+) -> str | None:
     """Why the gold cannot be scored, or None (distils and caches the gold's suite)."""
     return gold_suite(gold, context, seed=seed, n_databases=n_databases).failure
 
@@ -157,7 +161,9 @@ def compare_queries(
     instead of distilled ones (an ablation for the benchmark)."""
     suite = gold_suite(gold, context, seed=seed, n_databases=n_databases, distilled=distilled)
     budget = Budget(ANSWER_INSTRUCTIONS) if budget is None else budget
-    verdict = compare_on_suite(pred, gold, context, suite, n_databases - len(suite.databases), seed, budget, pred_on_empty)
+    verdict = compare_on_suite(
+        pred, gold, context, suite, n_databases - len(suite.databases), seed, budget, pred_on_empty
+    )
     if budget.net_fired or suite.clock_stopped:
         return SemanticVerdict(verdict.match, verdict.detail + _NET_NOTE, clock_stopped=True)
     return verdict

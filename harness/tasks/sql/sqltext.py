@@ -31,17 +31,80 @@ COMPARISONS = ("=", "==", "!=", "<>", "<", "<=", ">", ">=")
 MIRRORED = {"=": "=", "==": "==", "!=": "!=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 # Keywords that end a condition at its own depth.
 _CLAUSE_END = frozenset(
-    {"group", "order", "limit", "having", "union", "intersect", "except", "window", "join", "inner", "left",
-     "right", "full", "cross", "natural", "where", "on", "using", "offset"}
-)  # fmt: skip
+    {
+        "group",
+        "order",
+        "limit",
+        "having",
+        "union",
+        "intersect",
+        "except",
+        "window",
+        "join",
+        "inner",
+        "left",
+        "right",
+        "full",
+        "cross",
+        "natural",
+        "where",
+        "on",
+        "using",
+        "offset",
+    }
+)
 # Tokens after which an operand starts a fresh boolean term (so `x` in `a + x = 1` is not one).
 _TERM_START = frozenset({"where", "and", "or", "on", "having", "not", "when", "(", "then", "else"})
-KEYWORDS = frozenset({
-    "select", "from", "where", "and", "or", "not", "in", "like", "glob", "between", "is", "null", "group",
-    "by", "order", "asc", "desc", "limit", "offset", "having", "distinct", "as", "join", "inner", "left",
-    "right", "outer", "cross", "on", "union", "all", "intersect", "except", "count", "sum", "avg", "min",
-    "max", "case", "when", "then", "else", "end", "exists", "using", "natural",
-})  # fmt: skip
+KEYWORDS = frozenset(
+    {
+        "select",
+        "from",
+        "where",
+        "and",
+        "or",
+        "not",
+        "in",
+        "like",
+        "glob",
+        "between",
+        "is",
+        "null",
+        "group",
+        "by",
+        "order",
+        "asc",
+        "desc",
+        "limit",
+        "offset",
+        "having",
+        "distinct",
+        "as",
+        "join",
+        "inner",
+        "left",
+        "right",
+        "outer",
+        "cross",
+        "on",
+        "union",
+        "all",
+        "intersect",
+        "except",
+        "count",
+        "sum",
+        "avg",
+        "min",
+        "max",
+        "case",
+        "when",
+        "then",
+        "else",
+        "end",
+        "exists",
+        "using",
+        "natural",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +176,9 @@ def conditions(tokens: Sequence[Token]) -> list[Condition]:
         while i < len(tokens):
             t = tokens[i]
             # A `)` at depth d closes a parenthesis opened inside the condition; one below d ends it.
-            if level[i] < d or (level[i] == d and (t.text == ";" or (t.low in _CLAUSE_END and t.kind == "word"))):
+            if level[i] < d or (
+                level[i] == d and (t.text == ";" or (t.low in _CLAUSE_END and t.kind == "word"))
+            ):
                 break
             if level[i] == d and t.kind == "word":
                 if t.low == "case":

@@ -116,7 +116,9 @@ class Workbench:
     def run(self, sql: str, budget: Budget) -> QueryResult:
         return run_query(self.bed.forward, sql, budget=budget)
 
-    def gold_database(self, rows: Rows, sql: str, budget: Budget, order_matters: bool) -> SuiteDatabase | QueryResult:
+    def gold_database(
+        self, rows: Rows, sql: str, budget: Budget, order_matters: bool
+    ) -> SuiteDatabase | QueryResult:
         """The loaded `rows` with the gold's answers on them, or the gold's failure."""
         answers = self.gold_results(sql, budget, order_matters)
         if isinstance(answers, QueryResult):
@@ -224,7 +226,9 @@ class _Search:
     order_matters: bool
     budget: Budget
     alive: list[Variant]  # mutants no database has told apart yet
-    chosen: list[tuple[SuiteDatabase, list[Variant]]] = field(default_factory=list)  # with the mutants each told apart
+    chosen: list[tuple[SuiteDatabase, list[Variant]]] = field(
+        default_factory=list
+    )  # with the mutants each told apart
     promising: list[SuiteDatabase] = field(default_factory=list)  # databases on which the gold returns rows
     drawn: int = 0
     truncated: bool = False
@@ -237,7 +241,9 @@ class _Search:
         if isinstance(db, QueryResult):
             self.last_failure = f"gold fails on a database ({db.failure}): {db.message}"
             return
-        killed = [v for v in self.alive if self.bench.check(v.sql, db, self.order_matters, self.budget) is not None]
+        killed = [
+            v for v in self.alive if self.bench.check(v.sql, db, self.order_matters, self.budget) is not None
+        ]
         if self.budget.is_exhausted:
             return  # checked only in part: a mutant "told apart" here may only have run out of budget
         if killed or len(self.chosen) < MIN_DATABASES:
@@ -248,7 +254,9 @@ class _Search:
         if killed:
             self.last_kill = index
 
-    def run(self, schema: Schema, seed: int, context: str, n_drawn: int, local_steps: int, patience: int) -> None:
+    def run(
+        self, schema: Schema, seed: int, context: str, n_drawn: int, local_steps: int, patience: int
+    ) -> None:
         """Drawn databases first, then local steps from promising ones for what is still alive."""
         hints = collect_hints([self.gold], identifiers_of(schema))
         for i in range(n_drawn + local_steps):
@@ -266,7 +274,9 @@ class _Search:
         self.truncated = self.truncated or self.budget.is_exhausted
 
 
-def _suite(search: _Search, n_mutants: int, equivalent: list[tuple[Variant, str]], max_databases: int) -> Suite:
+def _suite(
+    search: _Search, n_mutants: int, equivalent: list[tuple[Variant, str]], max_databases: int
+) -> Suite:
     """The search's databases as a suite, trimmed to `max_databases`."""
     budget = search.budget
     if not search.chosen:

@@ -28,7 +28,9 @@ def _scores(answers: Sequence[str], test: Sequence[SqlExample]) -> tuple[Questio
 def _scored(answers: tuple[str, ...], questions: tuple[tuple[str, str], ...]) -> tuple[QuestionScore, ...]:
     """Remembered: a run scores its baseline's answers once for the baseline's metrics and again beside the
     trained answers (`score_with_rows`); the scoring worker (harness/run/aside.py) serves both calls."""
-    return tuple(score_prediction(a, gold, context) for a, (gold, context) in zip(answers, questions, strict=True))
+    return tuple(
+        score_prediction(a, gold, context) for a, (gold, context) in zip(answers, questions, strict=True)
+    )
 
 
 def _metrics(scores: Sequence[QuestionScore]) -> dict[str, Any]:
@@ -52,16 +54,26 @@ def score_with_rows(
     rows = []
     for index, (ex, answer, scored) in enumerate(zip(test, answers, scores, strict=True)):
         base_scored = base_scores[index] if base_scores else None
-        rows.append({
-            # The row's text stays in the data (never copied into results): `row` names it.
-            "index": index, "row": row_id(ex), "prediction": answer,
-            "base_prediction": base_answers[index] if base_answers else None,
-            "exact": scored.exact, "executes": scored.executes, "semantic": scored.semantic,
-            "base_exact": base_scored.exact if base_scored else None,
-            "base_semantic": base_scored.semantic if base_scored else None,
-            # Only where the safety net cut scoring short: lines stay as they were everywhere else.
-            **({"clock_stopped": True} if scored.clock_stopped or (base_scored and base_scored.clock_stopped) else {}),
-        })  # fmt: skip
+        rows.append(
+            {
+                # The row's text stays in the data (never copied into results): `row` names it.
+                "index": index,
+                "row": row_id(ex),
+                "prediction": answer,
+                "base_prediction": base_answers[index] if base_answers else None,
+                "exact": scored.exact,
+                "executes": scored.executes,
+                "semantic": scored.semantic,
+                "base_exact": base_scored.exact if base_scored else None,
+                "base_semantic": base_scored.semantic if base_scored else None,
+                # Only where the safety net cut scoring short: lines stay as they were everywhere else.
+                **(
+                    {"clock_stopped": True}
+                    if scored.clock_stopped or (base_scored and base_scored.clock_stopped)
+                    else {}
+                ),
+            }
+        )
     return _metrics(scores), rows
 
 

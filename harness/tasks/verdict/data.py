@@ -116,7 +116,9 @@ def make_split(rows: list[tuple[VerdictExample, str | None]], config: DataConfig
         random.Random(config.split_seed).shuffle(shuffled)
         test = tuple(shuffled[-config.test_size :])
         train = tuple(shuffled[: -config.test_size][: config.train_size])
-    refuse_overlap([ex.prompt for ex in train], [ex.prompt for ex in test], config.source, config.allow_overlap)
+    refuse_overlap(
+        [ex.prompt for ex in train], [ex.prompt for ex in test], config.source, config.allow_overlap
+    )
     if not train or not test:
         raise UserError(
             f"data.source: {config.source} gives {len(train)} train and {len(test)} test rows; both must be > 0"

@@ -38,11 +38,18 @@ def score_with_rows(
     rows = []
     for index, (ex, answer, scored) in enumerate(zip(test, answers, scores, strict=True)):
         base_scored = base_scores[index] if base_scores else None
-        rows.append({
-            "index": index, "question": ex.situation, "gold": ex.answer, "prediction": answer,
-            "base_prediction": base_answers[index] if base_answers else None,
-            "exact": scored.is_judgment_match, "contract": scored.is_contract,
-            "decision": scored.predicted, "tag": scored.predicted_tag,
-            "base_exact": base_scored.is_judgment_match if base_scored else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "index": index,
+                "question": ex.situation,
+                "gold": ex.answer,
+                "prediction": answer,
+                "base_prediction": base_answers[index] if base_answers else None,
+                "exact": scored.is_judgment_match,
+                "contract": scored.is_contract,
+                "decision": scored.predicted,
+                "tag": scored.predicted_tag,
+                "base_exact": base_scored.is_judgment_match if base_scored else None,
+            }
+        )
     return _metrics(scores), rows
