@@ -13,14 +13,18 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import atomic, settings
 from harness.errors import UserError
 from harness.run.adapter import find_adapter, read_adapter
-from harness.tasks.registry import task_module
+from harness.tasks.registry import Example, task_module
+
+if TYPE_CHECKING:
+    from harness.config import SetupConfig
 
 GGUF_OUTTYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}
 CONVERTER_NAMES = ("convert_hf_to_gguf.py", "convert_hf_to_gguf", "convert-hf-to-gguf.py")
@@ -93,37 +97,78 @@ def convert_to_gguf(merged_dir: Path, precision: str) -> tuple[Path | None, str]
     return target, f"GGUF: {target} ({GGUF_OUTTYPES.get(precision, 'bf16')}, by {converter})"
 
 
-def export_adapter(
-    run: Path, out_dir: Path, *, limit: int | None = None, device: str = "cpu", gguf: bool = True
-) -> ExportResult:
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from harness.run.evaluate import answer_questions
-    from harness.runtime import resolve_runtime
-
-    source = read_adapter(find_adapter(run))
+def _claim_out_dir(out_dir: Path) -> None:
+    """Refuse a folder that holds anything (an export never overwrites); remove an empty one so the
+    finished export can be renamed into its place."""
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise UserError(
             f"--out {out_dir}: exists and is not an empty folder; choose a new folder (an export never overwrites)"
         )
     if out_dir.is_dir():
         out_dir.rmdir()  # empty: the finished export is renamed into its place
+
+
+def _load_tokenizer(base_model: str) -> Any:
+    """The base model's tokenizer, padding with end-of-sequence where it has no pad token."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def _mismatches(
+    test: Sequence[Example], adapter_answers: list[str], merged_answers: list[str]
+) -> tuple[Mismatch, ...]:
+    """Every question the merged model answers differently from base + adapter."""
+    return tuple(
+        Mismatch(i, ex.prompt_messages()[-1]["content"], a, m)
+        for i, (ex, a, m) in enumerate(zip(test, adapter_answers, merged_answers, strict=True))
+        if a != m
+    )
+
+
+def _test_examples(setup: SetupConfig, limit: int | None) -> Sequence[Example]:
+    """The test questions both models answer: the setup's test split, cut to `limit`, else to the
+    setup's own eval limit."""
+    test = task_module(setup.task).load_split(setup.data).test
+    return test[: limit or setup.eval.limit or len(test)]
+
+
+def _timed_answers(
+    model: Any, tokenizer: Any, test: Sequence[Example], setup: SetupConfig
+) -> tuple[list[str], float]:
+    """The model's answers (never merged on the fly: the comparison is what decides) and the seconds
+    they took, rounded for the report."""
+    from harness.run.evaluate import answer_questions
+
+    started = time.perf_counter()
+    answers = answer_questions(model, tokenizer, test, setup, merge=False)
+    return answers, round(time.perf_counter() - started, 2)
+
+
+def export_adapter(
+    run: Path, out_dir: Path, *, limit: int | None = None, device: str = "cpu", gguf: bool = True
+) -> ExportResult:
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from harness.runtime import resolve_runtime
+
+    source = read_adapter(find_adapter(run))
+    _claim_out_dir(out_dir)
     precision = source.base_precision
     runtime = resolve_runtime(device, precision)
     setup = source.setup
-    test = task_module(setup.task).load_split(setup.data).test
-    test = test[: limit or setup.eval.limit or len(test)]
+    test = _test_examples(setup, limit)
 
-    tokenizer = AutoTokenizer.from_pretrained(source.base_model)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer = _load_tokenizer(source.base_model)
     base = AutoModelForCausalLM.from_pretrained(source.base_model, dtype=runtime.dtype).to(runtime.device)
     model = PeftModel.from_pretrained(base, str(source.adapter_dir))
-    started = time.perf_counter()
-    adapter_answers = answer_questions(model, tokenizer, test, setup, merge=False)
-    seconds = {"adapter_eval_s": round(time.perf_counter() - started, 2)}
+    adapter_answers, adapter_s = _timed_answers(model, tokenizer, test, setup)
+    seconds = {"adapter_eval_s": adapter_s}
 
     merged = model.merge_and_unload()
     with atomic.building_dir(out_dir) as tmp:
@@ -132,18 +177,12 @@ def export_adapter(
         del model, merged, base
         # Read back from disk: the check covers what will be served, not the object in memory.
         reloaded = AutoModelForCausalLM.from_pretrained(str(tmp), dtype=runtime.dtype).to(runtime.device)
-        started = time.perf_counter()
-        merged_answers = answer_questions(reloaded, tokenizer, test, setup, merge=False)
-        seconds["merged_eval_s"] = round(time.perf_counter() - started, 2)
+        merged_answers, seconds["merged_eval_s"] = _timed_answers(reloaded, tokenizer, test, setup)
         del reloaded
     if runtime.device == "cuda":
         torch.cuda.empty_cache()
 
-    mismatches = tuple(
-        Mismatch(i, ex.prompt_messages()[-1]["content"], a, m)
-        for i, (ex, a, m) in enumerate(zip(test, adapter_answers, merged_answers, strict=True))
-        if a != m
-    )
+    mismatches = _mismatches(test, adapter_answers, merged_answers)
     gguf_file, note = (
         convert_to_gguf(out_dir, precision) if gguf else (None, "GGUF: not requested (--no-gguf)")
     )

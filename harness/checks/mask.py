@@ -12,7 +12,7 @@ many examples); those are reported as skipped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
@@ -85,15 +85,22 @@ def diagnose_row(ids: list[int], labels: list[int], expected: Expected) -> str |
     return "; ".join(problems) or None
 
 
-def audit_mask(
-    trainer: Any, tokenizer: Any, examples: Sequence[Example], *, n_batches: int = 2
-) -> CheckVerdict:
-    max_length = getattr(trainer.args, "max_length", None)
-    mode = getattr(trainer.args, "truncation_mode", "keep_start")
-    expected = expected_rows(tokenizer, examples, max_length, mode)
-    by_ids = {row.ids: row for row in expected}
+@dataclass
+class _Tally:
+    """What the sampled batch rows showed: how many were checked, matched no example, and what failed."""
+
+    checked: int = 0
+    unmatched: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def _dataset_evidence(
+    trainer: Any, examples: Sequence[Example], expected: list[Expected], max_length: int | None
+) -> dict[str, Any]:
+    """What truncation does to the whole example set, before any batch is looked at."""
     too_long = [row for row in expected if max_length is not None and row.full_length > max_length]
-    evidence: dict[str, Any] = {
+    return {
         "n_examples": len(examples),
         "n_in_dataset": len(trainer.train_dataset) if hasattr(trainer.train_dataset, "__len__") else None,
         "max_length": max_length,
@@ -101,45 +108,48 @@ def audit_mask(
         "n_answer_cut": sum(1 for row in too_long if row.answer_end < row.full_length),
         "n_answer_gone": sum(1 for row in too_long if row.answer_start >= row.answer_end),
     }
-    failures: list[dict[str, str]] = []
-    reasons: dict[str, int] = {}
-    checked = unmatched = 0
-    model = trainer.model
-    with untouched(model):  # the dataloader's sampler draws from torch's RNG
-        for batch in islice(trainer.get_train_dataloader(), n_batches):
-            if "attention_mask" not in batch:
-                return CheckVerdict(
-                    "skipped",
-                    "batches have no attention_mask (padding-free or packed): rows hold many examples",
-                    evidence,
-                )
-            for ids_row, mask_row, labels_row in zip(
-                batch["input_ids"], batch["attention_mask"], batch["labels"], strict=True
-            ):
-                keep = mask_row.bool()
-                ids, labels = ids_row[keep].tolist(), labels_row[keep].tolist()
-                row = by_ids.get(tuple(ids))
-                if row is None:
-                    unmatched += 1
-                    continue
-                checked += 1
-                problem = diagnose_row(ids, labels, row)
-                if problem is None:
-                    continue
-                name = problem.split(":", 1)[0]
-                reasons[name] = reasons.get(name, 0) + 1
-                if len(failures) < MAX_EVIDENCE_ROWS:
-                    got = [t for t, label in zip(ids, labels, strict=True) if label != IGNORE]
-                    want = list(ids[row.answer_start : row.answer_end])
-                    failures.append(
-                        {
-                            "example": str(row.index),
-                            "problem": problem,
-                            "supervised": _short(tokenizer.decode(got)),
-                            "expected": _short(tokenizer.decode(want)),
-                        }
-                    )
-    evidence.update(rows_checked=checked, rows_unmatched=unmatched, failing_rows=failures, reasons=reasons)
+
+
+def _failure_evidence(
+    tokenizer: Any, ids: list[int], labels: list[int], row: Expected, problem: str
+) -> dict[str, str]:
+    """One failing row, decoded so a reader sees what was supervised against what should have been."""
+    got = [t for t, label in zip(ids, labels, strict=True) if label != IGNORE]
+    want = list(ids[row.answer_start : row.answer_end])
+    return {
+        "example": str(row.index),
+        "problem": problem,
+        "supervised": _short(tokenizer.decode(got)),
+        "expected": _short(tokenizer.decode(want)),
+    }
+
+
+def _check_batch(batch: Any, by_ids: dict[tuple[int, ...], Expected], tokenizer: Any, tally: _Tally) -> None:
+    """Match each row of one batch to its example (padding dropped) and add its diagnosis to the tally."""
+    for ids_row, mask_row, labels_row in zip(
+        batch["input_ids"], batch["attention_mask"], batch["labels"], strict=True
+    ):
+        keep = mask_row.bool()
+        ids, labels = ids_row[keep].tolist(), labels_row[keep].tolist()
+        row = by_ids.get(tuple(ids))
+        if row is None:
+            tally.unmatched += 1
+            continue
+        tally.checked += 1
+        problem = diagnose_row(ids, labels, row)
+        if problem is None:
+            continue
+        name = problem.split(":", 1)[0]
+        tally.reasons[name] = tally.reasons.get(name, 0) + 1
+        if len(tally.failures) < MAX_EVIDENCE_ROWS:
+            tally.failures.append(_failure_evidence(tokenizer, ids, labels, row, problem))
+
+
+def _verdict(
+    tally: _Tally, expected: list[Expected], n_examples: int, max_length: int | None, evidence: dict[str, Any]
+) -> CheckVerdict:
+    """Fail on no matched row, on any wrong or unmatched row, or on answers cut for the dataset; else pass."""
+    checked, unmatched, failures, reasons = tally.checked, tally.unmatched, tally.failures, tally.reasons
     if checked == 0:
         return CheckVerdict(
             "fail",
@@ -151,7 +161,7 @@ def audit_mask(
     if evidence["n_answer_cut"]:
         longest = max(row.full_length for row in expected)
         dataset_note = (
-            f"; {evidence['n_answer_cut']} of {len(examples)} examples have their answer cut by "
+            f"; {evidence['n_answer_cut']} of {n_examples} examples have their answer cut by "
             f"max_length {max_length} (set recipe.max_length ≥ {longest})"
         )
     if failures or unmatched:
@@ -165,3 +175,31 @@ def audit_mask(
     return CheckVerdict(
         "pass", f"{checked} rows: supervised tokens are exactly answer + end-of-turn", evidence
     )
+
+
+def audit_mask(
+    trainer: Any, tokenizer: Any, examples: Sequence[Example], *, n_batches: int = 2
+) -> CheckVerdict:
+    max_length = getattr(trainer.args, "max_length", None)
+    mode = getattr(trainer.args, "truncation_mode", "keep_start")
+    expected = expected_rows(tokenizer, examples, max_length, mode)
+    by_ids = {row.ids: row for row in expected}
+    evidence = _dataset_evidence(trainer, examples, expected, max_length)
+    tally = _Tally()
+    model = trainer.model
+    with untouched(model):  # the dataloader's sampler draws from torch's RNG
+        for batch in islice(trainer.get_train_dataloader(), n_batches):
+            if "attention_mask" not in batch:
+                return CheckVerdict(
+                    "skipped",
+                    "batches have no attention_mask (padding-free or packed): rows hold many examples",
+                    evidence,
+                )
+            _check_batch(batch, by_ids, tokenizer, tally)
+    evidence.update(
+        rows_checked=tally.checked,
+        rows_unmatched=tally.unmatched,
+        failing_rows=tally.failures,
+        reasons=tally.reasons,
+    )
+    return _verdict(tally, expected, len(examples), max_length, evidence)

@@ -17,8 +17,15 @@ from typing import Any
 
 from harness.commands._output import add_output_arguments, check_output_folder, write_outputs
 from harness.errors import UserError
-from harness.report.compare import MetricChange, by_setup, compare_records, missing_metrics, sides_unlike
-from harness.report.groups import LoadedRecord, load_records
+from harness.report.compare import (
+    MetricChange,
+    MissingMetric,
+    by_setup,
+    compare_records,
+    missing_metrics,
+    sides_unlike,
+)
+from harness.report.groups import LoadedRecord, SetupRuns, load_records
 from harness.report.outputs import ChangeOut, CompareOut, MissingOut, SideOut, conditions_out
 from harness.report.settings import public
 from harness.report.tables import table
@@ -87,10 +94,10 @@ def _side(paths: Path, loaded: tuple[LoadedRecord, ...]) -> SideOut:
     )
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    if args.tolerance < 0:
-        raise UserError(f"--tolerance must be ≥ 0, got {args.tolerance}")
-    check_output_folder(args.output, ["compare.md", "compare.json"])
+def _load_sides(
+    args: argparse.Namespace,
+) -> tuple[tuple[LoadedRecord, ...], tuple[LoadedRecord, ...], list[str]]:
+    """Both sides' records and how they are unlike; refuses empty sides, and unlike ones unless allowed."""
     old, new = load_records([args.old]), load_records([args.new])
     for side, loaded, path in (("OLD", old, args.old), ("NEW", new, args.new)):
         if not loaded:
@@ -101,6 +108,49 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"OLD and NEW are unlike ({'; '.join(public(u) for u in unlike)}): their figures would measure these "
             "differences, not the change; compare runs of one host kind, stack and settings, or pass --allow-unlike"
         )
+    return old, new, unlike
+
+
+def _change_out(c: MetricChange, before: dict[str, SetupRuns], after: dict[str, SetupRuns]) -> ChangeOut:
+    """One metric's change for the JSON output, with the conditions each side ran under."""
+    return ChangeOut(
+        setup=c.setup,
+        metric=c.metric,
+        old=c.old,
+        new=c.new,
+        ratio=c.ratio,
+        n_old=c.n_old,
+        n_new=c.n_new,
+        test=c.method,
+        p_value=c.p_value,
+        significant=c.is_significant,
+        regression=c.is_regression,
+        conditions_old=conditions_out(before[c.setup].conditions),
+        conditions_new=conditions_out(after[c.setup].conditions),
+    )
+
+
+def _summary_text(
+    changes: list[MetricChange], out: CompareOut, missing: list[MissingMetric], unmatched: list[str]
+) -> str:
+    """The human-readable comparison: the table, then what was unlike, missing or not compared."""
+    lines = [render(changes, bool(out.unlike))] if changes else []
+    if out.unlike:
+        lines.append(f"unlike sides, compared as asked (--allow-unlike): {'; '.join(out.unlike)}")
+    lines += [f"missing: {m.setup}: {m.metric} on {m.side} ({m.why})" for m in missing]
+    lines += [f"not compared: {line}" for line in unmatched]
+    lines.append(
+        f"{out.regressions} regression(s) in {len(changes)} metric(s)"
+        + (f", {len(missing)} metric(s) missing on one side" if missing else "")
+    )
+    return "\n".join(lines)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if args.tolerance < 0:
+        raise UserError(f"--tolerance must be ≥ 0, got {args.tolerance}")
+    check_output_folder(args.output, ["compare.md", "compare.json"])
+    old, new, unlike = _load_sides(args)
     changes, unmatched = compare_records(old, new, tolerance=args.tolerance)
     missing = missing_metrics(old, new)
     if not changes and not missing:
@@ -116,36 +166,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         unmatched=unmatched,
         regressions=len(regressions),
         exit_status=1 if failing else 0,
-        changes=[
-            ChangeOut(
-                setup=c.setup,
-                metric=c.metric,
-                old=c.old,
-                new=c.new,
-                ratio=c.ratio,
-                n_old=c.n_old,
-                n_new=c.n_new,
-                test=c.method,
-                p_value=c.p_value,
-                significant=c.is_significant,
-                regression=c.is_regression,
-                conditions_old=conditions_out(before[c.setup].conditions),
-                conditions_new=conditions_out(after[c.setup].conditions),
-            )
-            for c in changes
-        ],
+        changes=[_change_out(c, before, after) for c in changes],
         missing=[MissingOut(setup=m.setup, metric=m.metric, side=m.side, why=m.why) for m in missing],  # type: ignore[arg-type]
     )
-    lines = [render(changes, bool(unlike))] if changes else []
-    if unlike:
-        lines.append(f"unlike sides, compared as asked (--allow-unlike): {'; '.join(out.unlike)}")
-    lines += [f"missing: {m.setup}: {m.metric} on {m.side} ({m.why})" for m in missing]
-    lines += [f"not compared: {line}" for line in unmatched]
-    lines.append(
-        f"{len(regressions)} regression(s) in {len(changes)} metric(s)"
-        + (f", {len(missing)} metric(s) missing on one side" if missing else "")
-    )
-    text = "\n".join(lines)
+    text = _summary_text(changes, out, missing, unmatched)
     write_outputs(args.output, {"compare.md": text, "compare.json": out.model_dump_json(indent=2)})
     print(out.model_dump_json(indent=2) if args.json else text)
     return out.exit_status

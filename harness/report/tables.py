@@ -332,53 +332,67 @@ def _where(a: Assessment) -> str:
     )
 
 
-def ranks_table(group: ReportGroup) -> str | None:
-    """Every rank of the DDP and multi-node runs: where it ran (node, host name, host id, device), when it
-    loaded the model and its peaks; a node's status when it was not ok (lost, failed, busy)."""
+def _rank_rows(r: RunRecord) -> list[list[Any]]:
+    """One row per rank that reported its facts: where it ran, its model-load window and its peaks."""
+    nodes = {n.node: n for n in r.nodes or []}
     rows = []
-    for r in group.records:
-        nodes = {n.node: n for n in r.nodes or []}
-        for rank in r.ranks or []:
-            node = nodes.get(rank.node)
-            window = f"{rank.load_window[0]:.1f}–{rank.load_window[1]:.1f}" if rank.load_window else NONE
-            vram = f"{rank.peak_vram_bytes / GIB:.2f}" if rank.peak_vram_bytes else NONE
-            rss = f"{rank.peak_rss_bytes / GIB:.2f}" if rank.peak_rss_bytes else NONE
+    for rank in r.ranks or []:
+        node = nodes.get(rank.node)
+        window = f"{rank.load_window[0]:.1f}–{rank.load_window[1]:.1f}" if rank.load_window else NONE
+        vram = f"{rank.peak_vram_bytes / GIB:.2f}" if rank.peak_vram_bytes else NONE
+        rss = f"{rank.peak_rss_bytes / GIB:.2f}" if rank.peak_rss_bytes else NONE
+        rows.append(
+            [
+                r.experiment,
+                r.setup_name,
+                r.seed,
+                rank.rank,
+                rank.node,
+                rank.hostname,
+                node.host if node else r.host,
+                rank.device,
+                window,
+                vram,
+                rss,
+                node.status if node else "ok",
+            ]
+        )
+    return rows
+
+
+def _silent_node_rows(r: RunRecord) -> list[list[Any]]:
+    """One row per node that never reported its ranks' facts (lost, failed or busy), with its status."""
+    ranked = {rank.node for rank in r.ranks or []}
+    rows = []
+    for node in r.nodes or []:
+        if node.node not in ranked:
+            shown = ", ".join(map(str, node.ranks)) or NONE
             rows.append(
                 [
                     r.experiment,
                     r.setup_name,
                     r.seed,
-                    rank.rank,
-                    rank.node,
-                    rank.hostname,
-                    node.host if node else r.host,
-                    rank.device,
-                    window,
-                    vram,
-                    rss,
-                    node.status if node else "ok",
+                    shown,
+                    node.node,
+                    node.hostname,
+                    node.host,
+                    ", ".join(node.gpus) or NONE,
+                    NONE,
+                    NONE,
+                    NONE,
+                    f"{node.status}: {node.detail or ''}".rstrip(": "),
                 ]
             )
-        ranked = {rank.node for rank in r.ranks or []}
-        for node in r.nodes or []:
-            if node.node not in ranked:  # a node that never reported its ranks' facts: lost, failed or busy
-                shown = ", ".join(map(str, node.ranks)) or NONE
-                rows.append(
-                    [
-                        r.experiment,
-                        r.setup_name,
-                        r.seed,
-                        shown,
-                        node.node,
-                        node.hostname,
-                        node.host,
-                        ", ".join(node.gpus) or NONE,
-                        NONE,
-                        NONE,
-                        NONE,
-                        f"{node.status}: {node.detail or ''}".rstrip(": "),
-                    ]
-                )
+    return rows
+
+
+def ranks_table(group: ReportGroup) -> str | None:
+    """Every rank of the DDP and multi-node runs: where it ran (node, host name, host id, device), when it
+    loaded the model and its peaks; a node's status when it was not ok (lost, failed, busy)."""
+    rows = []
+    for r in group.records:
+        rows += _rank_rows(r)
+        rows += _silent_node_rows(r)
     if not rows:
         return None
     headers = [

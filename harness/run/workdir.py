@@ -149,23 +149,20 @@ def _first_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0][:160] if text else ''}"
 
 
-def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
-    """The record of a run that ended without one, from its work folder; None when the parent had
-    written its record after all (it died while removing the folder).
+def _known_header(base: dict[str, Any]) -> tuple[RecordHeader, list[str]]:
+    """The record's header from `run.json`, and the fields in it this version does not know.
 
-    What the folder holds decides the status: the parent's ended outcome (the run ended; only its
-    record could not be written), else the trainer's final outcome (the parent died after the trainer
-    finished), else `killed`, with every field the trainer had computed and the steps it journaled."""
-    run = json.loads((work_dir / RUN_FILE).read_text(encoding="utf-8"))
-    owner = run["owner"]
-    # Fields another version wrote and this one does not know are left out (and said), not an error.
-    header = RecordHeader.model_validate(
-        {k: v for k, v in run["base"].items() if k in RecordHeader.model_fields}
-    )
-    unknown = sorted(set(run["base"]) - set(RecordHeader.model_fields))
-    name = work_dir.name.split(".swept-")[0].lstrip(".")
-    found = datetime.now(UTC).isoformat(timespec="seconds")
-    pid = owner.split("/")[2] if owner.count("/") == 3 else "?"
+    Fields another version wrote and this one does not know are left out (and said), not an error."""
+    header = RecordHeader.model_validate({k: v for k, v in base.items() if k in RecordHeader.model_fields})
+    return header, sorted(set(base) - set(RecordHeader.model_fields))
+
+
+def _recovered_outcome(
+    work_dir: Path, pid: str, name: str, found: str
+) -> tuple[Outcome, GuardRecord, str, str]:
+    """The outcome to record, the guard's verdict, the note to add to its reason and what the sweep
+    says: from the parent's ended outcome, else the trainer's final one, else the full-disk mark,
+    else `killed` with what the trainer had kept."""
     ended = read_ended(work_dir) if (work_dir / "ended.json").is_file() else None
     guard = GuardRecord()  # what the guard said is known only from the parent's ended outcome
     if ended is not None:
@@ -206,6 +203,23 @@ def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
         )
         said = "a run whose parent died left no record; recorded it as killed"
         note = ""
+    return outcome, guard, note, said
+
+
+def recover_record(results_dir: Path, work_dir: Path) -> Swept | None:
+    """The record of a run that ended without one, from its work folder; None when the parent had
+    written its record after all (it died while removing the folder).
+
+    What the folder holds decides the status: the parent's ended outcome (the run ended; only its
+    record could not be written), else the trainer's final outcome (the parent died after the trainer
+    finished), else `killed`, with every field the trainer had computed and the steps it journaled."""
+    run = json.loads((work_dir / RUN_FILE).read_text(encoding="utf-8"))
+    owner = run["owner"]
+    header, unknown = _known_header(run["base"])
+    name = work_dir.name.split(".swept-")[0].lstrip(".")
+    found = datetime.now(UTC).isoformat(timespec="seconds")
+    pid = owner.split("/")[2] if owner.count("/") == 3 else "?"
+    outcome, guard, note, said = _recovered_outcome(work_dir, pid, name, found)
     if outcome.status == "killed" and outcome.train is None:
         outcome.train = train_progress(work_dir)
     if unknown:

@@ -201,18 +201,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         pytest.skip(str(exc))
 
 
-def settings_from_config(config: pytest.Config) -> SuiteSettings:
-    """The options, checked together; any misuse is a `pytest.UsageError` that names the fix."""
-    here = config.invocation_params.dir
-    problems: list[str] = []
-    seeds = _parse_seeds(config.getoption("lorabench_seeds"), problems)
-    overrides = tuple(config.getoption("lorabench_set"))
+def _check_overrides(overrides: tuple[str, ...], problems: list[str]) -> None:
+    """Parse each `--lorabench-set` now, so a malformed one is named before any run starts."""
     for text in overrides:
         try:
             parse_override(text)
         except ConfigError as exc:
             problems.append(f"--lorabench-set: {exc.problems[0]}")
-    data = config.getoption("lorabench_data")
+
+
+def _resolve_data(data: str | None, here: Path, problems: list[str]) -> str | None:
+    """`--lorabench-data` as an absolute path when it names a file (one missing is a problem); a hub
+    dataset id is passed on unchanged."""
     if data and (data.endswith(DATA_SUFFIXES) or (here / data).exists()):
         if not (here / data).is_file():
             problems.append(
@@ -220,16 +220,33 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
                 "give an existing .jsonl/.json/.parquet file or a hub dataset id"
             )
         data = str((here / data).resolve())
+    return data
+
+
+def _published_dir(option: str | None, here: Path, results: Path) -> Path | None:
+    """The folder of published records to read too; None when there is none there or it is the
+    results folder itself (nothing more to read)."""
+    published = (here / option).resolve() if option else None
+    if published is not None and (not published.is_dir() or published == results.resolve()):
+        published = None  # none there, or the results folder itself: nothing more to read
+    return published
+
+
+def settings_from_config(config: pytest.Config) -> SuiteSettings:
+    """The options, checked together; any misuse is a `pytest.UsageError` that names the fix."""
+    here = config.invocation_params.dir
+    problems: list[str] = []
+    seeds = _parse_seeds(config.getoption("lorabench_seeds"), problems)
+    overrides = tuple(config.getoption("lorabench_set"))
+    _check_overrides(overrides, problems)
+    data = _resolve_data(config.getoption("lorabench_data"), here, problems)
     model = config.getoption("lorabench_model")
     if model and (here / model).exists():
         model = str((here / model).resolve())
     results = here / config.getoption("lorabench_results")
     if results.exists() and not results.is_dir():
         problems.append(f"--lorabench-results: {results} is a file; give a folder")
-    published_option = config.getoption("lorabench_published")
-    published = (here / published_option).resolve() if published_option else None
-    if published is not None and (not published.is_dir() or published == results.resolve()):
-        published = None  # none there, or the results folder itself: nothing more to read
+    published = _published_dir(config.getoption("lorabench_published"), here, results)
     stack = config.getoption("lorabench_stack")
     other = config.getoption("lorabench_other_stack")
     if other and other == stack:

@@ -194,8 +194,80 @@ def collect_hints(queries: Iterable[str], identifiers: frozenset[str]) -> Hints:
     return _collect_hints(tuple(queries), identifiers)
 
 
+def _comparison_hints(
+    tokens: Sequence[Token], i: int, negated: bool, identifiers: frozenset[str], hints: Hints
+) -> None:
+    """At a comparison or LIKE/GLOB (tokens[i]): `col op literal` gives the column values that meet it
+    and values near it; `col = col` joins two columns; `literal op col` is read mirrored."""
+    t = tokens[i]
+    is_pattern = t.kind == "word"
+    left = _left_column(tokens, i - 1 - (is_pattern and negated), identifiers)
+    right = _literal(tokens, i + 1, identifiers)
+    if left and right:
+        hints.add(left, _expand(right[0], is_pattern))
+        hints.add_meets(left, _meeting(t.low, right[0], negated))
+        if (barely := _barely_meeting(t.low, right[0])) is not None:
+            hints.add_meets(left, barely)
+        return
+    right_column = _right_column(tokens, i + 1, identifiers)
+    if left and right_column and t.text in ("=", "=="):
+        hints.joined.update((left, right_column))
+    left_literal = _literal(tokens, i - 1, identifiers)
+    if left_literal and right_column:  # `5 < col`
+        hints.add(right_column, _expand(left_literal[0], False))
+        hints.add_meets(right_column, _meeting(MIRRORED[t.text], left_literal[0], False))
+        if (barely := _barely_meeting(MIRRORED[t.text], left_literal[0])) is not None:
+            hints.add_meets(right_column, barely)
+
+
+def _is_subquery_in(tokens: Sequence[Token], i: int) -> bool:
+    """tokens[i] starts `IN (SELECT`."""
+    return (
+        tokens[i].low == "in"
+        and i + 2 < len(tokens)
+        and tokens[i + 1].text == "("
+        and tokens[i + 2].low == "select"
+    )
+
+
+def _subquery_join(
+    tokens: Sequence[Token], i: int, negated: bool, identifiers: frozenset[str], hints: Hints
+) -> None:
+    """`x IN (SELECT y ...)` joins x and y as surely as `x = y` does."""
+    column = _column_at(tokens, i - 1 - negated, identifiers)
+    inner = _right_column(
+        tokens,
+        i + 3 + (tokens[i + 3].low == "distinct" if i + 3 < len(tokens) else 0),
+        identifiers,
+    )
+    if column and inner:
+        hints.joined.update((column, inner))
+
+
+def _list_hints(
+    tokens: Sequence[Token], i: int, negated: bool, identifiers: frozenset[str], hints: Hints
+) -> None:
+    """`col IN (a, b, ...)` or `col BETWEEN a AND b` at tokens[i]: the listed values are the column's;
+    the first one meets the condition (unless negated)."""
+    t = tokens[i]
+    column = _column_at(tokens, i - 1 - negated, identifiers)
+    j, found = i + 1, 0
+    while j < min(len(tokens), i + 60) and tokens[j].low not in ("select", ")"):
+        item = _literal(tokens, j, identifiers)
+        if item is None:
+            j += 1
+            continue
+        hints.add(column, _expand(item[0], False))
+        if column and not negated and found == 0:
+            hints.add_meets(column, item[0])
+        j, found = item[1], found + 1
+        if t.low == "between" and found == 2:
+            break
+
+
 @lru_cache(maxsize=1024)
 def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hints:
+    """`collect_hints`, cached on hashable arguments; each query's tokens are read one by one."""
     hints = Hints()
     for sql in queries:
         tokens = tokenize(sql)
@@ -207,53 +279,11 @@ def _collect_hints(queries: tuple[str, ...], identifiers: frozenset[str]) -> Hin
                 continue
             negated = i > 1 and tokens[i - 1].low == "not"
             if (t.kind == "op" and t.text in COMPARISONS) or t.low in ("like", "glob"):
-                is_pattern = t.kind == "word"
-                left = _left_column(tokens, i - 1 - (is_pattern and negated), identifiers)
-                right = _literal(tokens, i + 1, identifiers)
-                if left and right:
-                    hints.add(left, _expand(right[0], is_pattern))
-                    hints.add_meets(left, _meeting(t.low, right[0], negated))
-                    if (barely := _barely_meeting(t.low, right[0])) is not None:
-                        hints.add_meets(left, barely)
-                    continue
-                right_column = _right_column(tokens, i + 1, identifiers)
-                if left and right_column and t.text in ("=", "=="):
-                    hints.joined.update((left, right_column))
-                left_literal = _literal(tokens, i - 1, identifiers)
-                if left_literal and right_column:  # `5 < col`
-                    hints.add(right_column, _expand(left_literal[0], False))
-                    hints.add_meets(right_column, _meeting(MIRRORED[t.text], left_literal[0], False))
-                    if (barely := _barely_meeting(MIRRORED[t.text], left_literal[0])) is not None:
-                        hints.add_meets(right_column, barely)
-            elif (
-                t.low == "in"
-                and i + 2 < len(tokens)
-                and tokens[i + 1].text == "("
-                and tokens[i + 2].low == "select"
-            ):
-                # `x IN (SELECT y ...)` joins x and y as surely as `x = y` does.
-                column = _column_at(tokens, i - 1 - negated, identifiers)
-                inner = _right_column(
-                    tokens,
-                    i + 3 + (tokens[i + 3].low == "distinct" if i + 3 < len(tokens) else 0),
-                    identifiers,
-                )
-                if column and inner:
-                    hints.joined.update((column, inner))
+                _comparison_hints(tokens, i, negated, identifiers, hints)
+            elif _is_subquery_in(tokens, i):
+                _subquery_join(tokens, i, negated, identifiers, hints)
             elif t.low in ("in", "between"):
-                column = _column_at(tokens, i - 1 - negated, identifiers)
-                j, found = i + 1, 0
-                while j < min(len(tokens), i + 60) and tokens[j].low not in ("select", ")"):
-                    item = _literal(tokens, j, identifiers)
-                    if item is None:
-                        j += 1
-                        continue
-                    hints.add(column, _expand(item[0], False))
-                    if column and not negated and found == 0:
-                        hints.add_meets(column, item[0])
-                    j, found = item[1], found + 1
-                    if t.low == "between" and found == 2:
-                        break
+                _list_hints(tokens, i, negated, identifiers, hints)
         hints.joined.update(_set_operation_columns(tokens, identifiers))
         hints.min_rows = max(hints.min_rows, _rows_wanted(tokens))
         hints.mentioned.update(filter(None, (_column_at(tokens, i, identifiers) for i in range(len(tokens)))))

@@ -162,6 +162,40 @@ def _agreeing_prediction(
     return None
 
 
+def _categorize(index: int, rows: Sequence[Mapping[str, Any]], cats: dict[str, list[int]]) -> None:
+    """Add one question to its categories: right, wrong or mixed across the runs (these partition the
+    questions), and the overlapping details fixed, style_miss and style_fix."""
+    exact = [bool(r["exact"]) for r in rows]
+    if all(exact):
+        cats["right"].append(index)
+        if all(r["base_exact"] is False for r in rows):
+            cats["fixed"].append(index)
+    elif not any(exact):
+        cats["wrong"].append(index)
+        if all(r["semantic"] is True for r in rows):
+            cats["style_miss"].append(index)
+    else:
+        cats["mixed"].append(index)
+    if any(r["exact"] and r["base_exact"] is False and r["base_semantic"] is True for r in rows):
+        cats["style_fix"].append(index)
+
+
+def _bad_gold_candidate(
+    index: int, rows: Sequence[Mapping[str, Any]], example: SqlExample | None
+) -> BadGoldCandidate | None:
+    """The question's gold answer is suspect when it does not execute, or when most runs agree on
+    one other answer; None otherwise."""
+    gold = example.answer if example is not None else None
+    if any(r["semantic"] is None for r in rows):
+        return BadGoldCandidate(index, "gold does not execute", gold, None)
+    agreed = _agreeing_prediction(rows, len(rows), example.context if example is not None else None)
+    if agreed is None:
+        return None
+    prediction, count = agreed
+    reason = f"{count} of {len(rows)} runs agree on one answer that differs from the gold"
+    return BadGoldCandidate(index, reason, gold, prediction)
+
+
 def analyze_misses(
     runs: Sequence[RunPredictions],
     *,
@@ -189,28 +223,10 @@ def analyze_misses(
                 f"question {index}: the test rows given have only {len(test_rows)}; give the split the runs were scored on"
             )
         _check_same_question(index, rows, labels, example)
-        gold = example.answer if example is not None else None
-        exact = [bool(r["exact"]) for r in rows]
-        if all(exact):
-            cats["right"].append(index)
-            if all(r["base_exact"] is False for r in rows):
-                cats["fixed"].append(index)
-        elif not any(exact):
-            cats["wrong"].append(index)
-            if all(r["semantic"] is True for r in rows):
-                cats["style_miss"].append(index)
-        else:
-            cats["mixed"].append(index)
-        if any(r["exact"] and r["base_exact"] is False and r["base_semantic"] is True for r in rows):
-            cats["style_fix"].append(index)
-        if any(r["semantic"] is None for r in rows):
-            bad.append(BadGoldCandidate(index, "gold does not execute", gold, None))
-            continue
-        agreed = _agreeing_prediction(rows, len(rows), example.context if example is not None else None)
-        if agreed is not None:
-            prediction, count = agreed
-            reason = f"{count} of {len(rows)} runs agree on one answer that differs from the gold"
-            bad.append(BadGoldCandidate(index, reason, gold, prediction))
+        _categorize(index, rows, cats)
+        candidate = _bad_gold_candidate(index, rows, example)
+        if candidate is not None:
+            bad.append(candidate)
     n = len(common)
     return MissAnalysis(
         labels=labels,

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from harness.tasks.sql.budget import STATEMENT_INSTRUCTIONS, TICK, Budget
+from harness.tasks.sql.budget import STATEMENT_INSTRUCTIONS, TICK, Budget, ProgressMeter
 
 DEFAULT_MAX_ROWS = 10_000
 # Bytes of rows handed to Python (text and blobs by length, anything else 8): a result far beyond any
@@ -472,6 +472,39 @@ def _size(row: Sequence[object]) -> int:
     return 16 + sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
 
 
+def _fetch_capped(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> QueryResult:
+    """The statement's rows, fetched in batches and stopped as soon as they pass the row or byte cap."""
+    rows: list[tuple[object, ...]] = []
+    # A value is at most MAX_VALUE_BYTES, so rows are measured only once they could pass the cap.
+    bound_per_row = 16 + len(cursor.description) * (MAX_VALUE_BYTES + 8)
+    size, measured = 0, 0
+    while batch := cursor.fetchmany(256):
+        rows += batch
+        if size + (len(rows) - measured) * bound_per_row > max_bytes:
+            size += sum(map(_size, rows[measured:]))
+            measured = len(rows)
+        if len(rows) > max_rows:
+            return QueryResult(failure=Failure.TOO_MANY_ROWS, message=f"more than {max_rows} rows")
+        if size > max_bytes:
+            return QueryResult(failure=Failure.TOO_LARGE, message=f"rows over {max_bytes} bytes")
+    return QueryResult(rows=tuple(rows))
+
+
+def _database_error(exc: sqlite3.DatabaseError, meter: ProgressMeter, budget: Budget) -> QueryResult:
+    """Name why SQLite stopped the statement: the instruction budget (the meter interrupted it), the
+    CPU safety net, the authorizer, or an error in the statement itself."""
+    if meter.is_over_budget:
+        return QueryResult(
+            failure=Failure.BUDGET,
+            message=f"ran past the budget of {budget.instructions:,} VM instructions",
+        )
+    if budget.net_fired:
+        return _stopped_by_net(budget)
+    if "not authorized" in str(exc) or "prohibited" in str(exc):
+        return QueryResult(failure=Failure.DENIED, message=str(exc))
+    return QueryResult(failure=Failure.ERROR, message=str(exc))
+
+
 def run_query(
     conn: sqlite3.Connection,
     sql: str,
@@ -498,35 +531,13 @@ def run_query(
         cursor = conn.execute(sql)
         if cursor.description is None:
             return QueryResult(failure=Failure.ERROR, message="not a query: it returns no result set")
-        rows: list[tuple[object, ...]] = []
-        # A value is at most MAX_VALUE_BYTES, so rows are measured only once they could pass the cap.
-        bound_per_row = 16 + len(cursor.description) * (MAX_VALUE_BYTES + 8)
-        size, measured = 0, 0
-        while batch := cursor.fetchmany(256):
-            rows += batch
-            if size + (len(rows) - measured) * bound_per_row > max_bytes:
-                size += sum(map(_size, rows[measured:]))
-                measured = len(rows)
-            if len(rows) > max_rows:
-                return QueryResult(failure=Failure.TOO_MANY_ROWS, message=f"more than {max_rows} rows")
-            if size > max_bytes:
-                return QueryResult(failure=Failure.TOO_LARGE, message=f"rows over {max_bytes} bytes")
-        return QueryResult(rows=tuple(rows))
+        return _fetch_capped(cursor, max_rows, max_bytes)
     except MemoryError:
         return QueryResult(
             failure=Failure.MEMORY, message=f"over SQLite's {HEAP_LIMIT_BYTES >> 20} MiB heap cap"
         )
     except sqlite3.DatabaseError as exc:
-        if meter.is_over_budget:
-            return QueryResult(
-                failure=Failure.BUDGET,
-                message=f"ran past the budget of {budget.instructions:,} VM instructions",
-            )
-        if budget.net_fired:
-            return _stopped_by_net(budget)
-        if "not authorized" in str(exc) or "prohibited" in str(exc):
-            return QueryResult(failure=Failure.DENIED, message=str(exc))
-        return QueryResult(failure=Failure.ERROR, message=str(exc))
+        return _database_error(exc, meter, budget)
     except Exception as exc:  # untrusted text must never raise: ProgrammingError, Warning, NUL bytes...
         return QueryResult(failure=Failure.ERROR, message=f"{type(exc).__name__}: {exc}")
     finally:
