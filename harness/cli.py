@@ -17,6 +17,11 @@ import traceback
 from harness import __version__, commands, settings
 from harness.errors import UserError, describe_os_error
 
+DESCRIPTION = (
+    "Benchmark LoRA fine-tuning of small language models: train, evaluate and score each setup, check that "
+    "training learned and caught no silent bug, time runs only on a quiet machine, and render scorecards. "
+    "Start with `lorabench doctor`, then `lorabench bench`; `lorabench COMMAND --help` explains each command."
+)
 DEBUG_HELP = "show the traceback behind an error (also LORABENCH_DEBUG=1)"
 EPILOG = (
     "Environment: every LORABENCH_* variable is declared in harness/settings.py; `lorabench doctor --settings` "
@@ -25,7 +30,7 @@ EPILOG = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lorabench", description=__doc__.splitlines()[0], epilog=EPILOG)
+    parser = argparse.ArgumentParser(prog="lorabench", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"lorabench {__version__}")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -44,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
+        # No command is a user mistake like any other: the usage, then one `error:` line, exit 2.
+        parser.print_usage(sys.stderr)
+        print("lorabench: error: no command given; `lorabench --help` lists the commands", file=sys.stderr)
         return 2
     debug = args.debug or _debug_from_env()
     prefix = f"lorabench {args.command}: error:"

@@ -1,4 +1,4 @@
-"""`lorabench bench`: the benchmark suite (`pytest benchmarks`), then the report; exit status = the suite's.
+"""Run the benchmark suite (`pytest benchmarks`), then render the report. The exit status is the suite's.
 
 `--setups DIR` runs your own benchmark instead of the built-in experiments: every setup file in DIR
 (`*.toml`: a setup, its `[claims.NAME]` and `[suite]` tables; README "Add your own benchmark"), its claims

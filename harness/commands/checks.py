@@ -30,7 +30,10 @@ DETAIL_WIDTH = 110
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "checks", help="run the silent-bug checks (preflight, smoke steps, dead adapters) without a run"
+        "checks",
+        help="run the silent-bug checks (preflight, smoke steps, dead adapters) without a run",
+        description="Run the silent-bug checks of a setup (preflight, smoke steps, dead adapters) "
+        "without a full run.",
     )
     add_setup_arguments(parser)
     add_output_arguments(parser, "checks.json (every verdict with its evidence)")

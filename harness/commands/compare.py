@@ -1,4 +1,4 @@
-"""`lorabench compare OLD NEW`: per setup and metric the ratio new/old, whether the change is
+"""Compare two result sets, OLD and NEW: per setup and metric the ratio new/old, whether the change is
 significant, and regressions flagged; `--fail-on-regression` exits 1 when there is one, or when a
 metric one side has is missing on the other (a run that ended without it).
 

@@ -1,4 +1,4 @@
-"""`lorabench doctor`: can a timed run start on this host? One line per check (✓ ✗ –), the fix for each ✗.
+"""Check whether a timed run can start on this host. One line per check (✓ ✗ –), the fix for each ✗.
 
 Exit 0 when a timed run could start, 2 naming the first blocking ✗. `--json` prints the checks and the
 facts they judged (what to attach to an issue). `lorabench bench` runs it before its timed runs; the

@@ -1,4 +1,4 @@
-"""`lorabench export RUN`: merge the adapter into its base, check the merged model answers the same."""
+"""Merge a run's LoRA adapter into its base model and check that the merged model answers the same."""
 
 from __future__ import annotations
 

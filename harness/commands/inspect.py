@@ -1,4 +1,4 @@
-"""`lorabench inspect MODEL`: the architecture from its config on the meta device, no weights loaded."""
+"""Show a model's architecture from its config on the meta device, with no weights loaded."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`lorabench misses`: which questions every run gets right, gets wrong, or splits on; within them the
-fixes, style-only differences and bad-gold candidates."""
+"""Analyse the misses across runs: which questions every run gets right, gets wrong, or splits on; within
+them the fixes, style-only differences and bad-gold candidates."""
 
 from __future__ import annotations
 

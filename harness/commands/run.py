@@ -1,4 +1,4 @@
-"""`lorabench run`: one setup × one seed, from data to a result record."""
+"""Train and evaluate one setup with one seed, from data to a result record."""
 
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("run", help="train and evaluate one setup with one seed; write its record")
+    parser = subparsers.add_parser(
+        "run", help="train and evaluate one setup with one seed; write its record", description=__doc__
+    )
     add_setup_arguments(parser)
     parser.add_argument(
         "--results", type=Path, default=Path("results"), help="results folder (default: results)"

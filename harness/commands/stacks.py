@@ -17,7 +17,11 @@ from harness.stacks import Stack, diff_lockfiles, load_stacks, lockfiles_dir, ve
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("stacks", help="list, compare and verify the pinned software stacks")
+    parser = subparsers.add_parser(
+        "stacks",
+        help="list, compare and verify the pinned software stacks",
+        description="List, compare and verify the pinned software stacks (lockfiles/stacks.toml and its lockfiles).",
+    )
     parser.add_argument(
         "--lockfiles",
         type=Path,
