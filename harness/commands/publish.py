@@ -1,4 +1,4 @@
-"""`lorabench publish RECORD…`: copy chosen records (with their predictions) into the published results.
+"""Copy chosen records (with their predictions) into the published results.
 
 The published results (`reports/results/`, committed) are what the suite reads as a stand-in and what
 the committed scorecards are rendered from; `make bench` never writes there. Publishing is this separate
@@ -126,6 +126,6 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if not args.dry_run:
         print(
             f"publish: {sum(c.action != 'already published' for c in copies)} record(s) copied into {args.to}; "
-            "render the committed scorecards with `lorabench report reports/results`"
+            "render the committed scorecards with `lorabench report reports/results -o reports`"
         )
     return 0

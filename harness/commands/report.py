@@ -1,8 +1,9 @@
-"""`lorabench report`: one Markdown scorecard per host × stack from run records, and reports/README.md.
+"""Render one Markdown scorecard per host × stack from run records, and the index README.md.
 Each scorecard judges the suite's claims on its records: those `benchmarks/setups/*.toml` declare, and
 those of your own setup files (`--setups DIR`), beside them.
 
-`-o DIR` is the reports folder it writes (scorecards, charts, the index); `--json` prints every
+`-o DIR` is the reports folder it writes (scorecards, charts, the index; default `reports-local/`, untracked,
+so the committed `reports/` is written only when asked for with `-o reports`); `--json` prints every
 scorecard's claims (status, numbers, n, conditions) and setups as JSON on stdout instead of the summary
 lines (schema: harness/report/schemas/report.schema.json). Charts no scorecard shows any more are
 removed from its img/ folder. To publish, render into a fresh folder, review it, copy it over `reports/`,
@@ -34,9 +35,9 @@ def register(subparsers: Any) -> None:
         "-o",
         "--output",
         type=Path,
-        default=Path("reports"),
+        default=Path("reports-local"),
         metavar="DIR",
-        help="reports folder (default: reports)",
+        help="reports folder (default: reports-local, untracked; `-o reports` re-renders the committed reports)",
     )
     parser.add_argument(
         "--benchmarks",
