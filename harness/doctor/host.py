@@ -107,8 +107,10 @@ def check_images(facts: HostFacts, stacks: Mapping[str, Stack]) -> Check:
     return ok(name, f"{present}: each on its pinned base")
 
 
-def check_stack(stack: Stack | None, problems: list[Problem] | None) -> Check:
+def check_stack(stack: Stack | None, problems: list[Problem] | None, unpinned: str | None = None) -> Check:
     name = "stack vs lockfile"
+    if unpinned:
+        return skip(name, f"{unpinned}: an unpinned environment, no lockfile to compare against")
     if stack is None or problems is None:
         return skip(name, "no stack named: set LORABENCH_STACK or pass --stack (the images set it)")
     errors = [p for p in problems if p.severity == "error"]

@@ -65,6 +65,7 @@ def diagnose(
     stack_problems: list[Problem] | None = None,
     guard: GuardVerdict | None = None,
     timed: bool = True,
+    unpinned: str | None = None,
 ) -> Diagnosis:
     """Every check over the facts: pure, so recorded hosts are judged exactly as live ones."""
     acc = expected_accelerator(facts, stack)
@@ -77,7 +78,7 @@ def diagnose(
         gpu.check_integrated_gpus(facts, acc),
         gpu.check_memory(facts, acc),
         host.check_disk(facts),
-        host.check_stack(stack, stack_problems),
+        host.check_stack(stack, stack_problems, unpinned),
         host.check_guard(guard, timed=timed),
         host.check_docker(facts),
         host.check_images(facts, stacks or {}),
@@ -106,8 +107,13 @@ def run_doctor(
             raise
         stacks = {}  # an install without the lockfiles folder: the stack and image checks say "–"
     name = stack_name or settings.STACK.get()
+    unpinned = None
     if name is not None and stacks and name not in stacks:
-        raise UserError(f"doctor --stack: unknown stack {name!r}; known: {', '.join(stacks)}")
+        if stack_name:  # typed on the command line: most likely a typo of a pinned stack
+            raise UserError(f"doctor --stack: unknown stack {name!r}; known: {', '.join(stacks)}")
+        # $LORABENCH_STACK naming a maintainer's own environment (a venv, a lent machine's image): runs
+        # are recorded under that name, so the doctor checks the rest rather than refusing.
+        unpinned = name
     stack = stacks.get(name) if name else None  # unknown without the table: not checked
     facts = collect_facts(disk_paths(results), list(stacks))
     problems = verify_environment(stack) if stack else None
@@ -117,7 +123,13 @@ def run_doctor(
 
         verdict = precheck(GuardConfig(window_s=1.0))
     return diagnose(
-        facts, stack=stack, stacks=stacks, stack_problems=problems, guard=verdict, timed=timed
+        facts,
+        stack=stack,
+        stacks=stacks,
+        stack_problems=problems,
+        guard=verdict,
+        timed=timed,
+        unpinned=unpinned,
     ), facts
 
 
