@@ -535,10 +535,12 @@ def write_record(results_dir: Path, record: RunRecord, *, path: Path | None = No
 def upgrade_record(data: dict[str, Any], source: str) -> dict[str, Any]:
     version = data.get("format_version")
     if version not in SUPPORTED_VERSIONS:
-        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+        shown = version if isinstance(version, int) and not isinstance(version, bool) else repr(version)
+        newer = isinstance(version, int) and version > FORMAT_VERSION
         raise UserError(
-            f"{source}: record format version {version!r} is not supported; this lorabench reads {supported}. "
-            "Upgrade lorabench, or re-run the setup."
+            f"{source}: record format version {shown} not supported; this lorabench reads "
+            f"{min(SUPPORTED_VERSIONS)}-{max(SUPPORTED_VERSIONS)}"
+            + ("; upgrade lorabench to read it" if newer else "; was it written by lorabench?")
         )
     if version == 1:
         data = {**data, "format_version": 2}

@@ -37,7 +37,7 @@ def test_unknown_format_version_is_refused_with_the_supported_range(tmp_path: Pa
     data = json.loads(path.read_text())
     data["format_version"] = 9
     path.write_text(json.dumps(data))
-    with pytest.raises(UserError, match="format version 9 is not supported; this lorabench reads 1"):
+    with pytest.raises(UserError, match="record format version 9 not supported; this lorabench reads 1-2; upgrade lorabench"):
         load_record(path)
 
 
