@@ -160,9 +160,19 @@ class TrainStats(Record):
 
 class MemoryStats(Record):
     device: str
-    peak_vram_bytes: int | None = None
+    peak_vram_bytes: int | None = Field(
+        None,
+        description="peak GPU memory of training (records made before 2026-12-03: of the whole run to the end "
+        "of training, model load and baseline eval included)",
+    )
     peak_rss_bytes: int | None = None
     peak_vram_per_gpu_bytes: list[int] | None = None
+    before_training_peak_vram_bytes: int | None = Field(
+        None,
+        description="peak GPU memory of model load and baseline eval, read before training reset the counter "
+        "(harness/gpu/peak.py); this process's (rank 0 under DDP)",
+        exclude_if=lambda value: value is None,
+    )
     cap_method: str | None = Field(
         None, description="how the trainer's memory was capped: systemd-run, rlimit or none"
     )
