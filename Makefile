@@ -38,4 +38,4 @@ test: setup
 	$(PY) -m pytest tests -q -n 2 --dist loadfile --durations=15
 
 lint: setup
-	$(VENV)/bin/ruff check --preview harness tests benchmarks
+	$(VENV)/bin/ruff check --preview harness tests benchmarks dev
