@@ -72,7 +72,7 @@ def train_seconds(r: RunRecord) -> float | None:
 
 
 def step_seconds(r: RunRecord) -> float | None:
-    """Steady seconds per step (records made before 2026-11-30's session 3 lack it)."""
+    """Steady seconds per step (records made before the 2026-11-30 run (93beaf1) lack it)."""
     return r.train.step_s if r.train else None
 
 
