@@ -202,7 +202,7 @@ class RecipeConfig(Frozen):
         description="layers = torch.compile every decoder layer for training, shapes dynamic so one compile "
         "serves every batch length (hf backend only; eval decodes uncompiled). Same math, fused kernels: "
         "sums are not bitwise the same (in bf16 on a CPU the loss curve visibly departs from eager's after "
-        "the first update: reports/benchmarks/cpu/seed-session13-compiled/). graphs = replay every decoder "
+        "the first update: reports/benchmarks/cpu/seed-2026-12-02-epyc-compiled/). graphs = replay every decoder "
         "layer's forward and backward from CUDA graphs, one capture per batch shape, batches padded to a "
         "multiple of 256 tokens (hf, one CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). "
         "Both are for a small model whose step is bound by kernel launches. auto = graphs where they can run and were measured "
@@ -273,13 +273,13 @@ class EvalConfig(Frozen):
         "auto",
         description="questions decoded together; auto = 64 on CPU (the peer script's), every question at once "
         "on a GPU (up to 512): on the H200, 300 at once took 4.5 s against 18.1 s for plain generate in "
-        "batches of 64 (benchmarks/bench_eval.py)",
+        "batches of 64 (dev/bench_eval.py)",
     )
     merge_adapter: bool | Literal["auto"] = Field(
         "auto",
         description="decode with the LoRA weights folded into the base (fewer kernels per token). auto = when "
         "decoding in fp32 on a GPU, where it was both faster and identical (H200: 300 of 300 answers as the "
-        "peer's unmerged generate, benchmarks/bench_eval.py); folded into bf16 weights it changed 15% of answers",
+        "peer's unmerged generate, dev/bench_eval.py); folded into bf16 weights it changed 15% of answers",
     )
     precision: Literal["auto", "train", "fp32"] = Field(
         "auto",

@@ -16,7 +16,7 @@ child (its at-fork hook), so a forked worker does not keep the lock after its pa
 Cost, against the hand-written flock this replaced: 0.21 ms of CPU an acquire and release against 0.025 ms
 (8.3×); on re-entry 1.9× the CPU but a seventh of the wall time (the old code opened and closed a second
 descriptor, and ext4 wrote the holder's line out at that close). A run takes a handful of locks, so less
-code to own won (benchmarks/bench_libraries.py, 31 interleaved repeats on a shared 2-core VM:
+code to own won (dev/bench_libraries.py, 31 interleaved repeats on a shared 2-core VM:
 reports/benchmarks/cpu/bench_libraries.txt).
 
 Not covered: hosts without flock (Windows); lock files on NFS (flock there is not reliable); containers
