@@ -202,7 +202,7 @@ def render_scorecard(
         else "",
         "benchmarks": public(str(benchmarks)),
         "host": group.host,
-        "stack": group.stack,
+        "stack": group.stack_label,
         "verdict": verdict,
         "date": group.date,
         "n_records": len(group.records),
@@ -226,7 +226,7 @@ def render_scorecard(
     remove_stale_images(target / "img", made_images)
     summary = ReportSummary(
         group.host,
-        group.stack,
+        group.stack_label,
         group.date,
         verdict,
         f"{slug(group.host)}/{slug(group.stack)}/scorecard.md",
