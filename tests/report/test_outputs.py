@@ -115,7 +115,11 @@ def test_report_json_carries_the_comparisons_with_their_tests(report_json: dict)
     (amd,) = [s for s in report_json["scorecards"] if s["platform"].startswith("ROCm")]
     (qlora,) = [c for c in amd["comparisons"] if c["reference"] == "exp_a/smollm2-135m-lora"]
     # The scorecard's row: "0.75× [0.73–0.77] ×3?", "+0.0", "4 / 4 of 72 (seeds 42, 1234, 3407)", "not shown"
-    assert qlora["compared"] == ["precision: 4bit vs bf16"] and qlora["differs"] == [] and qlora["is_like"]
+    assert (
+        qlora["compared"] == ["precision: 4bit vs bf16 (auto)"]
+        and qlora["differs"] == []
+        and qlora["is_like"]
+    )
     assert qlora["exact_match"]["only_reference_right"] == qlora["exact_match"]["only_setup_right"] == 4
     assert qlora["exact_match"]["questions"] == 72 and qlora["exact_match"]["seeds"] == [42, 1234, 3407]
     assert qlora["equivalence"]["paired_seeds"] == 3 and qlora["equivalence"]["is_equivalent"] is False
