@@ -117,6 +117,9 @@ class EquivalenceOut(Output):
 
 class ComparisonOut(Output):
     experiment: str
+    across: str | None = Field(
+        None, description="across hosts × stacks: the setup compared, 'experiment/setup'; null in a scorecard"
+    )
     setup: str
     reference: str = Field(description="the setup it is compared against ('exp_a/…' for the Exp A reference)")
     is_like: bool = Field(description="only the compared settings differ, under the same conditions")
@@ -161,6 +164,10 @@ class ScorecardOut(Output):
 class ReportOut(Output):
     format: Literal["lorabench-report/2"] = REPORT_FORMAT
     scorecards: list[ScorecardOut]
+    across: list[ComparisonOut] = Field(
+        description="the index's comparisons of one setup across hosts × stacks (its key in `across`); setup "
+        "and reference name 'host · stack (platform)'"
+    )
     missing_platforms: list[str] = Field(description="a line per platform no record comes from yet")
 
 

@@ -4,11 +4,12 @@ by metrics.METRICS, conditions as fields, each comparison with its speedups, int
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator, Sequence
+from collections.abc import Collection, Generator, Sequence
 
 from harness import stats
 from harness.errors import UserError, describe_os_error
 from harness.report import likeness, metrics, pairs, tables
+from harness.report.across import sides_across
 from harness.report.claim_table import ClaimResult
 from harness.report.conditions import Sharing, conditions, timing
 from harness.report.conditions import commit as commit_of
@@ -134,11 +135,12 @@ def _equivalence(found: pairs.Equivalent) -> EquivalenceOut:
     )
 
 
-def comparison_out(ref: SetupRuns, s: SetupRuns) -> ComparisonOut:
-    """One row of the scorecard's comparison tables (tables.comparison_tables), as fields."""
-    judged = likeness.judge(s, ref, None)
-    is_like = likeness.is_comparable(judged, None)
-    nothing = [] if is_like or judged.axis or judged.settings else [likeness.NOTHING_RECORDED]
+def comparison_out(ref: SetupRuns, s: SetupRuns, axis: Collection[str] | None = None) -> ComparisonOut:
+    """One row of a comparison table (tables.comparison_tables), as fields; `axis`: the settings a host
+    decides, when the sides are hosts × stacks (the index's table)."""
+    judged = likeness.judge(s, ref, axis)
+    is_like = likeness.is_comparable(judged, axis)
+    nothing = [] if is_like or judged.axis or judged.settings or axis else [likeness.NOTHING_RECORDED]
     found = tables.pair_figures(ref, s)
     reference = ref.setup if ref.experiment == s.experiment else f"{ref.experiment}/{ref.setup}"
     return ComparisonOut(
@@ -199,6 +201,15 @@ def scorecard_out(
         setups=[setup_out(s) for e in group.experiments for s in group.setups(e)],
         comparisons=_comparisons(group),
     )
+
+
+def across_out(groups: Sequence[ReportGroup]) -> list[ComparisonOut]:
+    """The index's comparisons of one setup across hosts and stacks (harness.report.across), row by row."""
+    return [
+        comparison_out(ref, s, likeness.HOST_AXIS).model_copy(update={"across": key})
+        for key, sides in sides_across(groups).items()
+        for ref, s in likeness.nearest_pairs(sides, likeness.HOST_AXIS)
+    ]
 
 
 @contextlib.contextmanager
