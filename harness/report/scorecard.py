@@ -122,13 +122,11 @@ def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
     return (first.get("model") or {}).get("source"), setup.records[0].task
 
 
-def _against_reference(
-    group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]
-) -> tables.Comparisons:
+def reference_pairs(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> list[tables.Pair]:
     """This experiment's setups, each against the Exp A setup of the same model and task on this host and
-    stack that is its best reference (likeness.closeness)."""
+    stack that is its best reference (likeness.closeness); none for Exp A itself."""
     if experiment == REFERENCE_EXPERIMENT:
-        return tables.Comparisons(None, None)
+        return []
     pairs = []
     for s in setups:
         candidates = [
@@ -136,7 +134,7 @@ def _against_reference(
         ]
         if candidates:
             pairs.append((min(candidates, key=lambda r: likeness.closeness(r, s)), s))
-    return tables.comparison_tables(pairs)
+    return pairs
 
 
 def _experiment_context(
@@ -166,7 +164,7 @@ def _experiment_context(
         "table": tables.experiment_table(setups),
         "marks_note": tables.marks_note(setups),
         "comparison": tables.comparison_tables(likeness.nearest_pairs(setups)),
-        "against_reference": _against_reference(group, experiment, setups),
+        "against_reference": tables.comparison_tables(reference_pairs(group, experiment, setups)),
         "charts": [
             {"alt": tables.md_cell(c.alt).replace("]", ")").replace("[", "("), "src": f"img/{c.path.name}"}
             for c in made

@@ -69,7 +69,7 @@ def test_compare_does_not_pool_them_either(tmp_path: Path, capsys: pytest.Captur
     assert main(["compare", str(old), str(new), "--fail-on-regression"]) == 0
     out = capsys.readouterr().out
     assert "not compared: exp_a/smollm2-135m-lora (recipe.steps=20) (only in NEW)" in out
-    (em,) = [line for line in out.splitlines() if "| exact match %" in line]
+    (em,) = [line for line in out.splitlines() if "| trained EM %" in line]
     assert "| 3 / 2 " in em  # n old / new: the 300-step seeds only, 3 old and 2 new
     assert "11.7" not in out
 
