@@ -51,6 +51,7 @@ def split_sorted(lengths: Sequence[int], parts: int) -> list[list[int]]:
     return groups[::-1]
 
 
+# Any values: model inputs: tensors and flags by name, as the collator made them.
 def micro_batches(inputs: dict[str, Any], parts: int) -> list[dict[str, Any]]:
     """`inputs` (a right-padded batch) as length-sorted micro-batches, each trimmed to its longest row.
     A batch without an attention mask (padding-free) or with left padding comes back whole."""
@@ -87,7 +88,11 @@ def install(trainer: Any, parts: int) -> None:
 @functools.cache
 def _micro_batched(base: type) -> type:
     def training_step(
-        self: Any, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None
+        # Any values: Trainer.training_step's signature: model inputs by name.
+        self: Any,
+        model: Any,
+        inputs: dict[str, Any],
+        num_items_in_batch: Any = None,
     ) -> torch.Tensor:
         # Each piece's loss is its token sum over the whole batch's token count: the pieces' losses and
         # gradients add up to the batch's. Without that count the losses would be means, and would not.

@@ -13,6 +13,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.findings import Assessment, assess_findings
+from harness.json_types import JsonObject
 from harness.report import charts, likeness, tables
 from harness.report.across import platform_of
 from harness.report.claim_table import ClaimResult, claim_counts, claims_table, evaluate_claims
@@ -112,8 +113,7 @@ REFERENCE_EXPERIMENT = "exp_a"
 
 
 def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
-    first = setup.records[0].setup
-    return (first.get("model") or {}).get("source"), setup.records[0].task
+    return setup.records[0].setup.model.source, setup.records[0].task
 
 
 def _against_reference(
@@ -135,7 +135,7 @@ def _against_reference(
 
 def _experiment_context(
     group: ReportGroup, experiment: str, img_dir: Path, made_images: list[Path]
-) -> dict[str, Any]:
+) -> JsonObject:
     setups = group.setups(experiment)
     made = [
         charts.loss_chart(experiment, setups, img_dir / f"{slug(experiment)}-loss.png"),

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from harness import atomic
 from harness.config import SetupConfig
 from harness.guard.verdict import GuardRecord
+from harness.json_types import JsonObject
 from harness.results import (
     CheckVerdict,
     DataInfo,
@@ -210,7 +211,7 @@ def read_ended(work_dir: Path) -> tuple[Outcome, GuardRecord, str | None] | None
     return Outcome.model_validate(body["outcome"]), guard, body.get("unwritten")
 
 
-def read_events(work_dir: Path) -> list[dict[str, Any]]:
+def read_events(work_dir: Path) -> list[JsonObject]:
     """The journal's lines; a line cut short by a kill is skipped."""
     path = work_dir / EVENTS_FILE
     events = []

@@ -83,11 +83,8 @@ def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
     """Step 1, the provenance snapshot (host, stack, git; an iGPU is hidden from HIP first, before torch
     looks), and the record's fields known at the start: run id, fingerprint, setup."""
     created = datetime.now(UTC)
-    hidden = hide_integrated_gpus()
-    provenance = collect_provenance(options.stack)
-    if hidden:
-        provenance["host"]["hidden_gpus"] = hidden
-    fp = run_fingerprint(setup, options.stack, provenance["host"]["kind"])
+    provenance = collect_provenance(options.stack, hidden_gpus=hide_integrated_gpus())
+    fp = run_fingerprint(setup, options.stack, str(provenance.host.kind))
     return RecordHeader(
         run_id=new_run_id(created, fp, setup.recipe.seed),
         created=created.isoformat(timespec="seconds"),
@@ -95,9 +92,9 @@ def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
         setup_name=setup.name,
         seed=setup.recipe.seed,
         stack=options.stack,
-        host=provenance["host"]["id"],
+        host=str(provenance.host.id),
         fingerprint=fp,
-        setup=setup.model_dump(mode="json"),
+        setup=setup,
         provenance=provenance,
     )
 

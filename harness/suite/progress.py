@@ -25,9 +25,10 @@ import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from harness import settings
+from harness.json_types import JsonObject
 
 Mode = Literal["live", "lines", "off"]
 # (text, transient): a transient line is replaced by the next one (live mode's status line).
@@ -55,7 +56,7 @@ class PhaseState:
     first: tuple[float, int] | None = None  # (t, done) of the first step
     last_t: float = 0.0
 
-    def update(self, event: dict[str, Any]) -> None:
+    def update(self, event: JsonObject) -> None:
         self.done, self.last_t = int(event.get("done", 0)), float(event["t"])
         self.values = {
             k: v for k, v in event.items() if k not in ("t", "phase", "done", "total")
@@ -133,7 +134,7 @@ class ProgressView:
         self.sink(f"[lorabench] {self.label} · {text}", transient)
         self._transient = transient
 
-    def event(self, event: dict[str, Any]) -> None:
+    def event(self, event: JsonObject) -> None:
         name = str(event.get("phase", ""))
         if self._started is None:
             self._started = float(event["t"])
