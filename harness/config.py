@@ -32,6 +32,7 @@ from pydantic_core import ErrorDetails
 from harness import settings
 from harness.errors import ConfigError
 from harness.tasks import catalog
+from harness.yamlsafe import load_yaml
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # What a setup that names no task runs, and reads when it names no data (harness/tasks/catalog.py):
@@ -61,6 +62,12 @@ DATA_ENV = settings.DATA.name
 MAX_STEPS = 10_000_000
 MAX_BATCH = 65_536
 MAX_LENGTH = 1_048_576
+# A setup's name and experiment become folder and file names (results/<stack>/<host>/<experiment>/<setup>/
+# seed-<n>.json, plus suffixes): a 10,000-character name validated, trained, and then its record could
+# never be written (issue 39). 100 characters leaves room within the 255 bytes a file name may take.
+MAX_NAME = 100
+# A setup file is a few kilobytes; a bigger one is not a setup (and is not read whole to find out).
+MAX_CONFIG_BYTES = 1 << 20
 
 
 def _takes_numbers_not_bools(annotation: Any) -> bool:
@@ -76,6 +83,20 @@ def _takes_numbers_not_bools(annotation: Any) -> bool:
         and bool not in kinds
         and not any(typing.get_origin(k) is Literal and True in typing.get_args(k) for k in kinds)
     )
+
+
+def _takes_numbers_not_text(annotation: Any) -> bool:
+    """An int or float field that takes no text (no `str`, no Literal of words such as "auto")."""
+    args = (
+        typing.get_args(annotation)
+        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation)
+        else ()
+    )
+    kinds = set(args) if args else {annotation}
+    words = any(
+        typing.get_origin(k) is Literal and any(isinstance(a, str) for a in typing.get_args(k)) for k in kinds
+    )
+    return bool(kinds & {int, float}) and str not in kinds and not words
 
 
 def _expands(path: str) -> str:
@@ -104,6 +125,13 @@ class Frozen(BaseModel):
             and _takes_numbers_not_bools(cls.model_fields[info.field_name].annotation)
         ):
             raise ValueError(f"must be a number, not {str(value).lower()}")
+        if (
+            isinstance(value, str)
+            and info.field_name
+            and _takes_numbers_not_text(cls.model_fields[info.field_name].annotation)
+        ):
+            # pydantic turns "8" into 8: a quoted number in a setup file is a mistake to name, not to guess.
+            raise ValueError(f"must be a number, not the text {value!r}; write it without quotes")
         return value
 
 
@@ -223,7 +251,7 @@ class DataConfig(Frozen):
         catalog.default_source(DEFAULT_TASK),
         description="hub dataset id, or a local .jsonl/.json/.parquet file; default: the task's own data",
     )
-    split_seed: int = 42
+    split_seed: int = Field(42, ge=0, le=SEED_MAX)
     test_size: int = Field(300, gt=0)
     train_size: int = Field(5000, gt=0)
     allow_overlap: bool = Field(
@@ -307,8 +335,8 @@ class ChecksConfig(Frozen):
 class SetupConfig(Frozen):
     """One setup. Its JSON form (with defaults filled in) is part of the run fingerprint."""
 
-    name: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    experiment: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=MAX_NAME)
+    experiment: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=MAX_NAME)
     task: str = Field(
         DEFAULT_TASK, description="what the model is asked and how it is scored: a folder of harness/tasks/"
     )
@@ -464,6 +492,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
             str(path),
             [f"config file not found: {path} (cannot read it; give an existing .toml or .yaml file)"],
         )
+    if (size := path.stat().st_size) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            str(path),
+            [
+                f"config file of {size:,} bytes: a setup is a few kB (at most {MAX_CONFIG_BYTES:,} bytes); is this the right file?"
+            ],
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -475,7 +510,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         if path.suffix == ".toml":
             data = tomllib.loads(text)
         elif path.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text) or {}
+            data = load_yaml(text) or {}
         else:
             raise ConfigError(str(path), [f"unknown config format {path.suffix!r}: use .toml, .yaml or .yml"])
     except tomllib.TOMLDecodeError as exc:
@@ -504,7 +539,13 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ConfigError(
             "--set", [f"override {text!r} must look like field.path=value, e.g. recipe.steps=20"]
         )
-    return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else ""
+    try:
+        value = load_yaml(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError(
+            "--set", [f"override {text!r}: the value is not YAML ({getattr(exc, 'problem', None) or exc})"]
+        ) from None
+    return key.strip().split("."), value
 
 
 # Any values: the same unvalidated tables, overrides set into them before validation.
@@ -578,6 +619,14 @@ def load_setup(path: Path | None, overrides: Sequence[Override] = ()) -> SetupCo
     cases run), not the run's: they are set aside here and never enter the fingerprint."""
     data = read_config_file(path) if path else {}
     for table in SUITE_ONLY_TABLES:
+        if table in data and not isinstance(data[table], dict):
+            # Dropped unread before issue 39: `claims = 5` ran with no claim and said nothing.
+            raise ConfigError(
+                str(path),
+                [
+                    f"{table}: must be a table of the suite's settings, got {data[table]!r}; write [{table}] then its fields"
+                ],
+            )
         data.pop(table, None)
     data = apply_overrides(data, overrides)
     return validate_setup(data, source=str(path) if path else "flags")

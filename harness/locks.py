@@ -25,7 +25,6 @@ that do not share the lock's folder (mount it, or set $LORABENCH_LOCK_DIR to a s
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import tempfile
@@ -39,7 +38,6 @@ from filelock import BaseFileLock, FileLock, Timeout
 from harness import settings
 from harness.errors import UserError
 
-log = logging.getLogger(__name__)
 POLL_S = 0.05
 
 
@@ -100,7 +98,8 @@ def _acquire(lock: BaseFileLock, path: Path, timeout_s: float | None, what: str)
     except Timeout:
         pass
     if timeout_s is None or timeout_s > 0:
-        log.info("waiting for the %s %s held by %s", what, path, read_holder(path))
+        # Said, not logged: the wait can be long, and logging has no handler in `lorabench run` (issue 39).
+        print(f"lorabench: waiting for the {what} {path}, held by {read_holder(path)}", file=sys.stderr)
         try:
             lock.acquire(timeout=-1 if timeout_s is None else timeout_s, poll_interval=POLL_S)
             return

@@ -242,6 +242,24 @@ def architecture_folder(name: str) -> Path:
     return target
 
 
+def model_files(config: ModelConfig) -> tuple[Path | str, str | None]:
+    """Where the model's config and tokenizer are read before any weight loads, and the GGUF file's name
+    there: a GGUF's own metadata (its folder and name; issue 39: the input checks once ran only after the
+    whole file had been dequantized), else the folder or hub id `resolve_model` gives."""
+    source = config.source
+    path = Path(source).expanduser()
+    if source in PRESETS:
+        gguf: Path | None = preset_gguf(source)
+    elif path.suffix == ".gguf" and path.is_file():
+        gguf = path
+    elif path.is_dir() and config.gguf_file and (path / config.gguf_file).is_file():
+        gguf = path / config.gguf_file
+    else:
+        return resolve_model(config).path, None
+    check_gguf(gguf)
+    return gguf.parent, gguf.name
+
+
 def resolve_model(config: ModelConfig) -> ResolvedModel:
     """Map the configured source to something `from_pretrained` reads. No network here."""
     source = config.source

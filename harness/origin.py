@@ -75,6 +75,7 @@ class HostFacts(Facts):
 
 class StackFacts(Facts):
     name: str | None = None
+    pinned: bool | None = Field(None, description="a stack of lockfiles/stacks.toml (harness/stack_name.py)")
     packages: dict[str, str] = Field(default_factory=dict)
     lockfile: str | None = None
     lockfile_sha256: str | None = None

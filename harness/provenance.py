@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from harness import settings
+from harness import settings, stack_name
 from harness.cpuinfo import bf16_flag, cpu_flags, isa_tier, model_name, read_cpuinfo
 from harness.gpu.facts import collect_gpus
 from harness.json_types import JsonObject
@@ -121,7 +121,12 @@ def _file_sha256(path: Path) -> str | None:
 def collect_stack(stack: str) -> JsonObject:
     """The software stack: its name, installed versions, lockfile hash and image digest (when in an image)."""
     lockfile = str(settings.LOCKFILE.get() or REPO_ROOT / "lockfiles" / f"{stack}.txt")
-    info: JsonObject = {"name": stack, "packages": collect_packages()}
+    # pinned: a stack of lockfiles/stacks.toml; false for a venv named by what it is (harness/stack_name.py).
+    info: JsonObject = {
+        "name": stack,
+        "pinned": stack_name.is_pinned(stack),
+        "packages": collect_packages(),
+    }
     digest = _file_sha256(Path(lockfile))
     if digest:
         info["lockfile"] = (
@@ -223,7 +228,8 @@ def collect_environment(environ: Mapping[str, str] | None = None) -> dict[str, s
 
 
 def default_stack() -> str:
-    return settings.STACK.get() or "cpu"
+    """$LORABENCH_STACK, else the pinned stack installed here, else the venv named by torch and its runtime."""
+    return stack_name.default_stack()
 
 
 def collect_provenance(stack: str, hidden_gpus: str | None = None) -> Provenance:

@@ -70,7 +70,13 @@ def record_schema(version: int = FORMAT_VERSION) -> JsonObject:
         schema = _as_format_1(schema)
     title = f"lorabench run record, format {version}"
     properties = {**schema["properties"], "format_version": {"const": version, "title": "Format Version"}}
-    return {**schema, "title": title, "properties": properties, "required": sorted(schema["required"])}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **schema,
+        "title": title,
+        "properties": properties,
+        "required": sorted(schema["required"]),
+    }
 
 
 def schema_text(version: int = FORMAT_VERSION) -> str:

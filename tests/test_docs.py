@@ -1,16 +1,21 @@
-"""The checkout names things by what they hold: no tracked path and no user-facing page says "session", and
-every development script is listed, with where its result is kept, in dev/README.md."""
+"""The checkout names things by what they hold: no tracked path and no user-facing page says "session"; the
+README fits in 250 lines; every development script is listed, with where its result is kept, in dev/README.md;
+the table of published records in docs/measurements.md is the one dev/measurements_table.py makes."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import shutil
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-USER_PAGES = ("docs/guide.md", "docs/measurements.md", "dev/README.md", "dev/gpu/README.md")
+USER_PAGES = ("README.md", "docs/guide.md", "docs/measurements.md", "dev/README.md", "dev/gpu/README.md")
+README_MAX_LINES = 250
 
 
 def tracked_paths(root: Path) -> list[str]:
@@ -81,3 +86,52 @@ def test_an_unlisted_dev_script_is_caught(tmp_path: Path) -> None:
     (tmp_path / "dev" / "bench_a.py").write_text("")
     (tmp_path / "dev" / "bench_b.py").write_text("")
     assert unlisted_dev_scripts(tmp_path) == ["dev/bench_b.py"]
+
+
+def test_the_readme_is_short() -> None:
+    lines = (ROOT / "README.md").read_text().count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; longer material goes in docs/guide.md"
+
+
+def measurements_table() -> ModuleType:
+    """dev/measurements_table.py, loaded from its path (dev/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "measurements_table", ROOT / "dev" / "measurements_table.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_published_records_table_is_generated_from_the_records() -> None:
+    tool = measurements_table()
+    page = (ROOT / "docs" / "measurements.md").read_text()
+    expected = tool.with_table(page, tool.table(ROOT / "reports" / "results"))
+    assert page == expected, (
+        "docs/measurements.md's table is stale: run python dev/measurements_table.py --write"
+    )
+
+
+def test_a_stale_published_records_table_is_caught(tmp_path: Path) -> None:
+    tool = measurements_table()
+    folder = tmp_path / "results" / "cpu" / "host-a" / "exp_a" / "tiny"
+    folder.mkdir(parents=True)
+    record = {
+        "status": "ok",
+        "seed": 3407,
+        "created": "2026-12-03T00:00:00+00:00",
+        "baseline": {"exact_match": 1.0},
+        "trained": {"exact_match": 40.0},
+        "timings": {"train_s": 12.5, "wall_s": 20.0},
+        "guard": {"timed": True},
+    }
+    (folder / "seed-3407.json").write_text(json.dumps(record))
+    page = f"# M\n\n{tool.START}\nold table\n{tool.END}\n\nhand-written\n"
+    fresh = tool.with_table(page, tool.table(tmp_path / "results"))
+    assert fresh != page
+    assert (
+        "| cpu · host-a | exp_a / tiny | 1 / 1 | 3407 | 2026-12-03 |  | 1 → 40 | 12.5 | 20 | yes |" in fresh
+    )
+    assert fresh.endswith(f"{tool.END}\n\nhand-written\n")
+    assert tool.with_table(fresh, tool.table(tmp_path / "results")) == fresh

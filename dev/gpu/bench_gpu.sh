@@ -4,19 +4,25 @@
 # the device; dev/gpu/README.md says how wheels, the model and the data travel (at most 64 MiB a call).
 #
 # What it carries (ignored folders beside the checkout, passed with the device call's `carry`):
-#   $WHL   (default .carry28/whl)  wheels for /tmp/site: trl, datasets, gguf, pydantic (+ liger-kernel for mfu-kernels)
-#   $PARTA (default .carry10/a)    GGUF part A, the data (random-sample.jsonl), the peer (plain_peft_sql.py);
-#                                   for mfu-kernels also lbcache/models/qwen3-4b-random (config + tokenizer)
-#   $PARTB (default .carry28/b)    GGUF part B (part-b), for join
-#   $BEFORE (default .carry10/before) an older checkout, for abab-code
+#   $WHL   (default .whl/b1)   wheels for /tmp/site: trl, datasets, gguf, pydantic (+ liger-kernel for mfu-kernels)
+#   $PARTA (default .carry/a)  GGUF part A (part-a); the data (random-sample.jsonl) and the peer
+#                              (plain_peft_sql.py) when they fit; for mfu-kernels lbcache/models/qwen3-4b-random
+#   $PARTB (default .carry/b)  GGUF part B (part-b), for join, and the data when it did not fit in $PARTA
+#   $BEFORE (default .carry/before) an older checkout, for abab-code
+# The runs of 2026-12-01 and 2026-12-02 carried WHL=.carry28/whl PARTA=.carry10/a PARTB=.carry28/b.
+# E.g. two device calls, one after the other: `bash dev/gpu/bench_gpu.sh setup` (carry .whl/b1 .carry/a),
+# then `bash dev/gpu/bench_gpu.sh join timed` (carry .carry/b).
 #
 # Subcommands (each leaves its output under $OUT; results.tgz is rewritten after every step, so a call cut
 # by its time limit still brings back what its finished steps made):
-#   setup            wheels into /tmp/site; part A, data and the peer to /root; says whether CUDA MPS is there
+#   setup            wheels into /tmp/site; part A, the data and the peer (where carried) to /root; says whether
+#                    CUDA MPS is there
 #   setup-4b         setup, plus the 4B architecture folder into the cache and a check that liger imports
 #   join             the GGUF joined from parts A and B and converted once (timed into convert.txt)
 #   alone SEED       Exp A for SEED alone, the whole command timed from outside (alone.txt)
 #   final            the records to publish: Exp A's three seeds one after another, each alone (final.txt)
+#   timed            `lorabench doctor`, then Exp A's three seeds one after another, each `--timed` under the
+#                    quiet-machine guard (timed.txt; the records in /root/timed), as published on 2026-12-03
 #   three            Exp A's three seeds started at once, the GPU time-sliced between them (three.txt)
 #   mps              the three at once under CUDA MPS (one shared GPU context), then the phase breakdown
 #   vs-peer SEED [S] Exp A beside the peer (plain transformers + PEFT) for SEED, one after the other on GPU 0,
@@ -38,7 +44,7 @@ set -uo pipefail
 shopt -s nullglob  # a breakdown names only the records that exist
 if [[ "${1:-help}" =~ ^(help|-h|--help)$ ]]; then sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0; fi
 source dev/gpu/env.sh
-WHL=${WHL:-.carry28/whl} PARTA=${PARTA:-.carry10/a} PARTB=${PARTB:-.carry28/b} BEFORE=${BEFORE:-.carry10/before}
+WHL=${WHL:-.whl/b1} PARTA=${PARTA:-.carry/a} PARTB=${PARTB:-.carry/b} BEFORE=${BEFORE:-.carry/before}
 R=/root/results
 mkdir -p /root/logs
 secs() { python3 -c "print(round($(date +%s.%N) - $1, 1))"; }
@@ -73,6 +79,26 @@ alternate() {  # $1 name, $2 "off" environment, $3 seed: warm-up, then off/on tw
     exp_a "$3" "/root/$1-on-$round" "/root/logs/$1-on-$round.log" | tee -a "$OUT/$1.txt"
   done
   breakdown /root/"$1"-*/h200-image/*/exp_a/*/seed-"$3".json | tee -a "$OUT/$1.txt"
+}
+setup() {  # wheels into /tmp/site; part A, the data (from $PARTA or $PARTB) and the peer (when carried) to /root
+  install_bundle "$WHL" || return 1
+  mkdir -p /root/gguf /root/lbdata /root/peer /root/lbcache/models
+  cp "$PARTA/part-a" /root/gguf/part-a || return 1
+  local f
+  for f in "$PARTA/random-sample.jsonl" "$PARTB/random-sample.jsonl"; do [ -f "$f" ] && cp "$f" /root/lbdata/; done
+  [ -f "$PARTA/plain_peft_sql.py" ] && cp "$PARTA/plain_peft_sql.py" /root/peer/
+  python3 -c "import torch, transformers, peft, trl; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__, 'trl', trl.__version__)"
+}
+step_timed() {  # what the 2026-12-03 published H200 records ran: doctor, then the three seeds under the guard
+  local s t0
+  lorabench doctor 2>&1 | tee "$OUT/doctor.txt"
+  for s in 3407 42 1234; do
+    t0=$(date +%s.%N)
+    timeout 150 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed $s --timed --results /root/timed --quiet \
+      > "$OUT/timed-$s.log" 2>&1
+    echo "seed $s rc=$? whole command $(secs "$t0") s" | tee -a "$OUT/timed.txt"
+    tail -n 2 "$OUT/timed-$s.log" | tee -a "$OUT/timed.txt"
+  done
 }
 mfu_run() {  # $1 name, then --set overrides: the 4B packed shape, 20 steps, timed
   local name=$1; shift
@@ -165,13 +191,15 @@ while [ $# -gt 0 ]; do
       [ "$step" = vs-peer ] && [[ "${1:-}" =~ ^[0-9]+$ ]] && { budget=$1; shift; } ;;
   esac
   case "$step" in
-    setup) carry_setup "$WHL" "$PARTA" || exit 1
+    setup) setup || exit 1
       command -v nvidia-cuda-mps-control > /dev/null || echo "no CUDA MPS binaries" ;;
-    setup-4b) carry_setup "$WHL" "$PARTA" || exit 1
+    setup-4b) setup || exit 1
       cp -r "$PARTA/lbcache/models/qwen3-4b-random" /root/lbcache/models/
       python3 -c "import torch, triton, liger_kernel; print('torch', torch.__version__, 'triton', triton.__version__)" ;;
-    join) join_converted "$PARTB/part-b" "$OUT/convert.txt" || exit 1 ;;
+    join) [ -f "$PARTB/random-sample.jsonl" ] && cp "$PARTB/random-sample.jsonl" /root/lbdata/
+      join_converted "$PARTB/part-b" "$OUT/convert.txt" || exit 1 ;;
     alone) exp_a "$arg" "$R" "/root/logs/alone-$arg.log" | tee -a "$OUT/alone.txt" ;;
+    timed) step_timed ;;
     final) for seed in 3407 42 1234; do exp_a $seed /root/final /root/logs/final-$seed.log | tee -a "$OUT/final.txt"; done ;;
     three) three_at_once /root/results3 three
       breakdown /root/results3/h200-image/*/exp_a/*/seed-*.json | tee "$OUT/breakdown.txt" ;;
@@ -195,5 +223,5 @@ while [ $# -gt 0 ]; do
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
   tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root \
-    $(cd /root && ls -d logs results results3 final off finalmps rescore rprof ab-* abab-* ablean-* 2>/dev/null)
+    $(cd /root && ls -d logs results results3 final timed off finalmps rescore rprof ab-* abab-* ablean-* 2>/dev/null)
 done

@@ -7,8 +7,8 @@ Like for like: the two sides share every setting but the compared axis (data by 
 (`provenance.environment`, `harness.provenance.ENVIRONMENT`), and every condition that biases a figure (timed under the guard or not, alone
 or beside other runs, the lorabench commit: `harness.report.conditions`). A pair that is not is drawn
 only in a table labelled unlike, which names each difference; a claim that reads such a pair is not
-evaluable. Where a setup could be compared against several others, the reference is the one that
-differs in the fewest settings.
+evaluable. Where a setup could be compared against several others, the reference is the one that makes
+a like-for-like pair, else the one that differs in the fewest settings, then conditions (`closeness`).
 """
 
 from __future__ import annotations
@@ -96,13 +96,38 @@ def environment_differences(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> l
     return out
 
 
-def nearest_pairs(setups: Sequence[SetupRuns]) -> list[tuple[SetupRuns, SetupRuns]]:
-    """Each setup after the first against the earlier setup it differs from least (ties: the earlier one
-    in order), so every setup is compared once, against its closest reference."""
-    pairs = []
-    for i, setup in enumerate(setups[1:], start=1):
-        reference = min(setups[:i], key=lambda candidate: distance(candidate, setup))
-        pairs.append((reference, setup))
+# A pair whose setups differ in no recorded setting compares what the records do not hold (an environment
+# variable, a change the setup file does not show): never like for like.
+NOTHING_RECORDED = "no recorded setting differs (what the two setups change is not in the records)"
+
+
+def is_comparable(judged: Likeness, axis: Collection[str] | None) -> bool:
+    """Like for like and about something recorded: a setting on the axis, or the axis itself (a host)."""
+    return judged.is_like and (axis is not None or bool(judged.axis))
+
+
+def closeness(reference: SetupRuns, other: SetupRuns, axis: Collection[str] | None = None) -> tuple[int, ...]:
+    """How good a reference `reference` is for `other`, best first: a like-for-like pair, then fewer
+    differing settings, then fewer differing conditions (the same commit before another commit's run)."""
+    judged = judge(other, reference, axis)
+    return (0 if is_comparable(judged, axis) else 1, distance(reference, other), len(judged.conditions))
+
+
+def nearest_pairs(
+    setups: Sequence[SetupRuns], axis: Collection[str] | None = None
+) -> list[tuple[SetupRuns, SetupRuns]]:
+    """Each setup against the other setup that is its best reference (`closeness`; ties: the earlier in
+    order), each pair drawn once. The first setup looks last, so a pair of two reads "second vs first"."""
+    pairs: list[tuple[SetupRuns, SetupRuns]] = []
+    drawn: set[frozenset[int]] = set()
+    if len(setups) < 2:
+        return pairs
+    for i in [*range(1, len(setups)), 0]:
+        others = [j for j in range(len(setups)) if j != i]
+        j = min(others, key=lambda k: (closeness(setups[k], setups[i], axis), k))
+        if frozenset((i, j)) not in drawn:
+            drawn.add(frozenset((i, j)))
+            pairs.append((setups[j], setups[i]))
     return pairs
 
 

@@ -46,14 +46,17 @@ def report_dir(out_dir: Path, host: str, stack: str) -> Path:
     return out_dir / slug(host) / slug(stack)
 
 
-def _claims_part(claims: Sequence[ClaimResult] | None) -> tuple[str, str]:
-    """(head word, claims part) of the verdict: a failed claim is never green, nor one left unjudged."""
+def _claims_part(claims: Sequence[ClaimResult] | None, total: int | None) -> tuple[str, str]:
+    """(head word, claims part) of the verdict: a failed claim is never green, nor one left unjudged. The
+    part says how many of the suite's `total` claims were judged (passed or failed), so a PASS on 2 of
+    24 does not read as the whole suite's."""
     if claims is None:
         return "INCOMPLETE", "claims not judged (the suite's setup files were not found)"
     if not claims:
-        return "NO CLAIMS", "no setup of the suite ran here"
+        return "NO CLAIMS", f"0 of {total or 0} claims judged: no setup of the suite ran here"
     counts = claim_counts(claims)
-    words = f"{len(claims)} claims: " + ", ".join(
+    judged = counts["pass"] + counts["fail"]
+    words = f"{judged} of {total or len(claims)} claims judged: " + ", ".join(
         f"{counts[s]} {s}" for s in ("fail", "not evaluable", "pass") if counts[s]
     )
     head = "FAIL" if counts["fail"] else "INCOMPLETE" if counts["not evaluable"] else "PASS"
@@ -73,7 +76,10 @@ def _checks_part(group: ReportGroup) -> str:
 
 
 def verdict_line(
-    group: ReportGroup, assessments: tuple[Assessment, ...], claims: Sequence[ClaimResult] | None
+    group: ReportGroup,
+    assessments: tuple[Assessment, ...],
+    claims: Sequence[ClaimResult] | None,
+    total: int | None = None,
 ) -> str:
     """Claims first: FAIL when one fails or a finding was caught; INCOMPLETE when a claim is not evaluable
     or a check errored; PASS only when every claim passed and nothing else was left open."""
@@ -82,7 +88,7 @@ def verdict_line(
     others = ", ".join(f"{counts[s]} {s}" for s in STATUS_WORDS if counts.get(s))
     caught = sum(1 for a in assessments if a.result.status == "caught")
     check_errors = sum(1 for r in group.records for v in r.checks.values() if v.verdict == "error")
-    head, claims_text = _claims_part(claims)
+    head, claims_text = _claims_part(claims, total)
     if caught:
         head = "FAIL"
     elif check_errors and head == "PASS":
@@ -116,21 +122,19 @@ def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
     return setup.records[0].setup.model.source, setup.records[0].task
 
 
-def _against_reference(
-    group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]
-) -> tables.Comparisons:
+def reference_pairs(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> list[tables.Pair]:
     """This experiment's setups, each against the Exp A setup of the same model and task on this host and
-    stack that differs from it least (likeness.nearest_pairs' rule)."""
+    stack that is its best reference (likeness.closeness); none for Exp A itself."""
     if experiment == REFERENCE_EXPERIMENT:
-        return tables.Comparisons(None, None)
+        return []
     pairs = []
     for s in setups:
         candidates = [
             r for r in group.setups(REFERENCE_EXPERIMENT) if _model_and_task(s) == _model_and_task(r)
         ]
         if candidates:
-            pairs.append((min(candidates, key=lambda r: likeness.distance(r, s)), s))
-    return tables.comparison_tables(pairs)
+            pairs.append((min(candidates, key=lambda r: likeness.closeness(r, s)), s))
+    return pairs
 
 
 def _experiment_context(
@@ -160,7 +164,7 @@ def _experiment_context(
         "table": tables.experiment_table(setups),
         "marks_note": tables.marks_note(setups),
         "comparison": tables.comparison_tables(likeness.nearest_pairs(setups)),
-        "against_reference": _against_reference(group, experiment, setups),
+        "against_reference": tables.comparison_tables(reference_pairs(group, experiment, setups)),
         "charts": [
             {"alt": tables.md_cell(c.alt).replace("]", ")").replace("[", "("), "src": f"img/{c.path.name}"}
             for c in made
@@ -188,7 +192,8 @@ def render_scorecard(
     assessments = assess_findings(group.records)
     made_images: list[Path] = []
     claims = evaluate_claims(group, catalogue)
-    verdict = verdict_line(group, assessments, claims)
+    total = None if catalogue is None else len(catalogue.claims)
+    verdict = verdict_line(group, assessments, claims, total)
     context = {
         "claims": None
         if claims is None
@@ -197,7 +202,7 @@ def render_scorecard(
         else "",
         "benchmarks": public(str(benchmarks)),
         "host": group.host,
-        "stack": group.stack,
+        "stack": group.stack_label,
         "verdict": verdict,
         "date": group.date,
         "n_records": len(group.records),
@@ -221,13 +226,13 @@ def render_scorecard(
     remove_stale_images(target / "img", made_images)
     summary = ReportSummary(
         group.host,
-        group.stack,
+        group.stack_label,
         group.date,
         verdict,
         f"{slug(group.host)}/{slug(group.stack)}/scorecard.md",
         platform_of(group.records),
         None if claims is None else sum(1 for c in claims if c.status != "not evaluable"),
-        None if catalogue is None else len(catalogue.claims),
+        total,
     )
     (target / SUMMARY_FILE).write_text(
         json.dumps(asdict(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"

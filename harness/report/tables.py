@@ -15,11 +15,10 @@ from tabulate import tabulate
 from harness import stats
 from harness.findings import Assessment
 from harness.origin import GitFacts, HostFacts, StackFacts
-from harness.report import likeness, settings
-from harness.report.groups import ReportGroup, SetupRuns, paired_outcomes
+from harness.report import likeness, pairs, settings
+from harness.report.groups import ReportGroup, SetupRuns
 from harness.results import RunRecord
 from harness.run import mfu as mfu_table
-from harness.suite import claims
 from harness.tasks.registry import MetricColumn, task_module
 
 GIB = 1024**3
@@ -219,30 +218,26 @@ def experiment_table(setups: Sequence[SetupRuns]) -> str:
 EQUIVALENCE_MARGIN = 3.0
 
 
-def _equivalence(ref: SetupRuns, other: SetupRuns, margin: float) -> str:
-    """TOST on the per-seed exact-match differences (paired by seed): the claims' own test."""
-    try:
-        result, _ = claims.equivalence(ref.ok, other.ok, margin)
-    except claims.NotEvaluable:
-        paired = len({r.seed for r in ref.ok} & {r.seed for r in other.ok})
-        return f"{NONE} (needs 2 seeds run on both sides, got {paired})"
-    verdict = "equivalent" if result.is_equivalent else "not shown"
-    return f"{verdict}: 90% [{result.interval.low:+.1f}, {result.interval.high:+.1f}], n = {result.n} seeds"
+def _equivalence(found: pairs.Equivalent) -> str:
+    if found.result is None:
+        return f"{NONE} (needs 2 seeds run on both sides, got {found.paired_seeds})"
+    verdict = "equivalent" if found.result.is_equivalent else "not shown"
+    interval = found.result.interval
+    return f"{verdict}: 90% [{interval.low:+.1f}, {interval.high:+.1f}], n = {found.result.n} seeds"
 
 
-def _speedup(ref_seconds: list[float], seconds: list[float]) -> str:
+def _speedup(found: pairs.Speedup | None) -> str:
     """Ratio of mean times (reference / setup: above 1, the setup is faster) with a seeded 95% bootstrap
     interval; a side with one run has no spread to resample, so there the ratio stands alone with its n,
     the setup's first, as the row names the two sides ("setup vs reference")."""
-    if not (ref_seconds and seconds):
+    if found is None:
         return NONE
-    ratio = f"{stats.mean(ref_seconds) / stats.mean(seconds):.2f}×"
-    if len(ref_seconds) == 1 and len(seconds) == 1:
+    ratio = f"{found.ratio:.2f}×"
+    if found.n_reference == 1 and found.n_setup == 1:
         return f"{ratio} (n = 1)"
-    if min(len(ref_seconds), len(seconds)) == 1:
-        return f"{ratio} (n = {len(seconds)} vs n = {len(ref_seconds)})"
-    ci = stats.bootstrap_ratio_ci(ref_seconds, seconds, seed=0)
-    return f"{ratio} [{ci.low:.2f}–{ci.high:.2f}]"
+    if found.interval is None:
+        return f"{ratio} (n = {found.n_setup} vs n = {found.n_reference})"
+    return f"{ratio} [{found.interval.low:.2f}–{found.interval.high:.2f}]"
 
 
 Pair = tuple[SetupRuns, SetupRuns]  # (reference, setup)
@@ -264,19 +259,36 @@ class Comparisons:
     unlike: str | None
 
 
+def pair_figures(ref: SetupRuns, s: SetupRuns, margin: float = EQUIVALENCE_MARGIN) -> pairs.PairFigures:
+    """The figures of `s` against its reference `ref` (harness.report.pairs)."""
+    return pairs.PairFigures(
+        pairs.speedup(values(ref.ok, train_seconds), values(s.ok, train_seconds)),
+        pairs.speedup(values(ref.ok, step_seconds), values(s.ok, step_seconds)),
+        pairs.accuracy(ref, s),
+        pairs.equivalence(ref, s, margin),
+    )
+
+
 def _pair_cells(ref: SetupRuns, s: SetupRuns) -> list[str]:
     marks = " ".join(dict.fromkeys(m for m in f"{s.conditions.marks} {ref.conditions.marks}".split() if m))
-    speed = marked(_speedup(values(ref.ok, train_seconds), values(s.ok, train_seconds)), marks)
-    step_speed = marked(_speedup(values(ref.ok, step_seconds), values(s.ok, step_seconds)), marks)
-    xs, ys, seeds = paired_outcomes(ref, s)
-    if xs:
-        test = stats.mcnemar_exact(xs, ys)
+    found = pair_figures(ref, s)
+    if found.accuracy is not None:
+        test = found.accuracy.test
         diff = f"{test.diff:+.1f}"
-        detail = f"{test.only_a} / {test.only_b} of {test.n} (seeds {', '.join(map(str, seeds))})"
+        detail = (
+            f"{test.only_a} / {test.only_b} of {test.n} (seeds {', '.join(map(str, found.accuracy.seeds))})"
+        )
         p = f"{test.p_value:.3g}"
     else:
         diff, detail, p = NONE, "no paired predictions", NONE
-    return [speed, step_speed, diff, detail, p, _equivalence(ref, s, EQUIVALENCE_MARGIN)]
+    return [
+        marked(_speedup(found.train_time), marks),
+        marked(_speedup(found.step), marks),
+        diff,
+        detail,
+        p,
+        _equivalence(found.equivalence),
+    ]
 
 
 def comparison_tables(
@@ -294,10 +306,14 @@ def comparison_tables(
         judged = likeness.judge(s, ref, axis)
         name = f"{s.setup} vs {ref.setup}"
         compared = "; ".join(([axis_label] if axis_label else []) + list(judged.axis)) or NONE
-        if judged.is_like:
+        if likeness.is_comparable(judged, axis):
             like_rows.append([name, compared, *_pair_cells(ref, s)])
         else:
-            unlike_rows.append([name, compared, "; ".join(judged.differences), *_pair_cells(ref, s)])
+            nothing = (
+                [] if judged.axis or judged.settings or axis is not None else [likeness.NOTHING_RECORDED]
+            )
+            also = "; ".join([*nothing, *judged.differences])
+            unlike_rows.append([name, compared, also, *_pair_cells(ref, s)])
     tail = [
         "speedup (train time, 95% bootstrap)",
         "speedup (steady step)",

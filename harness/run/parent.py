@@ -44,7 +44,7 @@ from harness.run.outcome import (
     write_ended,
 )
 from harness.run.timeline import bracket_trainer, close_books, command_started, prepend_phases, trainer_window
-from harness.run.workdir import create_work_dir, remove_work_dir, sweep_stale_runs
+from harness.run.workdir import create_work_dir, keep_ended, remove_work_dir, sweep_stale_runs
 
 
 @dataclass(frozen=True)
@@ -250,8 +250,7 @@ def land_record(
         raise KeyboardInterrupt(signal_name) from exc
     except (OSError, UserError) as exc:
         cause = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
-        with contextlib.suppress(OSError):
-            write_ended(work_dir, outcome, guard, unwritten=cause)
+        keep_ended(work_dir, outcome, guard, cause)
         raise UserError(
             f"the run ended ({outcome.status}{': ' + outcome.reason if outcome.reason else ''}) but its record "
             f"could not be written: {cause}. Its outcome is kept in {work_dir}; the next run in {results_dir} "

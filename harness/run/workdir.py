@@ -37,10 +37,12 @@ from harness import atomic
 from harness.errors import UserError, describe_os_error
 from harness.guard import GuardRecord
 from harness.json_types import JsonObject
+from harness.locks import lock_dir
 from harness.results import RecordHeader
 from harness.run.landing import land_run
 from harness.run.lifeline import identity, is_alive
 from harness.run.outcome import (
+    ENDED_FILE,
     Outcome,
     read_ended,
     read_outcome,
@@ -48,6 +50,7 @@ from harness.run.outcome import (
     read_unwritten_mark,
     reserve_space,
     train_progress,
+    write_ended,
 )
 
 WORK = ".work"
@@ -75,6 +78,25 @@ def remove_work_dir(work_dir: Path) -> None:
     shutil.rmtree(work_dir, ignore_errors=True)
     with contextlib.suppress(OSError):
         work_dir.parent.rmdir()
+
+
+def standin_dir(run_id: str) -> Path:
+    """Where a run's ended outcome goes when its work folder cannot take it (a results folder turned
+    read-only under the run): beside the host's locks, where the next sweep looks for it."""
+    return lock_dir() / "lorabench-ended" / run_id
+
+
+def keep_ended(work_dir: Path, outcome: Outcome, guard: GuardRecord, unwritten: str) -> None:
+    """The parent's final word, with why its record could not be written, in the work folder or else in
+    its stand-in: before issue 39 a read-only results folder lost the cause, and the record the next run
+    wrote said the parent had died."""
+    for folder in (work_dir, standin_dir(work_dir.name)):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_ended(folder, outcome, guard, unwritten=unwritten)
+            return
+        except OSError:
+            continue
 
 
 def mark_trainer(work_dir: Path) -> None:
@@ -248,6 +270,7 @@ def _sweep_claimed(results_dir: Path, claimed: Path, name: str) -> Swept | None:
         said = f"a stale run's work folder could not be read as this version's ({_first_line(exc)})"
         return Swept(name, None, f"{said}; set aside as {aside}, not recorded")
     remove_work_dir(claimed)
+    shutil.rmtree(standin_dir(name), ignore_errors=True)
     return done
 
 
@@ -272,7 +295,9 @@ def _recovered_outcome(
     """The outcome to record, the guard's verdict, the note to add to its reason and what the sweep
     says: from the parent's ended outcome, else the trainer's final one, else the full-disk mark,
     else `killed` with what the trainer had kept."""
-    ended = read_ended(work_dir) if (work_dir / "ended.json").is_file() else None
+    standin = standin_dir(name)
+    ended_in = next((d for d in (work_dir, standin) if (d / ENDED_FILE).is_file()), None)
+    ended = read_ended(ended_in) if ended_in is not None else None
     guard = GuardRecord()  # what the guard said is known only from the parent's ended outcome
     if ended is not None:
         outcome, guard, unwritten = ended

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -82,6 +84,25 @@ class PhaseState:
 
 
 ESTIMATE_STEPS = 5  # training steps timed before the estimate of the whole is shown
+FEW_TIMED = 0.1  # an estimate from under this share of the steps is rough (warm-up, checkpoints, eval)
+BUSY_LOAD = 1.5  # a load average above this many times the cores: other work shares the machine
+
+
+def rough_reasons(timed: int, total: int, load: float | None, cores: int | None) -> tuple[str, ...]:
+    """Why an estimate may be far off, briefly: under load the CPU suite's estimates were 1.6-15× too low."""
+    reasons = []
+    if load is not None and cores and load > BUSY_LOAD * cores:
+        reasons.append(f"machine busy (load {load:.1f} on {cores} cores)")
+    if total and timed < FEW_TIMED * total:
+        reasons.append(f"{timed} of {total} steps timed")
+    return tuple(reasons)
+
+
+def _load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
 
 
 @dataclass
@@ -94,6 +115,7 @@ class Estimate:
     steps_left: int
     eval_s: float | None  # the baseline eval's duration; None when its answers came from the cache
     more_runs: int = 0
+    rough: tuple[str, ...] = ()  # why it may be far off (`rough_reasons`)
 
     def line(self) -> str:
         left = self.step_s * self.steps_left + (self.eval_s or 0.0)
@@ -103,7 +125,8 @@ class Estimate:
             if self.eval_s is not None
             else "the final eval not measured (the baseline came from the cache)"
         )
-        text = (
+        text = "rough: " + ", ".join(self.rough) + "; " if self.rough else ""
+        text += (
             f"estimate from {ESTIMATE_STEPS} steps ({self.step_s:.2f} s/step) and {evals}: this run ~{clock(whole)} "
             f"in all, ~{clock(left)} to go"
         )
@@ -112,6 +135,32 @@ class Estimate:
                 f"; up to {self.more_runs} more seed(s) of this setup: ~{clock(whole * self.more_runs)} more"
             )
         return text + " (Ctrl-C stops; run it again to resume from the last checkpoint)"
+
+
+def fit(text: str, width: int, *, transient: bool) -> list[str]:
+    """`text` in lines of at most `width` columns, never cut inside a word (so never mid-number). A lasting
+    line wraps, its continuation indented; a transient status line (rewritten in place, one line) is
+    shortened by dropping words: first the run's label (after `[lorabench]`), then its last parts; `…`
+    marks what went. A single word wider than `width` is kept whole."""
+    if len(text) <= width:
+        return [text]
+    if not transient:
+        return textwrap.wrap(
+            text, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+        )
+    head, *parts = text.split(" · ")
+    words = head.split(" ")
+    kept, shown = len(words), len(parts)
+
+    def joined() -> str:
+        label = " ".join(words[:kept]) + (" …" if kept < len(words) else "")
+        return " · ".join([label, *parts[:shown]] + (["…"] if shown < len(parts) else []))
+
+    while kept > 1 and len(joined()) > width:
+        kept -= 1
+    while shown > 0 and len(joined()) > width:
+        shown -= 1
+    return [joined()]
 
 
 class ProgressView:
@@ -129,6 +178,8 @@ class ProgressView:
         # Set by `followed_run`: reads the child's last events before the outcome line, so a run's final
         # phase ("eval 4/4") never prints after its "ok |" line (CI saw that order once).
         self.drain: Callable[[], None] = lambda: None
+        # (load average, cores) when the estimate is made; a test sets its own.
+        self.machine_load: Callable[[], tuple[float | None, int | None]] = lambda: (_load(), os.cpu_count())
 
     def _write(self, text: str, *, transient: bool) -> None:
         self.sink(f"[lorabench] {self.label} · {text}", transient)
@@ -164,6 +215,7 @@ class ProgressView:
             steps_left=phase.total - phase.done,
             eval_s=self._baseline_s,
             more_runs=self.more_runs,
+            rough=rough_reasons(timed, phase.total, *self.machine_load()),
         )
         if phase.total > phase.done:
             self._write(self.estimate.line(), transient=False)

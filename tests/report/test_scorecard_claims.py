@@ -66,9 +66,9 @@ def test_a_failed_claim_renders_as_failed_and_the_verdict_is_not_green(tmp_path:
     assert row[3] == "within ±3 points (TOST, 90% interval) (`exp_b_4bit.toml`)"
     assert row[4].startswith("not shown equivalent within ±3 points: mean difference -29.2 points")
     assert row[5] == "**FAIL**"
-    assert row[6] == "precision: bf16 vs 4bit"
-    assert verdict(text).startswith("FAIL · 7 claims: 1 fail,")
-    assert "| FAIL · 7 claims: 1 fail," in index
+    assert row[6] == "precision: bf16 (auto) vs 4bit"  # exp_a.toml asks precision = "auto"
+    assert verdict(text).startswith("FAIL · 5 of 24 claims judged: 1 fail,")
+    assert "| FAIL · 5 of 24 claims judged: 1 fail," in index
 
 
 def test_the_same_records_without_the_loss_pass(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_one_seed_is_not_evaluable_and_a_speedup_shows_n_1(tmp_path: Path) -> No
     spread = claim_row(text, "seed spread")
     assert spread[4] == "seed spread needs at least 2 seeds, got 1" and spread[5] == "*not evaluable*"
     assert claim_row(text, "accuracy equivalent to bf16")[4] == "equivalence needs at least 2 seeds run on both sides, got 1"
-    assert verdict(text).startswith("INCOMPLETE · 7 claims: 4 not evaluable, 3 pass")
+    assert verdict(text).startswith("INCOMPLETE · 3 of 24 claims judged: 4 not evaluable, 3 pass")
     assert "| INCOMPLETE ·" in index
     (row,) = [line for line in text.splitlines() if line.startswith(f"| {EXP_B_SETUP} vs {EXP_A_SETUP}")]
     assert "(n = 1)" in row
@@ -146,7 +146,7 @@ def test_comparisons_name_what_differs_and_like_for_like_comes_first(tmp_path: P
             "train": graphed.train.model_copy(update={"graphs": {"shapes": 4}}),  # type: ignore[union-attr]
         })  # fmt: skip
         write(tmp_path / "results", graphed, rows)
-        write(tmp_path / "results", amd("exp_a", "smollm2-135m-lora-eager", seed, rows), rows)
+        write(tmp_path / "results", amd("exp_a", "smollm2-135m-lora-eager", seed, rows, steps=300), rows)
         write(tmp_path / "results", amd("exp_f", "smollm2-135m-unsloth", seed, rows, backend="unsloth"), rows)
     text, _ = render(tmp_path / "results")
     section = text[text.index("## Experiment `exp_f`"):]
