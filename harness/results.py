@@ -426,6 +426,11 @@ class RunRecord(WithSetup):
     def task(self) -> str:
         return self.setup.task
 
+    @property
+    def setup_as_written(self) -> JsonObject:
+        """The setup's fields this record names (read with it, or given): not those it predates."""
+        return as_written(self.setup, self.setup.model_dump(mode="json"))
+
     @classmethod
     def from_header(cls, header: RecordHeader, **ending: Any) -> RunRecord:
         """The record of a run: its header and how it ended (status, reason, metrics, …)."""

@@ -122,7 +122,7 @@ def _changed(
 ) -> dict[str, str]:
     """The file's settings these runs changed, with their values. A field the records predate (filled with
     its default, the behaviour they had) is no change: the file may name it since (recipe.compile = "auto")."""
-    asked = set().union(*(_asked(m.record.setup) for m in members))
+    asked = set().union(*(_asked(m.record.setup_as_written) for m in members))
     return {
         key: settings[key]
         for key, value in reference.items()
