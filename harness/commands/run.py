@@ -55,7 +55,7 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
     config_sets_data = isinstance(section, dict) and bool(section.get("source"))
     if (data := settings.DATA.get()) and not config_sets_data:
         overrides.append(("data.source", data))
-    set_fields = {text.partition("=")[0].strip() for text in args.overrides}
+    set_fields = {text.partition("=")[0].strip() for text in args.overrides if "=" in text}
     for flag, field in (
         ("model", "model.source"),
         ("data", "data.source"),
