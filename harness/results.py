@@ -56,6 +56,10 @@ from harness.tasks import catalog
 #     harness/tasks/<name>/metrics.py adds the task's): a record's scores hold its task's fields only, so a
 #     verdict record no longer carries the SQL task's fields as null (older ones load, those nulls dropped);
 #     every SQL record reads and writes byte for byte as before.
+#     Later still (2026-12-03, issues 37 and 38): provenance.environment (allocator and runtime variables as
+#     set, harness/provenance.py ENVIRONMENT) and memory.before_training_peak_vram_bytes (peak_vram_bytes is
+#     training's alone since); the record's setup is read as the setup model and its provenance as
+#     harness/origin.py's, each writing back the keys it was read with. Schemas: harness/record_schema.py.
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
