@@ -37,7 +37,7 @@ from harness import settings
 from harness.results import find_records, load_record
 
 # Before: the CPU defaults until issue #20 (fp32, SDPA, one padded batch); after: the defaults now.
-DEFAULT_VARIANTS = ("before=precision=fp32,model.attention=sdpa,recipe.micro_batches=1", "defaults=")
+DEFAULT_VARIANTS = ("before=precision=fp32,model.attention=sdpa", "defaults=")
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,9 @@ def one_run(
     return Measured(step, record.timings.eval_s or 0.0, load, resolved)
 
 
-def interleaved_steps(setup_file: str, variants: dict[str, list[str]], steps: int, warmup: int, data: str | None) -> int:
+def interleaved_steps(
+    setup_file: str, variants: dict[str, list[str]], steps: int, warmup: int, data: str | None
+) -> int:
     """One step of each variant in turn, on the same batches, in this process (see the module's doc)."""
     import time
 
@@ -119,31 +121,47 @@ def interleaved_steps(setup_file: str, variants: dict[str, list[str]], steps: in
     print(f"{'variant':<12} {'ran as':<20} {'s/step':>7} {'range':>15} {'speedup':>8}")
     for name in names:
         runtime = built[name][1]
-        ran_as = f"{runtime.precision}/{runtime.attention}/mb{runtime.micro_batches}"
+        ran_as = f"{runtime.precision}/{runtime.attention}"
         ratio = statistics.median(r / t for r, t in zip(ref, times[name], strict=True))
         t = times[name]
-        print(f"{name:<12} {ran_as:<20} {statistics.median(t):>7.3f} {min(t):>7.3f}–{max(t):<7.3f} {ratio:>7.2f}×")
+        print(
+            f"{name:<12} {ran_as:<20} {statistics.median(t):>7.3f} {min(t):>7.3f}–{max(t):<7.3f} {ratio:>7.2f}×"
+        )
     return 0
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--setup", default="benchmarks/setups/exp_a.toml")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--eval-limit", type=int, default=32)
-    parser.add_argument("--variant", action="append", metavar="NAME=FIELD=VALUE[,FIELD=VALUE…]",
-                        help=f"a variant: its name and setup overrides (default: {' '.join(DEFAULT_VARIANTS)})")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME=FIELD=VALUE[,FIELD=VALUE…]",
+        help=f"a variant: its name and setup overrides (default: {' '.join(DEFAULT_VARIANTS)})",
+    )
     parser.add_argument("--data", default=settings.DATA.get())
-    parser.add_argument("--interleave", choices=("runs", "steps"), default="runs",
-                        help="alternate whole runs (default) or single training steps in one process")
-    parser.add_argument("--warmup", type=int, default=2, help="steps left out per variant (--interleave steps)")
+    parser.add_argument(
+        "--interleave",
+        choices=("runs", "steps"),
+        default="runs",
+        help="alternate whole runs (default) or single training steps in one process",
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="steps left out per variant (--interleave steps)"
+    )
     args = parser.parse_args()
     variants: dict[str, list[str]] = {}
     for spec in args.variant or DEFAULT_VARIANTS:
         name, sep, fields = spec.partition("=")
         if not name or not sep or (fields and "=" not in fields):
-            parser.error(f"--variant {spec!r}: expected NAME=FIELD=VALUE[,FIELD=VALUE…] or NAME=, e.g. bf16=precision=bf16")
+            parser.error(
+                f"--variant {spec!r}: expected NAME=FIELD=VALUE[,FIELD=VALUE…] or NAME=, e.g. bf16=precision=bf16"
+            )
         variants[name] = fields.split(",") if fields else []
     if args.interleave == "steps":
         return interleaved_steps(args.setup, variants, args.steps, args.warmup, args.data)
@@ -160,7 +178,9 @@ def main() -> int:
     loads = [m.load for ms in runs.values() for m in ms]
     print(f"\n{args.setup}: {args.steps} steps, eval of {args.eval_limit} questions, medians of {args.repeats} "
           f"runs per variant (ABAB), load average at run starts {min(loads):.2f}–{max(loads):.2f}")  # fmt: skip
-    print(f"{'variant':<12} {'ran as':<11} {'s/step':>7} {'range':>13} {'speedup':>8} {'eval s':>7} {'range':>13} {'speedup':>8}")
+    print(
+        f"{'variant':<12} {'ran as':<11} {'s/step':>7} {'range':>13} {'speedup':>8} {'eval s':>7} {'range':>13} {'speedup':>8}"
+    )
     s0 = statistics.median(m.step_s for m in runs[reference])
     e0 = statistics.median(m.eval_s for m in runs[reference])
     for p in names:

@@ -30,10 +30,9 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from harness import atomic
+from harness import atomic, catalog
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.tasks import catalog
 
 # Changelog of the record format. Bump FORMAT_VERSION on any change readers must know about,
 # and teach `upgrade_record` to lift older versions.

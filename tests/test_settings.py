@@ -97,7 +97,7 @@ def undeclared(text: str) -> set[str]:
     names = set(MENTION.findall(text)) - NOT_VARIABLES
     return {
         n for n in names
-        if n not in settings.REGISTRY and not (n.endswith("_") and any(d.startswith(n) for d in settings.REGISTRY))
+        if n not in settings.REGISTRY and n not in settings.RETIRED and not (n.endswith("_") and any(d.startswith(n) for d in settings.REGISTRY))
     }  # fmt: skip
 
 
@@ -267,16 +267,16 @@ def test_what_is_not_a_size(text: str) -> None:
 def test_a_child_process_inherits_a_variable_set_for_it_and_it_is_restored_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("LORABENCH_CHECKPOINT_DIR", "/before")
-    read = [sys.executable, "-c", "from harness import settings; print(settings.CHECKPOINT_DIR.get())"]
+    monkeypatch.setenv("LORABENCH_GGUF_CONVERTER", "/before")
+    read = [sys.executable, "-c", "from harness import settings; print(settings.GGUF_CONVERTER.get())"]
     env_path = {"PYTHONPATH": str(ROOT)}
-    with settings.for_children(settings.CHECKPOINT_DIR, Path("/for/the/child")):
+    with settings.for_children(settings.GGUF_CONVERTER, Path("/for/the/child")):
         out = subprocess.run(read, capture_output=True, text=True, check=True, env={**os.environ, **env_path})
     assert out.stdout.strip() == "/for/the/child"
-    assert os.environ["LORABENCH_CHECKPOINT_DIR"] == "/before"
-    with settings.for_children(settings.CHECKPOINT_DIR, None):
-        assert "LORABENCH_CHECKPOINT_DIR" not in os.environ
-    assert os.environ["LORABENCH_CHECKPOINT_DIR"] == "/before"
+    assert os.environ["LORABENCH_GGUF_CONVERTER"] == "/before"
+    with settings.for_children(settings.GGUF_CONVERTER, None):
+        assert "LORABENCH_GGUF_CONVERTER" not in os.environ
+    assert os.environ["LORABENCH_GGUF_CONVERTER"] == "/before"
 
 
 def test_doctor_settings_lists_every_variable_and_refuses_a_bad_value(

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness import stats
+from harness import catalog, stats
 from harness.report import tables
 from harness.report.claim_table import ClaimResult
 from harness.report.conditions import Conditions, conditions
@@ -23,7 +23,6 @@ from harness.report.groups import ReportGroup, SetupRuns
 from harness.report.scorecard import ReportSummary
 from harness.report.settings import public
 from harness.results import RunRecord
-from harness.tasks import catalog
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 REPORT_FORMAT = "lorabench-report/1"

@@ -1,7 +1,7 @@
 """Live progress of the suite's runs, shown although pytest captures the trainer's output.
 
 pytest captures a test's output, the trainer child's stderr with it, so `make bench` printed nothing
-for an hour. The suite hands the child a progress file ($LORABENCH_PROGRESS_FILE, written by
+for an hour. The suite hands the child a progress file (in its run plan, `progress_file`; written by
 `harness.run.progress.Progress`: a JSON line per phase and per step), follows it from a thread, and
 writes lines through a sink that gets past the capture (see `harness.suite.plugin.terminal_sink`):
 
@@ -26,8 +26,6 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-
-from harness import settings
 
 Mode = Literal["live", "lines", "off"]
 # (text, transient): a transient line is replaced by the next one (live mode's status line).
@@ -128,6 +126,8 @@ class ProgressView:
         # Set by `followed_run`: reads the child's last events before the outcome line, so a run's final
         # phase ("eval 4/4") never prints after its "ok |" line (CI saw that order once).
         self.drain: Callable[[], None] = lambda: None
+        # Set by `followed_run`: the file the trainer writes its events to (the runner puts it in the plan).
+        self.progress_file: Path | None = None
 
     def _write(self, text: str, *, transient: bool) -> None:
         self.sink(f"[lorabench] {self.label} · {text}", transient)
@@ -251,10 +251,8 @@ def followed_run(
             follower.stop
         )  # stopping twice is harmless: the thread has ended, the file is read to its end
         follower.start()
+        view.progress_file = path
         try:
-            with settings.for_children(
-                settings.PROGRESS_FILE, path
-            ):  # the child inherits the parent's environment
-                yield view
+            yield view
         finally:
             follower.stop()

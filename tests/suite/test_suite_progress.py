@@ -40,7 +40,9 @@ def test_progress_shows_through_fd_capture(
     assert f"[lorabench] {LABEL}" not in hidden.stdout.str()
 
     # Run again: the first line tells the time before it starts, from the newest earlier run (3 steps).
-    again = pytester.runpytest_subprocess(*bench_args, "--lorabench-rerun", "--lorabench-progress-every=0", timeout=300)
+    again = pytester.runpytest_subprocess(
+        *bench_args, "--lorabench-rerun", "--lorabench-progress-every=0", timeout=300
+    )
     again.assert_outcomes(passed=1)
     again.stdout.fnmatch_lines([f"[[]lorabench] {LABEL} · its record is ok, running it again: training; expected ~*:* "
                                 "(from results/*seed-3407.json, *: 3 steps*)"])  # fmt: skip
@@ -48,9 +50,13 @@ def test_progress_shows_through_fd_capture(
 
 def test_lines_mode_writes_a_line_per_phase_and_an_eta_from_the_first_step() -> None:
     written: list[tuple[str, bool]] = []
-    view = ProgressView(LABEL, lambda text, transient: written.append((text, transient)), "lines", every_s=3600)
+    view = ProgressView(
+        LABEL, lambda text, transient: written.append((text, transient)), "lines", every_s=3600
+    )
     view.event({"t": 100.0, "phase": "train", "done": 0, "total": 10})
-    view.event({"t": 160.0, "phase": "train", "done": 1, "total": 10, "loss": 1.25})  # 60 s of preflight first
+    view.event(
+        {"t": 160.0, "phase": "train", "done": 1, "total": 10, "loss": 1.25}
+    )  # 60 s of preflight first
     view.event({"t": 162.0, "phase": "train", "done": 2, "total": 10, "loss": 1.0})
     assert view.phase is not None and view.phase.eta() == pytest.approx(16.0)  # 2 s a step, 8 to go
     view.tick()  # within the hour: nothing new
@@ -58,7 +64,9 @@ def test_lines_mode_writes_a_line_per_phase_and_an_eta_from_the_first_step() -> 
     view.finish("ok")
     texts = [text.removeprefix(f"[lorabench] {LABEL} · ") for text, _ in written]
     assert texts[0].startswith("train 0/10 · ") and texts[0].endswith("preparing")
-    assert texts[1].startswith("train 2/10 · loss 1 · ") and texts[1].endswith("eta 0:16")  # the phase, closed
+    assert texts[1].startswith("train 2/10 · loss 1 · ") and texts[1].endswith(
+        "eta 0:16"
+    )  # the phase, closed
     assert texts[2].startswith("eval 0/300") and texts[3].startswith("eval 0/300") and texts[4] == "ok"
     assert not any(transient for _, transient in written)
 
@@ -108,9 +116,8 @@ def test_live_mode_rewrites_one_line_and_keeps_a_line_per_phase() -> None:
 def test_the_child_side_writes_json_lines_the_follower_reads(tmp_path: Path) -> None:
     shown: list[str] = []
     with followed_run(LABEL, lambda text, _: shown.append(text), "lines", every_s=0) as view:
-        import os
-
-        progress = Progress(quiet=True, events_file=Path(os.environ["LORABENCH_PROGRESS_FILE"]))
+        assert view is not None
+        progress = Progress(quiet=True, events_file=view.progress_file)
         progress.phase("train", total=2)
         progress.advance(loss=0.5)
         progress.advance(loss=0.25)
