@@ -8,9 +8,14 @@ export LORABENCH_DATA
 
 .PHONY: setup bench test lint
 
-$(VENV)/.installed-$(STACK): lockfiles/$(STACK).txt scripts/install.sh pyproject.toml
-	python3 -m venv $(VENV)
-	. $(VENV)/bin/activate && bash scripts/install.sh $(STACK)
+# `make setup PYTHON=python3.12`: the Python the venv is made from; one the stack has no hashes for (its
+# `pythons` in lockfiles/stacks.toml) is refused before the venv or pip, in one line naming the fix.
+PYTHON ?= python3
+
+$(VENV)/.installed-$(STACK): lockfiles/$(STACK).txt lockfiles/stacks.toml scripts/install.sh pyproject.toml
+	PYTHON=$(PYTHON) bash scripts/install.sh --check-python $(STACK)
+	$(PYTHON) -m venv $(VENV)
+	. $(VENV)/bin/activate && PYTHON=python3 bash scripts/install.sh $(STACK)
 	touch $@
 
 setup: $(VENV)/.installed-$(STACK)
@@ -33,4 +38,4 @@ test: setup
 	$(PY) -m pytest tests -q -n 2 --dist loadfile --durations=15
 
 lint: setup
-	$(VENV)/bin/ruff check --preview harness tests benchmarks
+	$(VENV)/bin/ruff check --preview harness tests benchmarks dev

@@ -30,6 +30,7 @@ from pydantic import (
 
 from harness import catalog, settings
 from harness.errors import ConfigError
+from harness.yamlsafe import load_yaml
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -56,6 +57,12 @@ DATA_ENV = settings.DATA.name
 MAX_STEPS = 10_000_000
 MAX_BATCH = 65_536
 MAX_LENGTH = 1_048_576
+# A setup's name and experiment become folder and file names (results/<stack>/<host>/<experiment>/<setup>/
+# seed-<n>.json, plus suffixes): a 10,000-character name validated, trained, and then its record could
+# never be written (issue 39). 100 characters leaves room within the 255 bytes a file name may take.
+MAX_NAME = 100
+# A setup file is a few kilobytes; a bigger one is not a setup (and is not read whole to find out).
+MAX_CONFIG_BYTES = 1 << 20
 
 
 def _takes_numbers_not_bools(annotation: Any) -> bool:
@@ -71,6 +78,20 @@ def _takes_numbers_not_bools(annotation: Any) -> bool:
         and bool not in kinds
         and not any(typing.get_origin(k) is Literal and True in typing.get_args(k) for k in kinds)
     )
+
+
+def _takes_numbers_not_text(annotation: Any) -> bool:
+    """An int or float field that takes no text (no `str`, no Literal of words such as "auto")."""
+    args = (
+        typing.get_args(annotation)
+        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation)
+        else ()
+    )
+    kinds = set(args) if args else {annotation}
+    words = any(
+        typing.get_origin(k) is Literal and any(isinstance(a, str) for a in typing.get_args(k)) for k in kinds
+    )
+    return bool(kinds & {int, float}) and str not in kinds and not words
 
 
 def _expands(path: str) -> str:
@@ -99,6 +120,13 @@ class Frozen(BaseModel):
             and _takes_numbers_not_bools(cls.model_fields[info.field_name].annotation)
         ):
             raise ValueError(f"must be a number, not {str(value).lower()}")
+        if (
+            isinstance(value, str)
+            and info.field_name
+            and _takes_numbers_not_text(cls.model_fields[info.field_name].annotation)
+        ):
+            # pydantic turns "8" into 8: a quoted number in a setup file is a mistake to name, not to guess.
+            raise ValueError(f"must be a number, not the text {value!r}; write it without quotes")
         return value
 
 
@@ -185,7 +213,7 @@ class RecipeConfig(Frozen):
         description="layers = torch.compile every decoder layer for training, shapes dynamic so one compile "
         "serves every batch length (hf backend only; eval decodes uncompiled). Same math, fused kernels: "
         "sums are not bitwise the same (in bf16 on a CPU the loss curve visibly departs from eager's after "
-        "the first update: reports/benchmarks/cpu/seed-session13-compiled/). graphs = replay every decoder "
+        "the first update: reports/benchmarks/cpu/seed-2026-12-02-epyc-compiled/). graphs = replay every decoder "
         "layer's forward and backward from CUDA graphs, one capture per batch shape, batches padded to a "
         "multiple of 256 tokens (hf, one CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). "
         "Both are for a small model whose step is bound by kernel launches. auto = graphs where they can run and were measured "
@@ -227,7 +255,7 @@ class DataConfig(Frozen):
         default_factory=lambda: catalog.default_source(catalog.default_task()),
         description="hub dataset id, or a local .jsonl/.json/.parquet file; default: the task's own data",
     )
-    split_seed: int = 42
+    split_seed: int = Field(42, ge=0, le=SEED_MAX)
     test_size: int = Field(300, gt=0)
     train_size: int = Field(5000, gt=0)
     allow_overlap: bool = Field(
@@ -250,13 +278,13 @@ class EvalConfig(Frozen):
         "auto",
         description="questions decoded together; auto = 64 on CPU (the peer script's), every question at once "
         "on a GPU (up to 512): on the H200, 300 at once took 4.5 s against 18.1 s for plain generate in "
-        "batches of 64 (benchmarks/bench_eval.py)",
+        "batches of 64 (dev/bench_eval.py)",
     )
     merge_adapter: bool | Literal["auto"] = Field(
         "auto",
         description="decode with the LoRA weights folded into the base (fewer kernels per token). auto = when "
         "decoding in fp32 on a GPU, where it was both faster and identical (H200: 300 of 300 answers as the "
-        "peer's unmerged generate, benchmarks/bench_eval.py); folded into bf16 weights it changed 15% of answers",
+        "peer's unmerged generate, dev/bench_eval.py); folded into bf16 weights it changed 15% of answers",
     )
     precision: Literal["auto", "train", "fp32"] = Field(
         "auto",
@@ -311,8 +339,8 @@ class ChecksConfig(Frozen):
 class SetupConfig(Frozen):
     """One setup. Its JSON form (with defaults filled in) is part of the run fingerprint."""
 
-    name: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    experiment: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=MAX_NAME)
+    experiment: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=MAX_NAME)
     task: str = Field(
         default_factory=catalog.default_task,
         description="what the model is asked and how it is scored: a folder of harness/tasks/",
@@ -467,6 +495,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
             str(path),
             [f"config file not found: {path} (cannot read it; give an existing .toml or .yaml file)"],
         )
+    if (size := path.stat().st_size) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            str(path),
+            [
+                f"config file of {size:,} bytes: a setup is a few kB (at most {MAX_CONFIG_BYTES:,} bytes); is this the right file?"
+            ],
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -478,7 +513,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         if path.suffix == ".toml":
             data = tomllib.loads(text)
         elif path.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text) or {}
+            data = load_yaml(text) or {}
         else:
             raise ConfigError(str(path), [f"unknown config format {path.suffix!r}: use .toml, .yaml or .yml"])
     except tomllib.TOMLDecodeError as exc:
@@ -507,7 +542,13 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ConfigError(
             "--set", [f"override {text!r} must look like field.path=value, e.g. recipe.steps=20"]
         )
-    return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else ""
+    try:
+        value = load_yaml(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError(
+            "--set", [f"override {text!r}: the value is not YAML ({getattr(exc, 'problem', None) or exc})"]
+        ) from None
+    return key.strip().split("."), value
 
 
 def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict[str, Any]:
@@ -579,6 +620,14 @@ def load_setup(path: Path | None, overrides: Sequence[Override] = ()) -> SetupCo
     cases run), not the run's: they are set aside here and never enter the fingerprint."""
     data = read_config_file(path) if path else {}
     for table in SUITE_ONLY_TABLES:
+        if table in data and not isinstance(data[table], dict):
+            # Dropped unread before issue 39: `claims = 5` ran with no claim and said nothing.
+            raise ConfigError(
+                str(path),
+                [
+                    f"{table}: must be a table of the suite's settings, got {data[table]!r}; write [{table}] then its fields"
+                ],
+            )
         data.pop(table, None)
     data = apply_overrides(data, overrides)
     return validate_setup(data, source=str(path) if path else "flags")

@@ -16,7 +16,7 @@ child (its at-fork hook), so a forked worker does not keep the lock after its pa
 Cost, against the hand-written flock this replaced: 0.21 ms of CPU an acquire and release against 0.025 ms
 (8.3×); on re-entry 1.9× the CPU but a seventh of the wall time (the old code opened and closed a second
 descriptor, and ext4 wrote the holder's line out at that close). A run takes a handful of locks, so less
-code to own won (benchmarks/bench_libraries.py, 31 interleaved repeats on a shared 2-core VM:
+code to own won (dev/bench_libraries.py, 31 interleaved repeats on a shared 2-core VM:
 reports/benchmarks/cpu/bench_libraries.txt).
 
 Not covered: hosts without flock (Windows); lock files on NFS (flock there is not reliable); containers
@@ -25,7 +25,6 @@ that do not share the lock's folder (mount it, or set $LORABENCH_LOCK_DIR to a s
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import tempfile
@@ -39,7 +38,6 @@ from filelock import BaseFileLock, FileLock, Timeout
 from harness import settings
 from harness.errors import UserError
 
-log = logging.getLogger(__name__)
 POLL_S = 0.05
 
 
@@ -100,7 +98,8 @@ def _acquire(lock: BaseFileLock, path: Path, timeout_s: float | None, what: str)
     except Timeout:
         pass
     if timeout_s is None or timeout_s > 0:
-        log.info("waiting for the %s %s held by %s", what, path, read_holder(path))
+        # Said, not logged: the wait can be long, and logging has no handler in `lorabench run` (issue 39).
+        print(f"lorabench: waiting for the {what} {path}, held by {read_holder(path)}", file=sys.stderr)
         try:
             lock.acquire(timeout=-1 if timeout_s is None else timeout_s, poll_interval=POLL_S)
             return

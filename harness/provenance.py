@@ -7,6 +7,7 @@ import hashlib
 import os
 import platform
 import subprocess
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -178,6 +179,48 @@ def collect_git() -> dict[str, Any]:
     return {"sha": sha, "dirty": bool(status)}
 
 
+# Variables that change a figure without changing the setup: the GPU caching allocator's mode, a preloaded
+# or tuned malloc, the CPU kernels' thread pools, launch and math switches. A `packed-liger-expandable` run
+# differed from `packed-liger` only in PYTORCH_CUDA_ALLOC_CONF and ran 1.21x faster; without it in the
+# record the two looked like for like (issue 38).
+ENVIRONMENT = (
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_HIP_ALLOC_CONF",
+    "PYTORCH_ALLOC_CONF",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "PYTORCH_TUNABLEOP_ENABLED",
+    "TORCH_BLAS_PREFER_HIPBLASLT",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "NVIDIA_TF32_OVERRIDE",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+    "HSA_OVERRIDE_GFX_VERSION",
+    "LD_PRELOAD",
+    "MALLOC_CONF",
+    "_RJEM_MALLOC_CONF",
+    "TCMALLOC_RELEASE_RATE",
+    "GLIBC_TUNABLES",
+    "MALLOC_ARENA_MAX",
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+    "OMP_WAIT_POLICY",
+    "KMP_AFFINITY",
+    "KMP_BLOCKTIME",
+)
+
+
+def collect_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables of ENVIRONMENT set for this run, as set (the trainer inherits them). Unset ones are left
+    out, so an empty mapping means none was set; a record without the key predates this collector."""
+    env = os.environ if environ is None else environ
+    return {name: env[name] for name in ENVIRONMENT if name in env}
+
+
 def default_stack() -> str:
     return settings.STACK.get() or "cpu"
 
@@ -187,6 +230,7 @@ def collect_provenance(stack: str) -> dict[str, Any]:
         "host": collect_host(),
         "stack": collect_stack(stack),
         "git": collect_git(),
+        "environment": collect_environment(),
         "collected": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     if image := collect_image():

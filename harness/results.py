@@ -159,9 +159,19 @@ class TrainStats(Record):
 
 class MemoryStats(Record):
     device: str
-    peak_vram_bytes: int | None = None
+    peak_vram_bytes: int | None = Field(
+        None,
+        description="peak GPU memory of training (records made before 2026-12-03: of the whole run to the end "
+        "of training, model load and baseline eval included)",
+    )
     peak_rss_bytes: int | None = None
     peak_vram_per_gpu_bytes: list[int] | None = None
+    before_training_peak_vram_bytes: int | None = Field(
+        None,
+        description="peak GPU memory of model load and baseline eval, read before training reset the counter "
+        "(harness/gpu/peak.py); this process's (rank 0 under DDP)",
+        exclude_if=lambda value: value is None,
+    )
     cap_method: str | None = Field(
         None, description="how the trainer's memory was capped: systemd-run, rlimit or none"
     )
@@ -524,10 +534,12 @@ def write_record(results_dir: Path, record: RunRecord, *, path: Path | None = No
 def upgrade_record(data: dict[str, Any], source: str) -> dict[str, Any]:
     version = data.get("format_version")
     if version not in SUPPORTED_VERSIONS:
-        supported = ", ".join(map(str, SUPPORTED_VERSIONS))
+        shown = version if isinstance(version, int) and not isinstance(version, bool) else repr(version)
+        newer = isinstance(version, int) and version > FORMAT_VERSION
         raise UserError(
-            f"{source}: record format version {version!r} is not supported; this lorabench reads {supported}. "
-            "Upgrade lorabench, or re-run the setup."
+            f"{source}: record format version {shown} not supported; this lorabench reads "
+            f"{min(SUPPORTED_VERSIONS)}-{max(SUPPORTED_VERSIONS)}"
+            + ("; upgrade lorabench to read it" if newer else "; was it written by lorabench?")
         )
     if version == 1:
         data = {**data, "format_version": 2}

@@ -14,7 +14,7 @@ command that does not use it.
 Why not pydantic-settings (the issue names it): its model reads every variable of the prefix at once,
 so a bad `LORABENCH_NODE` fails a read of `LORABENCH_CACHE` too (a `ValidationError` for `node`), and
 `lorabench report` would stop on a variable it never uses; reading at call time means building the
-model on each read: 2.2–3.7 ms a read against 1 µs here (`benchmarks/bench_settings.py`, 28 variables,
+model on each read: 2.2–3.7 ms a read against 1 µs here (`dev/bench_settings.py`, 28 variables,
 best of 5 × 2000 reads, 3 runs on the 2-core dev machine under a load of 6–8; pydantic-settings 2.16.3);
 it has no place for "who sets it" (most of these are set by the images, by scripts/host_env.sh or by the
 harness for its own children); and adding it means recompiling all four lockfiles, two of them

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness import settings
 from harness.errors import ConfigError, UserError
+from harness.stack_sources import check_sources
 
 DIGEST_RE = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 # A requirement line of a uv/pip-compile lockfile: `name==version \` (hashes follow on their own lines).
@@ -42,10 +43,20 @@ class Stack(BaseModel):
     lockfile: str
     overrides: str | None = None
     find_links: tuple[str, ...] = ()
+    pythons: tuple[str, ...] = ()  # empty: (python,), the lockfile's own
+    pythons_note: str = ""  # said in install.sh's refusal of another Python: why it has no hashes
+    index_url: str = ""
+    index_wheels: dict[str, str] = {}
+    index_wheels_source: str = ""
     base_image: str
     digest_verified: bool
     digest_source: str
     extras: tuple[str, ...] = ()
+
+    @property
+    def supported_pythons(self) -> tuple[str, ...]:
+        """The Python versions the lockfile has hashes for: scripts/install.sh refuses any other."""
+        return self.pythons or (self.python,)
 
 
 @dataclass(frozen=True)
@@ -148,6 +159,15 @@ def _check_stack(stack: Stack, directory: Path) -> list[str]:
     if stack.torch == "base-image" and stack.overrides is None:
         problems.append(
             f"{where}.overrides: torch comes from the base image, so an overrides file must keep it out"
+        )
+    if not problems:
+        problems += check_sources(
+            where,
+            stack.python,
+            stack.supported_pythons,
+            stack.index_url,
+            stack.index_wheels,
+            parse_lockfile(directory / stack.lockfile),
         )
     return problems
 

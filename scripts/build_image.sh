@@ -74,7 +74,7 @@ print(s.getsockname()[1])' "$gateway")"
     say "serving $LORABENCH_WHEELS at http://$gateway:$port/ to the build"
     # The local folder replaces PyPI's torch CPU index, which this machine cannot reach.
     args+=(--build-arg "PIP_FIND_LINKS=http://$gateway:$port/" --build-arg "PIP_TRUSTED_HOST=$gateway"
-           --build-arg "PIP_EXTRA_INDEX_URL=")
+           --build-arg "PIP_EXTRA_INDEX_URL=" --build-arg "LORABENCH_INDEX_URL=none")
 fi
 
 start=$(date +%s)

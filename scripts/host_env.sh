@@ -7,7 +7,8 @@
 #   one without either group nogroup (65534) for video: valid for group_add, they grant nothing.
 # - results/ and reports-local/ (your runs: untracked, never the committed reports/), the HF cache, the
 #   lorabench cache and the data folder are created here, as you, so dockerd never creates them root-owned.
-# - LORABENCH_DATA (a local .jsonl/.json/.parquet) is mounted read-only at /data; unset, runs read the hub.
+# - LORABENCH_DATA (a local .jsonl/.json/.parquet) is mounted read-only at /data; unset, the checkout's
+#   ../shared/data/sql-create-context/random-sample.jsonl when it exists (as `make bench`), else runs read the hub.
 # - LORABENCH_IMAGE_DIGEST_{CPU,ROCM,CUDA}: the ids of the images built now, recorded in every record.
 #   Run this again after a build.
 # - GIT_SHA/GIT_DIRTY: baked into an image at build time (.git is not in the build context).
@@ -26,6 +27,11 @@ results="${LORABENCH_RESULTS_DIR:-$root/results}"
 reports="${LORABENCH_REPORTS_DIR:-$root/reports-local}"
 hf_cache="${HF_HOME:-$HOME/.cache/huggingface}"
 cache="${LORABENCH_CACHE:-$HOME/.cache/lorabench}"
+# As `make bench` does: the checkout's sibling ../shared holds a local copy of the suite's data.
+shared_data="$root/../shared/data/sql-create-context/random-sample.jsonl"
+if [ -z "${LORABENCH_DATA:-}" ] && [ -f "$shared_data" ]; then
+    LORABENCH_DATA="$(cd "$(dirname "$shared_data")" && pwd)/$(basename "$shared_data")"
+fi
 if [ -n "${LORABENCH_DATA:-}" ]; then
     [ -f "$LORABENCH_DATA" ] || fail "LORABENCH_DATA=$LORABENCH_DATA is not a file; point it at a local .jsonl/.json/.parquet, or unset it to read the hub"
     data_dir="$(cd "$(dirname "$LORABENCH_DATA")" && pwd)"

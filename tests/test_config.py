@@ -93,6 +93,6 @@ def test_fp32_eval_is_for_a_bf16_hf_model(settings: list[str]) -> None:
                          ids=lambda p: p.name)  # fmt: skip
 def test_every_built_in_setup_loads_for_lorabench_run(path: Path) -> None:
     """`lorabench run benchmarks/setups/X.toml` (the README's command) reads a suite file: its [claims.*] and
-    [suite] tables are the suite's and set aside (a session-10 GPU call found [suite] refused)."""
+    [suite] tables are the suite's and set aside (a GPU call of the 2026-12-01 run (606e6e1) found [suite] refused)."""
     setup = load_setup(path)
     assert setup.name and "claims" not in setup.model_dump() and "suite" not in setup.model_dump()

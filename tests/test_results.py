@@ -37,12 +37,16 @@ def test_unknown_format_version_is_refused_with_the_supported_range(tmp_path: Pa
     data = json.loads(path.read_text())
     data["format_version"] = 9
     path.write_text(json.dumps(data))
-    with pytest.raises(UserError, match="format version 9 is not supported; this lorabench reads 1"):
+    with pytest.raises(
+        UserError, match="record format version 9 not supported; this lorabench reads 1-2; upgrade lorabench"
+    ):
         load_record(path)
 
 
 def test_a_version_1_record_is_lifted_to_well_formed(tmp_path: Path) -> None:
-    committed = sorted((Path(__file__).resolve().parents[1] / "reports" / "results" / "cpu").rglob("seed-*.json"))
+    committed = sorted(
+        (Path(__file__).resolve().parents[1] / "reports" / "results" / "cpu").rglob("seed-*.json")
+    )
     committed = [p for p in committed if ".prev-" not in p.name]
     assert committed, "the committed CPU records are the version-1 sample"
     raw = json.loads(committed[0].read_text())
@@ -77,7 +81,10 @@ def test_a_replaced_record_takes_its_adapter_predictions_and_traceback_along(tmp
     write_record(tmp_path, make_record(run_id="r2", created="2026-11-30T01:00:00+00:00"))
     (kept,) = first.parent.glob("seed-3407.prev-*.json")
     # Paired by name (before: the adapter was renamed by its mtime, the predictions stayed behind).
-    assert find_adapter(kept) == adapter_beside(kept) and (adapter_beside(kept) / "adapter_model.safetensors").read_bytes() == b"r1 weights"
+    assert (
+        find_adapter(kept) == adapter_beside(kept)
+        and (adapter_beside(kept) / "adapter_model.safetensors").read_bytes() == b"r1 weights"
+    )
     assert kept.with_name(kept.name.removesuffix(".json") + ".predictions.jsonl").is_file()
     assert kept.with_name(kept.name.removesuffix(".json") + ".traceback.txt").read_text() == "r1 traceback"
     assert not adapter_beside(first).exists() and not first.with_name("seed-3407.traceback.txt").exists()
@@ -130,10 +137,15 @@ def test_fingerprint_holds_the_data_by_content_not_by_path(tmp_path: Path) -> No
 
 def test_a_record_from_before_model_attention_reads_as_sdpa(tmp_path: Path) -> None:
     # The committed CPU records predate the field; today's default ("auto") would misstate what ran.
-    committed = Path(__file__).resolve().parents[1] / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora/seed-42.json"
+    committed = (
+        Path(__file__).resolve().parents[1]
+        / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora/seed-42.json"
+    )
     raw = json.loads(committed.read_text())
     assert "attention" not in raw["setup"]["model"]
     assert load_record(committed).setup["model"]["attention"] == "sdpa"
     raw["setup"]["model"]["attention"] = "eager"
     (tmp_path / "seed-42.json").write_text(json.dumps(raw))
-    assert load_record(tmp_path / "seed-42.json").setup["model"]["attention"] == "eager"  # a recorded value stays
+    assert (
+        load_record(tmp_path / "seed-42.json").setup["model"]["attention"] == "eager"
+    )  # a recorded value stays

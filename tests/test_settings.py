@@ -145,7 +145,7 @@ def test_the_lookup_scan_catches_reads_through_an_alias_or_a_name() -> None:
 def doc_files() -> list[Path]:
     """Every file a user or a maintainer reads names for: docs, compose, images, make, CI, scripts,
     the suite's data files, the harness (messages and docstrings included) and the tests."""
-    patterns = ["README.md", "compose.yaml", "Dockerfile*", "Makefile", ".ci/*", "scripts/*", "benchmarks/**/*",
+    patterns = ["README.md", "compose.yaml", "Dockerfile*", "Makefile", ".ci/*", "scripts/*", "benchmarks/**/*", "docs/**/*",
                 "harness/**/*", "tests/**/*.py", "tests/**/*.yaml", "tests/data/**/*.json"]  # fmt: skip
     found = {
         p for pattern in patterns for p in ROOT.glob(pattern) if p.is_file() and "__pycache__" not in p.parts

@@ -19,9 +19,9 @@ go to TRL's chunked path unchanged. A batch with no answer token keeps one row, 
 reaches every trainable parameter (TRL's reason: a rank of a DDP run must still sync its gradients).
 
 Measured on the 2-core EPYC, Exp A's real batches, one step each way in turn on the same batch
-(`benchmarks/bench_answer_loss.py`, reports/benchmarks/cpu/bench_answer_loss.txt): TRL's step over ours,
+(`dev/bench_answer_loss.py`, reports/benchmarks/cpu/bench_answer_loss.txt): TRL's step over ours,
 median of per-batch ratios 1.055× (12 batches) and 1.079× (24 batches), the losses equal to the printed
-digits. Not measured on a GPU (no device time was left in the session that wrote it).
+digits. Not measured on a GPU (no device time was left in the round that wrote it).
 
 `install()` puts it in TRL's module, where TRL's patched forward looks the function up at each call.
 It is the only path (issue #37: the switch back to TRL's path was removed; the figures above stay).

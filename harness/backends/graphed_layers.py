@@ -28,7 +28,7 @@ from harness.errors import UserError
 # One capture costs ~1.1 s on the H200 (30 layers' forward and backward, warmed up and captured). Exp A's
 # batches of 8 rows end at 128, 192 or 256 tokens padded to 64 (four shapes, 4.3-5.4 s of capture a run),
 # all at 256 padded to 256 (one length; the epoch's last, shorter batch made a second shape: 2.0-2.1 s on
-# the H200, reports/benchmarks/h200/session7.txt): the step is bound by the host, not by the padded tokens.
+# the H200, reports/benchmarks/h200/2026-12-01-overhead-cuts.txt): the step is bound by the host, not by the padded tokens.
 # That short batch (1,700 rows = 212 batches of 8 and one of 4) now runs eager: one step at the eager
 # ~0.3 s instead of a second capture for a shape met once an epoch (`full_rows`).
 PAD_MULTIPLE = 256
@@ -206,7 +206,7 @@ def _cache_kept() -> Generator[None]:
     """torch.cuda.graph empties the allocator's cache before every capture (two per layer: 60 for SmolLM2,
     per shape), so every capture gives back the blocks the warm-up just made and allocates them anew. The
     graphs are the same without it (empty_cache frees only unused cached blocks). Its own saving was not
-    measured apart: session 7's captures ran with it (before and after the padding change)."""
+    measured apart: the 2026-12-01 run (259c3ca)'s captures ran with it (before and after the padding change)."""
     # Only what this torch has (a CPU build lacks the host cache's function).
     kept = [
         (owner, name, getattr(owner, name))

@@ -10,13 +10,13 @@ same dot product over the same values.
 Used around a CPU's decoding (`harness.run.evaluate.answer_questions`, when the model decodes with eager
 attention): on the 2-core EPYC, 64 questions with Exp A's trained adapter, medians of 4 rounds alternated,
 1.077× (19.9 against 21.4 s) and, before the head's input was made contiguous, 1.047×; the same 64 answers
-each time (`benchmarks/bench_eval_lean_lora.py --switch grouped-attention`,
+each time (`dev/bench_eval_lean_lora.py --switch grouped-attention`,
 reports/benchmarks/cpu/bench_grouped_attention.txt). A small gain: most of a decode step is the products.
 Only for attention classes whose eager function is this very computation (`GROUPED_CLASSES`, Llama's,
 which SmolLM2 uses) and a mask shared by all heads; any other class (sliding windows, soft-capping, sinks)
 or mask keeps the module's own eager function. Not used in training: there the gradient of a key/value
 head would be summed over its group in another order than `repeat_kv`'s backward sums it, for a training
-step measured 1.035× (8 batches, per-batch ratios 0.965–1.101; `benchmarks/bench_answer_loss.py --switch
+step measured 1.035× (8 batches, per-batch ratios 0.965–1.101; `dev/bench_answer_loss.py --switch
 grouped-attention`, before that bench ran the run's autocast; output not kept).
 """
 

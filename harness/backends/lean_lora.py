@@ -6,7 +6,7 @@ autocast, so that cast (bf16 → fp32) is undone at once by autocast (fp32 → b
 and backward runs both casts again the other way; with `alpha = rank` (Exp A's 16/16) `scaling` is 1.0,
 a multiplication that launches a kernel forward and another backward. On the H200 elementwise kernels
 took ~11 of the ~28 ms of GPU time a graphed Exp A step had (torch.profiler,
-reports/benchmarks/h200/profile_graphs_session12.txt): 210 adapted projections, each with those passes.
+reports/benchmarks/h200/2026-12-02-profile-graphs.txt): 210 adapted projections, each with those passes.
 
 Here, for the training span and for an eval that decodes unmerged (a CPU's): the multiplication is
 skipped when `scaling` is exactly 1.0 (x * 1.0 is x, bit for bit, forward and backward), and the input
@@ -16,12 +16,12 @@ or disabled adapter, several active adapters, a LoRA variant (DoRA…), dropout,
 PEFT's own forward unchanged.
 
 Measured, each way alternated: on the H200 a graphed Exp A-shaped step (random weights) 35.4 / 35.6 ms with
-PEFT's forward, 30.9 / 32.0 ms with this one (`benchmarks/gpu/profile_step.py --mode lean-lora`,
-reports/benchmarks/h200/lean_lora_session12.txt); on the 2-core EPYC 1.019× (median of 16 per-batch ratios,
-`benchmarks/bench_answer_loss.py --switch lean-lora`, reports/benchmarks/cpu/bench_lean_lora.txt), and its
-unmerged eval 1.070× with the same answers (`benchmarks/bench_eval_lean_lora.py`, 64 questions). A whole
+PEFT's forward, 30.9 / 32.0 ms with this one (`dev/gpu/profile_step.py --mode lean-lora`,
+reports/benchmarks/h200/2026-12-02-lean-lora-step.txt); on the 2-core EPYC 1.019× (median of 16 per-batch ratios,
+`dev/bench_answer_loss.py --switch lean-lora`, reports/benchmarks/cpu/bench_lean_lora.txt), and its
+unmerged eval 1.070× with the same answers (`dev/bench_eval_lean_lora.py`, 64 questions). A whole
 Exp A seed with it on that CPU: the 300 losses (to the 5 decimals recorded) and the answers those of the
-seed without it (reports/benchmarks/cpu/seed-session13/). No whole Exp A seed has run with it on the H200.
+seed without it (reports/benchmarks/cpu/seed-2026-12-02-epyc-lean-lora/). No whole Exp A seed has run with it on the H200.
 """
 
 from __future__ import annotations

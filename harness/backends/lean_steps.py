@@ -4,11 +4,11 @@ Every optimizer step, transformers' Trainer (5.17) walks all of the model in Pyt
 in `training_step` (LoRA SmolLM2-135M has 2,499 modules), `num_parameters()` for its FLOP counter,
 `clip_grad_norm_(model.parameters())` and `model.zero_grad()` over all 692 parameters, of which only the
 420 LoRA weights can hold a gradient. On the 2-core EPYC, nothing else running, medians of 30 calls, three
-runs (`python benchmarks/bench_module_walks.py`, reports/benchmarks/cpu/bench_module_walks.txt): train()
+runs (`python dev/bench_module_walks.py`, reports/benchmarks/cpu/bench_module_walks.txt): train()
 5.4–5.7 ms, num_parameters() 4.2 ms, listing the parameters 2.4 ms, zero_grad() 3.5–3.6 ms — about 16 ms
-a step against a graphed H200 step of 45–60 ms before (reports/benchmarks/h200/session7.txt). On the H200
-(session 10, the same machine, before/after alternated) the 300 steps went 19.5–20.8 s → 11.1–11.6 s, this
-being the only change to the training loop between the two (reports/benchmarks/h200/session10.txt).
+a step against a graphed H200 step of 45–60 ms before (reports/benchmarks/h200/2026-12-01-overhead-cuts.txt). On the H200
+(the 2026-12-01 run (606e6e1), the same machine, before/after alternated) the 300 steps went 19.5–20.8 s → 11.1–11.6 s, this
+being the only change to the training loop between the two (reports/benchmarks/h200/2026-12-01-simplification.txt).
 
 Same math, fewer walks:
 - the FLOP counter's parameter count is taken once (the parameters do not change during training);

@@ -19,7 +19,7 @@ from harness.checks.isolation import model_device, no_dropout, untouched
 from harness.results import CheckVerdict
 
 # Single-token forwards through the cache. Each is a whole eager forward: on the H200 host about 0.12 s for
-# LoRA SmolLM2 (cache_parity took 2.26 s with 16 of them, session 7), so 16 cost most of the check. A layer
+# LoRA SmolLM2 (cache_parity took 2.26 s with 16 of them, the 2026-12-01 run (259c3ca)), so 16 cost most of the check. A layer
 # blind to K/V is wrong at every cached position, so 4 catch it as 16 did (tests/checks/test_checks_cache.py).
 MAX_INCREMENTAL_STEPS = 4
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from harness import catalog, settings
 from harness.config import DATA_ENV, Override, load_setup, read_config_file
+from harness.errors import UserError
 from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
 from harness.run.parent import RunOptions, summary_line
@@ -48,6 +50,7 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
     config_sets_data = isinstance(section, dict) and bool(section.get("source"))
     if (data := settings.DATA.get()) and not config_sets_data:
         overrides.append(("data.source", data))
+    set_fields = {text.partition("=")[0].strip() for text in args.overrides}
     for flag, field in (
         ("model", "model.source"),
         ("data", "data.source"),
@@ -56,8 +59,24 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
     ):
         value = getattr(args, flag)
         if value is not None:
+            if field in set_fields:
+                # Before issue 39 the `--set` won without a word: `--seed 1 --set recipe.seed=2` ran seed 2.
+                raise UserError(f"--{flag} {value} and --set {field}=… both set {field}; give it once")
             overrides.append((field, value))
     return overrides + args.overrides
+
+
+STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+
+
+def stack_name(text: str) -> str:
+    """--stack: a stack's name is a folder of the results (results/<stack>/…): `--stack ""` filed runs
+    under unknown/ before issue 39."""
+    if not STACK_NAME.match(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} cannot name a stack: give letters, digits and . _ + - (at most 100), such as cpu or cuda13"
+        )
+    return text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,6 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--stack",
         default=default_stack(),
+        type=stack_name,
         help="stack name recorded with the run (default: $LORABENCH_STACK or cpu)",
     )
     parser.add_argument(
@@ -94,6 +114,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.allow_noisy and not args.timed:
+        raise UserError(
+            "--allow-noisy overrules the guard of a timed run; add --timed, or leave --allow-noisy out"
+        )
     setup = load_setup(args.config, setup_overrides(args))
     options = RunOptions(
         results_dir=args.results,

@@ -7,7 +7,7 @@ The scan reads /proc/<pid>/stat by hand rather than through psutil.process_iter,
 sampler's dominant cost and the sampler must stay under 1% of a core: psutil took 2.03× the CPU (p10–p90
 1.86–2.38×; 2.75 vs 5.54 ms for 102 processes, 27 vs 54 µs a process; the 1% budget then holds up to ~370
 processes hand-written, ~180 with psutil, and a host seen through `pid: host` shows all of its processes).
-Measured with `python benchmarks/bench_libraries.py --repeats 31`, 31 interleaved repeats, 2-core x86_64
+Measured with `python dev/bench_libraries.py --repeats 31`, 31 interleaved repeats, 2-core x86_64
 VM shared by 5 jobs (reports/benchmarks/cpu/bench_libraries.txt). The offender's command line, read only
 when the check fails, comes from psutil.
 """

@@ -74,7 +74,9 @@ def setups_across(groups: Sequence[ReportGroup]) -> list[SetupAcross]:
                 key,
                 tuple(s.setup for s in sides),
                 tables.experiment_table(sides),
-                tables.comparison_tables(likeness.nearest_pairs(sides), likeness.HOST_AXIS, "host × stack"),
+                tables.comparison_tables(
+                    likeness.nearest_pairs(sides, likeness.HOST_AXIS), likeness.HOST_AXIS, "host × stack"
+                ),
             )
         )
     return out

@@ -12,7 +12,8 @@ claims read, each other is its own setup named by what it changed, e.g. `smollm2
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -209,13 +210,26 @@ def group_records(
     )
 
 
+def _readable_records(paths: Iterable[Path]) -> Iterator[tuple[Path, RunRecord]]:
+    """Each record under `paths`. A record named itself must read; one found in a folder that does not
+    (cut short, another program's) is skipped with a warning: before issue 39 one truncated sibling
+    made `lorabench report` refuse the whole folder."""
+    for given in paths:
+        for path in find_records([given]):
+            try:
+                yield path, load_record(path)
+            except UserError as exc:
+                if path == given:
+                    raise
+                print(f"lorabench: warning: skipped a record that cannot be read: {exc}", file=sys.stderr)
+
+
 def load_records(paths: Iterable[Path]) -> tuple[LoadedRecord, ...]:
     """The records under `paths`; one record found in several folders (two artifacts of one runner's
     results, or a results folder given twice) counts once: its first copy, by the order given."""
     seen: dict[tuple[str, str], RunRecord] = {}
     loaded = []
-    for path in find_records(paths):
-        record = load_record(path)
+    for path, record in _readable_records(paths):
         key = (record.run_id, record.fingerprint)
         if seen.get(key) == record:
             continue

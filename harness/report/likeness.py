@@ -3,20 +3,22 @@ report draws (setups of one experiment, an experiment against Exp A, one setup a
 `lorabench compare`, and the claims that compare two setups' memory or time).
 
 Like for like: the two sides share every setting but the compared axis (data by content, never by path:
-`harness.report.settings`) and every condition that biases a figure (timed under the guard or not, alone
+`harness.report.settings`), every allocator and runtime variable that changes a figure
+(`provenance.environment`, `harness.provenance.ENVIRONMENT`), and every condition that biases a figure (timed under the guard or not, alone
 or beside other runs, the lorabench commit: `harness.report.conditions`). A pair that is not is drawn
 only in a table labelled unlike, which names each difference; a claim that reads such a pair is not
-evaluable. Where a setup could be compared against several others, the reference is the one that
-differs in the fewest settings.
+evaluable. Where a setup could be compared against several others, the reference is the one that makes
+a like-for-like pair, else the one that differs in the fewest settings, then conditions (`closeness`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.report import settings
 from harness.report.groups import SetupRuns
+from harness.results import RunRecord
 
 COMMIT = "lorabench commit"
 # What the host decides when a setting says "auto" (the compared axis of a cross-host comparison).
@@ -51,22 +53,82 @@ def judge(first: SetupRuns, second: SetupRuns, axis: Collection[str] | None = No
     comparison is about (None: whichever one setting differs, when exactly one does)."""
     diffs = [d for d in settings.differences(first.records, second.records) if _key(d) != COMMIT]
     on_axis = (diffs if len(diffs) == 1 else []) if axis is None else [d for d in diffs if _key(d) in axis]
-    rest = [d for d in diffs if d not in on_axis]
+    rest = [d for d in diffs if d not in on_axis] + environment_differences(first.records, second.records)
     return Likeness(tuple(on_axis), tuple(rest), tuple(first.conditions.differences(second.conditions)))
 
 
 def distance(reference: SetupRuns, other: SetupRuns) -> int:
-    """Settings the two differ in (the commit not counted: it is a condition)."""
-    return sum(1 for d in settings.differences(reference.records, other.records) if _key(d) != COMMIT)
+    """Settings the two differ in, runtime environment included (the commit not counted: it is a condition)."""
+    diffs = settings.differences(reference.records, other.records)
+    return sum(1 for d in diffs if _key(d) != COMMIT) + len(
+        environment_differences(reference.records, other.records)
+    )
 
 
-def nearest_pairs(setups: Sequence[SetupRuns]) -> list[tuple[SetupRuns, SetupRuns]]:
-    """Each setup after the first against the earlier setup it differs from least (ties: the earlier one
-    in order), so every setup is compared once, against its closest reference."""
-    pairs = []
-    for i, setup in enumerate(setups[1:], start=1):
-        reference = min(setups[:i], key=lambda candidate: distance(candidate, setup))
-        pairs.append((reference, setup))
+# --- the runtime environment (provenance.environment, harness.provenance.ENVIRONMENT) ---------------------
+
+ENVIRONMENT = "environment"
+NOT_RECORDED = "not recorded"
+UNSET = "unset"
+
+
+def _environment(record: RunRecord) -> Mapping[str, str] | None:
+    environment = record.provenance.get("environment")
+    return environment if isinstance(environment, Mapping) else None
+
+
+def _environment_values(records: Sequence[RunRecord], name: str) -> list[str]:
+    found = [_environment(r) for r in records]
+    return list(dict.fromkeys(NOT_RECORDED if e is None else str(e.get(name, UNSET)) for e in found))
+
+
+def environment_differences(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> list[str]:
+    """`environment NAME: a's vs b's` for every allocator or runtime variable set in a run on either side
+    whose values differ (a side's runs that stopped early left out when others ran, as for settings). A run
+    made before the environment was recorded reads "not recorded": unlike a side where the variable was
+    set, since what it had is not known; two sides that both predate it have nothing to compare."""
+    a, b = [r for r in a if r.status == "ok"] or list(a), [r for r in b if r.status == "ok"] or list(b)
+    names = sorted({name for r in (*a, *b) for name in _environment(r) or {}})
+    out = []
+    for name in names:
+        left, right = _environment_values(a, name), _environment_values(b, name)
+        if set(left) != set(right):
+            out.append(f"{ENVIRONMENT} {name}: {' / '.join(left)} vs {' / '.join(right)}")
+    return out
+
+
+# A pair whose setups differ in no recorded setting compares what the records do not hold (an environment
+# variable, a change the setup file does not show): never like for like.
+NOTHING_RECORDED = "no recorded setting differs (what the two setups change is not in the records)"
+
+
+def is_comparable(judged: Likeness, axis: Collection[str] | None) -> bool:
+    """Like for like and about something recorded: a setting on the axis, or the axis itself (a host)."""
+    return judged.is_like and (axis is not None or bool(judged.axis))
+
+
+def closeness(reference: SetupRuns, other: SetupRuns, axis: Collection[str] | None = None) -> tuple[int, ...]:
+    """How good a reference `reference` is for `other`, best first: a like-for-like pair, then fewer
+    differing settings, then fewer differing conditions (the same commit before another commit's run)."""
+    judged = judge(other, reference, axis)
+    return (0 if is_comparable(judged, axis) else 1, distance(reference, other), len(judged.conditions))
+
+
+def nearest_pairs(
+    setups: Sequence[SetupRuns], axis: Collection[str] | None = None
+) -> list[tuple[SetupRuns, SetupRuns]]:
+    """Each setup against the other setup that is its best reference (`closeness`; ties: the earlier in
+    order), each pair drawn once. The first setup looks last, so a pair of two reads "second vs first"."""
+    pairs: list[tuple[SetupRuns, SetupRuns]] = []
+    drawn: set[frozenset[int]] = set()
+    if len(setups) < 2:
+        return pairs
+    for i in [*range(1, len(setups)), 0]:
+        others = [j for j in range(len(setups)) if j != i]
+        j = min(others, key=lambda k: (closeness(setups[k], setups[i], axis), k))
+        if frozenset((i, j)) not in drawn:
+            drawn.add(frozenset((i, j)))
+            pairs.append((setups[j], setups[i]))
     return pairs
 
 

@@ -1,5 +1,6 @@
 """The machine-readable outputs of `lorabench report --json` and `lorabench compare --json`, as pydantic
-models, and their published JSON Schemas (`harness/report/schemas/*.json`, with the run record's).
+models, and their published JSON Schemas (`harness/report/schemas/*.json`; the run record's are
+harness/record_schema.py's).
 
 `--json` means the same in every command: the output on stdout, as JSON, instead of the human text.
 Paths in them are relative or cut to their last part (`harness.report.settings.public`), as in reports.
@@ -15,14 +16,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness import catalog, stats
+from harness import stats
 from harness.report import tables
 from harness.report.claim_table import ClaimResult
 from harness.report.conditions import Conditions, conditions
 from harness.report.groups import ReportGroup, SetupRuns
 from harness.report.scorecard import ReportSummary
 from harness.report.settings import public
-from harness.results import RunRecord
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 REPORT_FORMAT = "lorabench-report/1"
@@ -144,25 +144,12 @@ class CompareOut(Output):
     exit_status: int
 
 
-PUBLISHED: dict[str, type[BaseModel]] = {"record": RunRecord, "report": ReportOut, "compare": CompareOut}
-
-
-def with_task_metrics(schema: dict[str, Any]) -> dict[str, Any]:
-    """The record's schema with its scores as one of the tasks' metrics models: the record validates them
-    with the model of its setup's task (harness/tasks/<name>/metrics.py), which a schema cannot look up."""
-    models = [catalog.metrics_model(name) for name in catalog.task_names()]
-    defs = {**schema["$defs"], **{m.__name__: m.model_json_schema(mode="serialization") for m in models}}
-    defs["Metrics"] = {
-        "description": "Scores on the test split: the metrics model of the record's task (setup.task).",
-        "anyOf": [{"$ref": f"#/$defs/{m.__name__}"} for m in models],
-    }
-    return {**schema, "$defs": defs}
+# The run record's schemas, one per format, are harness/record_schema.py's.
+PUBLISHED: dict[str, type[BaseModel]] = {"report": ReportOut, "compare": CompareOut}
 
 
 def schema_text(model: type[BaseModel]) -> str:
     schema = model.model_json_schema(mode="serialization")
-    if model is RunRecord:
-        schema = with_task_metrics(schema)
     return json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
 
 

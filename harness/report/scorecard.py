@@ -45,14 +45,17 @@ def report_dir(out_dir: Path, host: str, stack: str) -> Path:
     return out_dir / slug(host) / slug(stack)
 
 
-def _claims_part(claims: Sequence[ClaimResult] | None) -> tuple[str, str]:
-    """(head word, claims part) of the verdict: a failed claim is never green, nor one left unjudged."""
+def _claims_part(claims: Sequence[ClaimResult] | None, total: int | None) -> tuple[str, str]:
+    """(head word, claims part) of the verdict: a failed claim is never green, nor one left unjudged. The
+    part says how many of the suite's `total` claims were judged (passed or failed), so a PASS on 2 of
+    24 does not read as the whole suite's."""
     if claims is None:
         return "INCOMPLETE", "claims not judged (the suite's setup files were not found)"
     if not claims:
-        return "NO CLAIMS", "no setup of the suite ran here"
+        return "NO CLAIMS", f"0 of {total or 0} claims judged: no setup of the suite ran here"
     counts = claim_counts(claims)
-    words = f"{len(claims)} claims: " + ", ".join(
+    judged = counts["pass"] + counts["fail"]
+    words = f"{judged} of {total or len(claims)} claims judged: " + ", ".join(
         f"{counts[s]} {s}" for s in ("fail", "not evaluable", "pass") if counts[s]
     )
     head = "FAIL" if counts["fail"] else "INCOMPLETE" if counts["not evaluable"] else "PASS"
@@ -72,7 +75,10 @@ def _checks_part(group: ReportGroup) -> str:
 
 
 def verdict_line(
-    group: ReportGroup, assessments: tuple[Assessment, ...], claims: Sequence[ClaimResult] | None
+    group: ReportGroup,
+    assessments: tuple[Assessment, ...],
+    claims: Sequence[ClaimResult] | None,
+    total: int | None = None,
 ) -> str:
     """Claims first: FAIL when one fails or a finding was caught; INCOMPLETE when a claim is not evaluable
     or a check errored; PASS only when every claim passed and nothing else was left open."""
@@ -81,7 +87,7 @@ def verdict_line(
     others = ", ".join(f"{counts[s]} {s}" for s in STATUS_WORDS if counts.get(s))
     caught = sum(1 for a in assessments if a.result.status == "caught")
     check_errors = sum(1 for r in group.records for v in r.checks.values() if v.verdict == "error")
-    head, claims_text = _claims_part(claims)
+    head, claims_text = _claims_part(claims, total)
     if caught:
         head = "FAIL"
     elif check_errors and head == "PASS":
@@ -120,7 +126,7 @@ def _against_reference(
     group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]
 ) -> tables.Comparisons:
     """This experiment's setups, each against the Exp A setup of the same model and task on this host and
-    stack that differs from it least (likeness.nearest_pairs' rule)."""
+    stack that is its best reference (likeness.closeness)."""
     if experiment == REFERENCE_EXPERIMENT:
         return tables.Comparisons(None, None)
     pairs = []
@@ -129,7 +135,7 @@ def _against_reference(
             r for r in group.setups(REFERENCE_EXPERIMENT) if _model_and_task(s) == _model_and_task(r)
         ]
         if candidates:
-            pairs.append((min(candidates, key=lambda r: likeness.distance(r, s)), s))
+            pairs.append((min(candidates, key=lambda r: likeness.closeness(r, s)), s))
     return tables.comparison_tables(pairs)
 
 
@@ -188,7 +194,8 @@ def render_scorecard(
     assessments = assess_findings(group.records)
     made_images: list[Path] = []
     claims = evaluate_claims(group, catalogue)
-    verdict = verdict_line(group, assessments, claims)
+    total = None if catalogue is None else len(catalogue.claims)
+    verdict = verdict_line(group, assessments, claims, total)
     context = {
         "claims": None
         if claims is None
@@ -227,7 +234,7 @@ def render_scorecard(
         f"{slug(group.host)}/{slug(group.stack)}/scorecard.md",
         platform_of(group.records),
         None if claims is None else sum(1 for c in claims if c.status != "not evaluable"),
-        None if catalogue is None else len(catalogue.claims),
+        total,
     )
     (target / SUMMARY_FILE).write_text(
         json.dumps(asdict(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"

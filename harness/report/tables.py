@@ -72,7 +72,7 @@ def train_seconds(r: RunRecord) -> float | None:
 
 
 def step_seconds(r: RunRecord) -> float | None:
-    """Steady seconds per step (records made before 2026-11-30's session 3 lack it)."""
+    """Steady seconds per step (records made before the 2026-11-30 run (93beaf1) lack it)."""
     return r.train.step_s if r.train else None
 
 
@@ -293,10 +293,14 @@ def comparison_tables(
         judged = likeness.judge(s, ref, axis)
         name = f"{s.setup} vs {ref.setup}"
         compared = "; ".join(([axis_label] if axis_label else []) + list(judged.axis)) or NONE
-        if judged.is_like:
+        if likeness.is_comparable(judged, axis):
             like_rows.append([name, compared, *_pair_cells(ref, s)])
         else:
-            unlike_rows.append([name, compared, "; ".join(judged.differences), *_pair_cells(ref, s)])
+            nothing = (
+                [] if judged.axis or judged.settings or axis is not None else [likeness.NOTHING_RECORDED]
+            )
+            also = "; ".join([*nothing, *judged.differences])
+            unlike_rows.append([name, compared, also, *_pair_cells(ref, s)])
     tail = [
         "speedup (train time, 95% bootstrap)",
         "speedup (steady step)",

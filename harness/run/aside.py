@@ -3,7 +3,7 @@
 Scoring the untrained model's answers needs nothing that training makes, yet it held up every run before
 its first step: on the lent H200 the baseline_score phase took 1.3-1.5 s of a 33 s Exp A seed alone, and
 1.9-2.0 s with three seeds at once (the SQL task executes every answer in SQLite several times;
-reports/benchmarks/h200/logs-session10/lease3/final_breakdown.txt). Here it goes to one worker process,
+reports/benchmarks/h200/logs-2026-12-01-simplification/lease3/final_breakdown.txt). Here it goes to one worker process,
 started when the answers are ready, and the run collects it after training (the collection's wait is
 the baseline_score phase). The final scoring goes to the same worker, so a task that remembers the
 scores it computed (the SQL task does) does not score the baseline's answers a second time.

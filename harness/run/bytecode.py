@@ -2,7 +2,7 @@
 
 Python images often set PYTHONDONTWRITEBYTECODE=1; the lent H200 machine's does, and its torch has no
 `__pycache__`: every process there compiles every module it imports from source. Measured on that machine
-(session 10, `import torch, transformers, peft` in a fresh process, n = 2 each): 14.4 and 12.1 s as the
+(the 2026-12-01 run (606e6e1), `import torch, transformers, peft` in a fresh process, n = 2 each): 14.4 and 12.1 s as the
 machine is set; with the bytecode cached under a prefix, 22.6 s the first time (compiling and writing 96 MB)
 and 8.0 s after. Under cProfile one Exp A seed run in one process (`--inline`) compiled 2,117 modules from
 source: 7.9 s of `compile`.

@@ -5,7 +5,7 @@ transformers and TRL each build that map when they are imported
 trl/import_utils.py). The call opens the metadata of every installed distribution, and the RECORD file of
 each that ships no top_level.txt (the nvidia-*, jax and torch wheels among them): on the lent H200
 machine's image (about 200 distributions, gVisor's file system) two calls took 5.1 s of one Exp A seed
-under cProfile (session 10, reports/benchmarks/h200/logs-session10/lease1/profile_inline_exp_a_3407.txt);
+under cProfile (the 2026-12-01 run (606e6e1), reports/benchmarks/h200/logs-2026-12-01-simplification/lease1/profile_inline_exp_a_3407.txt);
 here, 79 distributions, about 0.2 s a call.
 
 So the trainer child answers that call from a file under lorabench's cache, written the first time and

@@ -106,7 +106,7 @@ def adapter_merged(model: Any, enabled: bool) -> Generator[None]:
     decode step of a 135M model is bound by kernel launches, folding them in is faster (H200, 300
     questions: 3.5 s against 4.5 s, medians of two).
     The sums differ in rounding only; how often that changes an answer is measured, not assumed
-    (benchmarks/bench_eval.py). Unfolding leaves the base weights equal up to rounding only, so a run
+    (dev/bench_eval.py). Unfolding leaves the base weights equal up to rounding only, so a run
     merges after it has saved the adapter and uses the model no further. Never for a quantized base:
     merging would re-quantize its weights."""
     if not enabled or not hasattr(model, "merge_adapter"):
@@ -267,9 +267,9 @@ def contiguous_head_input(model: Any) -> Generator[None]:
     into one product: why the two differ is not known. Contiguous, every case is one product: 64 questions
     with Exp A's trained adapter decoded 1.351× faster, the same answers
     (reports/benchmarks/cpu/bench_eval_contiguous_head.txt), and a whole seed's eval took 109.8 s against
-    140.9 s with identical predictions (reports/benchmarks/cpu/seed-session14/). In fp32 the two products
+    140.9 s with identical predictions (reports/benchmarks/cpu/seed-2026-12-02-epyc-bf16-autocast/). In fp32 the two products
     differ in the last bits, so an fp32 head is left as it was. On an H200 the strided input costs ~8 ms and
-    no copy (reports/benchmarks/h200/head_input_session14.txt); this runs in the CPU's decode only."""
+    no copy (reports/benchmarks/h200/2026-12-02-head-input.txt); this runs in the CPU's decode only."""
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if head is None or getattr(head, "weight", None) is None or head.weight.dtype == torch.float32:
         yield

@@ -42,7 +42,7 @@ def check_inputs(setup: SetupConfig, results_dir: Path, min_free_bytes: int | No
     check_writable_dir(
         cache_dir(), "$LORABENCH_CACHE", "set LORABENCH_CACHE to a folder you may write, or unset it"
     )
-    check_writable_dir(lock_dir(), "$LORABENCH_LOCK_DIR", "set LORABENCH_LOCK_DIR to a folder, or unset it")
+    check_lock_dir(lock_dir())
     check_gpu_devices(setup)
     check_host_can_run(setup)
     check_model_source(setup.model)
@@ -54,6 +54,31 @@ def check_inputs(setup: SetupConfig, results_dir: Path, min_free_bytes: int | No
         # no test question is also a training row.
         split = task.load_split(setup.data)
         check_row_sizes(split, setup)
+        check_train_rows(split, setup)
+
+
+MIN_TRAIN_ROWS = 2
+
+
+def check_train_rows(split: Split, setup: SetupConfig) -> None:
+    """A run on one training row (or none) trains nothing worth a record: refused, not run (issue 39)."""
+    if len(split.train) < MIN_TRAIN_ROWS:
+        raise UserError(
+            f"data.source: {split.source} leaves {len(split.train)} training row(s) once data.test_size = "
+            f"{setup.data.test_size} rows are held out; a run needs at least {MIN_TRAIN_ROWS}: give more rows "
+            "or lower data.test_size"
+        )
+
+
+def check_lock_dir(folder: Path) -> None:
+    """$LORABENCH_LOCK_DIR is made if missing, but only inside a folder that exists: a typo must not
+    create `/nonexistent/locks` (it did before issue 39), and locks in a folder no other run uses lock nothing."""
+    fix = "set LORABENCH_LOCK_DIR to a folder, or unset it"
+    if settings.LOCK_DIR.get() is not None and not folder.exists() and not folder.absolute().parent.is_dir():
+        raise UserError(
+            f"$LORABENCH_LOCK_DIR: {folder} does not exist and neither does its parent {folder.absolute().parent}; {fix}"
+        )
+    check_writable_dir(folder, "$LORABENCH_LOCK_DIR", fix)
 
 
 def check_gpu_devices(setup: SetupConfig) -> None:
@@ -220,7 +245,11 @@ def check_token_lengths(
 
 
 def check_model_inputs(
-    setup: SetupConfig, model_path: Path | str, train: Sequence[Example], test: Sequence[Example]
+    setup: SetupConfig,
+    model_path: Path | str,
+    gguf_file: str | None,
+    train: Sequence[Example],
+    test: Sequence[Example],
 ) -> None:
     """In the trainer, before any weight loads: what only the model's own files can tell. LoRA's
     targets matched against the module names of the model built on the meta device (by PEFT's own
@@ -230,7 +259,8 @@ def check_model_inputs(
 
     from harness.inspect import build_on_meta, is_wrappable, target_matcher
 
-    config = AutoConfig.from_pretrained(str(model_path))
+    from_gguf = {"gguf_file": gguf_file} if gguf_file else {}  # the GGUF's metadata, nothing dequantized
+    config = AutoConfig.from_pretrained(str(model_path), **from_gguf)
     width = getattr(config, "hidden_size", None) or getattr(
         getattr(config, "text_config", None), "hidden_size", None
     )
@@ -241,7 +271,7 @@ def check_model_inputs(
         )
     if setup.backend == "hf":  # Unsloth picks its own modules from the names it is given
         check_lora_targets(setup, build_on_meta(config), target_matcher(setup.lora.targets), is_wrappable)
-    tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+    tokenizer = AutoTokenizer.from_pretrained(str(model_path), **from_gguf)
     check_token_lengths(tokenizer, train, test, setup.recipe.max_length)
 
 
@@ -275,6 +305,14 @@ def check_lora_targets(setup: SetupConfig, model: Any, matches: Any, is_wrappabl
             f"lora.targets: {targets!r} matches {first} ({unwrappable[0]}), a module LoRA cannot adapt; "
             "target linear layers only (`lorabench inspect MODEL` lists them)"
         )
+    if not isinstance(targets, str):
+        # PEFT adapts what matches and says nothing of the rest: `[q_proj, nope_proj]` trained q_proj only.
+        unmatched = [t for t in targets if not any(name_ends(name, t) for name, _ in hits)]
+        if unmatched:
+            raise InputRefused(
+                f"lora.targets: {', '.join(map(repr, unmatched))} of {targets!r} match no module of "
+                f"{setup.model.source}; remove them or fix their names (`lorabench inspect MODEL` lists them)"
+            )
 
 
 def name_ends(name: str, suffix: str) -> bool:

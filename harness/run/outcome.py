@@ -1,4 +1,4 @@
-"""What crosses the process boundary of a run: the `Job` the parent hands the trainer child, the
+"""What crosses the process boundary of a run besides the `RunPlan` the parent hands the trainer child (plan.py): the
 `Outcome` it reports (the record's own models, filled as phases complete, written as `outcome.json`),
 and `Events`, the journal of phases with wall-clock stamps (`events.jsonl`; the guard's sampler reads
 the timed window from it). Plain data: importing this module loads no torch.

@@ -25,7 +25,8 @@ from harness.checks import DivergenceObserver, SmokeObserver, check_adapter_weig
 from harness.config import SetupConfig
 from harness.errors import RunStopped, UserError
 from harness.gpu.facts import visible_gpu_count
-from harness.models import resolve_model
+from harness.gpu.peak import start_training_window
+from harness.models import model_files, resolve_model
 from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
 from harness.run.adapter import AdapterSource, eval_adapter_source, save_adapter
 from harness.run.aside import Aside, scoring_aside
@@ -112,6 +113,9 @@ def run_phases(plan: RunPlan, outcome: Outcome, events: Events, progress: Progre
         with rng_untouched(runtime.device):
             loaded, load_window = load_model(run, split, test)
             baseline = score_baseline(run, task, loaded, split, test, aside)
+        # The GPU's peak so far is load's and baseline eval's: read apart, so that training's is its own.
+        if (before := start_training_window(runtime.device)) is not None:
+            outcome.memory = MemoryStats(device=runtime.device, before_training_peak_vram_bytes=before)
         # 5–8. Train, or (eval.adapter) put a trained adapter onto this base and train nothing. The
         # baseline's scores land in the outcome also when training stops the run.
         source = eval_adapter_source(setup)
@@ -167,10 +171,10 @@ def load_model(run: RecipeRun, split: Split, test: Sequence[Example]) -> tuple[L
     staggered = staggered_load() if setup.gpus > 1 else contextlib.nullcontext()
     with phase(outcome, "load"), run.events.span("load"), staggered:
         load_started = time.time()  # wall clock, comparable across ranks; inside the lock
+        # Before any weight loads (a GGUF not yet dequantized either): LoRA's targets and rank against the
+        # model, every row against max_length in its tokens (a refusal ends the run as an input error: no record).
+        check_model_inputs(setup, *model_files(setup.model), split.train, test)
         resolved = resolve_model(setup.model)
-        # Before any weight loads: LoRA's targets and rank against the model, every row against
-        # max_length in its tokens (a refusal ends the run as an input error: no record).
-        check_model_inputs(setup, resolved.path, split.train, test)
         model, tokenizer = run.backend.load(setup, resolved.path, runtime)
         load_window = (load_started, time.time())
     outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
@@ -313,7 +317,7 @@ def evaluate(
         )
         atomic.write_lines(run.work_dir / "predictions.jsonl", rows)
         if attached:
-            outcome.memory = memory_stats(run.runtime)
+            outcome.memory = memory_stats(run.runtime, outcome.memory)
         # Scored and kept first: the record shows the empty answers it was judged on.
         answered = check_answers(answers, base_answers) if setup.checks.divergence.enabled else None
     if answered is not None:
@@ -364,7 +368,7 @@ def _after_training(
         outcome.add_timings(preflight_s=trained.preflight_s)
     outcome.add_timings(train_s=round(trained.train_s, 2))
     outcome.train = train_stats(trained, runtime, setup)
-    outcome.memory = memory_stats(runtime)
+    outcome.memory = memory_stats(runtime, outcome.memory)
     outcome.add_checks(trained.checks)
     if smoke:
         outcome.add_checks({"smoke": smoke.final_verdict()})
@@ -456,8 +460,9 @@ def device_facts(runtime: Runtime) -> tuple[int | None, str]:
     return int(torch.cuda.max_memory_allocated()), f"cuda:{index} {torch.cuda.get_device_name(index)}{where}"
 
 
-def memory_stats(runtime: Runtime) -> MemoryStats:
-    """Peak VRAM of this process's GPU; under DDP every rank's, gathered (memory per card)."""
+def memory_stats(runtime: Runtime, before: MemoryStats | None = None) -> MemoryStats:
+    """Peak VRAM of this process's GPU since training started (`before`: what was read then); under DDP
+    every rank's, gathered (memory per card)."""
     import torch
 
     if runtime.device != "cuda":
@@ -465,5 +470,8 @@ def memory_stats(runtime: Runtime) -> MemoryStats:
     peak = int(torch.cuda.max_memory_allocated())
     peaks = gathered(peak)
     return MemoryStats(
-        device=runtime.device, peak_vram_bytes=peak, peak_vram_per_gpu_bytes=peaks if len(peaks) > 1 else None
+        device=runtime.device,
+        peak_vram_bytes=peak,
+        peak_vram_per_gpu_bytes=peaks if len(peaks) > 1 else None,
+        before_training_peak_vram_bytes=before.before_training_peak_vram_bytes if before else None,
     )

@@ -4,7 +4,7 @@ This machine has no CUDA, so no graph is captured here: the capture is handed a 
 the layers' positional calls as they are. What these tests hold is everything around the graph:
 arguments flattened into tensors and rebuilt into the layer's keywords (any slip changes the loss or
 the gradients), one capture per batch shape, eager for eval and no-grad calls, the layers put back.
-That a captured graph replays the same numbers is shown on the H200 (benchmarks/gpu/profile_step.py
+That a captured graph replays the same numbers is shown on the H200 (dev/gpu/profile_step.py
 --mode graphs)."""
 
 from __future__ import annotations

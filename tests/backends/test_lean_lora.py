@@ -109,7 +109,7 @@ def test_eval_decodes_the_same_answers_through_the_lean_forward(tiny_model_dir: 
 
 
 def test_the_training_spans_a_benchmark_enters_are_the_runs(tiny_model_dir: Path) -> None:
-    # benchmarks/profile_cpu_step.py steps a trainer itself inside hf.training_spans: it must time the lean
+    # dev/profile_cpu_step.py steps a trainer itself inside hf.training_spans: it must time the lean
     # forward the run's steps take, and leave PEFT's forward behind it.
     from types import SimpleNamespace
 

@@ -65,7 +65,7 @@ def test_bench_refuses_before_pytest_when_the_doctor_blocks(tmp_path: Path) -> N
 
 def test_an_unpinned_environment_named_in_lorabench_stack_is_checked_not_refused(tmp_path: Path) -> None:
     # A maintainer's own venv or a lent machine's image, named through $LORABENCH_STACK (as
-    # benchmarks/gpu/env.sh does with h200-image): the doctor says there is no lockfile and goes on.
+    # dev/gpu/env.sh does with h200-image): the doctor says there is no lockfile and goes on.
     done = lorabench("doctor", "--no-guard", "--results", str(tmp_path), env={"LORABENCH_STACK": "my-venv"})
     assert "unknown stack" not in done.stderr
     assert "my-venv: an unpinned environment, no lockfile to compare against" in done.stdout

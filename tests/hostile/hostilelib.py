@@ -2,8 +2,10 @@
 judge of one answer.
 
 A case is clean when the CLI exits with the expected status (2: a user mistake or an environment
-fault), prints no traceback, names the thing in at most three lines from `error:` on, answers within
-`FAST_S` (no retry loops, nothing loaded), and — for `run` — started nothing: no record, no work folder.
+fault), prints no traceback, names the thing in at most three lines from `error:` on, loaded no model's
+weights (a spy, `spy/sitecustomize.py`, in every process of the case notes any `from_pretrained` of a model
+or GGUF dequantization: issue 39 asks for the proof, not a time), and — for `run` — started nothing: no
+record, no work folder.
 `HOSTILE_CODE_ROOT` points the subprocesses at another checkout (how "before" was measured: the same
 table against the old code).
 """
@@ -15,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CODE_ROOT = Path(os.environ.get("HOSTILE_CODE_ROOT") or REPO)
-FAST_S = 30.0
+SPY = Path(__file__).resolve().parent / "spy"
 
 # A file's content: bytes, text, or built from the test's context (paths of the fixtures).
 Content = bytes | str | Callable[[dict[str, str]], bytes | str]
@@ -39,10 +40,6 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     code: int = 2
     mount: str | None = None  # at {tmp}/mnt: "full" (a tmpfs with no room), "small" (1 MiB) or "read-only"
-    # Answered by the trainer's own input check, before any weight loads (LoRA targets against the module
-    # tree on the meta device, rank against the config, rows in tokens): a torch import away, which took
-    # 7 s of CPU but up to 35 s of wall clock on the 2-core machine shared with other jobs.
-    limit_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -50,7 +47,7 @@ class Answer:
     returncode: int
     stdout: str
     stderr: str
-    seconds: float
+    loaded: list[str]  # the weight loads the spy saw, "pid what" each
 
 
 def sql_row(i: int, question: str | None = None) -> dict[str, str]:
@@ -67,19 +64,22 @@ def jsonl(rows: list[object]) -> str:
 
 def run_cli(argv: list[str], cwd: Path, env: dict[str, str]) -> Answer:
     full_env = {k: v for k, v in os.environ.items() if k not in ("LORABENCH_DATA", "PYTEST_XDIST_WORKER")}
+    spied = cwd / "spy.log"
     full_env.update({
-        "PYTHONPATH": str(CODE_ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-        "LORABENCH_CACHE": str(cwd / "cache"), "LORABENCH_LOCK_DIR": str(cwd / "locks"), **env,
+        "PYTHONPATH": f"{SPY}{os.pathsep}{CODE_ROOT}", "HOSTILE_SPY_FILE": str(spied), "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1", "LORABENCH_CACHE": str(cwd / "cache"), "LORABENCH_LOCK_DIR": str(cwd / "locks"),
+        **env,
     })  # fmt: skip
-    started = time.monotonic()
     try:
         done = subprocess.run(
             [sys.executable, "-m", "harness.cli", *argv], cwd=cwd, env=full_env, capture_output=True, text=True,
-            timeout=300,
+            timeout=600,
         )  # fmt: skip
-    except subprocess.TimeoutExpired as exc:
-        return Answer(-1, str(exc.stdout or ""), f"timed out after 300 s\n{exc.stderr or ''}", 300.0)
-    return Answer(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+        answer = (done.returncode, done.stdout, done.stderr)
+    except subprocess.TimeoutExpired as exc:  # a hang: no answer at all
+        answer = (-1, str(exc.stdout or ""), f"no answer within 600 s\n{exc.stderr or ''}")
+    loaded = spied.read_text().splitlines() if spied.is_file() else []
+    return Answer(*answer, loaded)
 
 
 def judge(case: Case, answer: Answer, results: Path) -> list[str]:
@@ -95,13 +95,19 @@ def judge(case: Case, answer: Answer, results: Path) -> list[str]:
     start = answer.stderr.find("error:")
     if start < 0 or len(answer.stderr[start:].strip().splitlines()) > 3:
         problems.append("not a short error (at most 3 lines from 'error:')")
-    if answer.seconds > max(FAST_S, case.limit_s):
-        problems.append(f"took {answer.seconds:.0f} s")
+    if answer.loaded:
+        problems.append(f"the model's weights were loaded first ({answer.loaded[0]})")
     if case.argv[0] == "run":
         records = [p for p in results.rglob("seed-*.json")] if results.is_dir() else []
-        work = [p for p in results.rglob("*") if ".work" in p.parts or ".lorabench-probe" in p.name] if results.is_dir() else []
+        work = (
+            [p for p in results.rglob("*") if ".work" in p.parts or ".lorabench-probe" in p.name]
+            if results.is_dir()
+            else []
+        )
         if records:
-            problems.append(f"a run started: record {records[0].name} ({json.loads(records[0].read_text())['status']})")
+            problems.append(
+                f"a run started: record {records[0].name} ({json.loads(records[0].read_text())['status']})"
+            )
         if work:
             problems.append(f"something was left: {work[0].relative_to(results)}")
     return problems

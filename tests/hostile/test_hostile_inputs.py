@@ -20,15 +20,18 @@ RUN = (
     "--set", "checks.smoke.enabled=false",
 )  # fmt: skip
 WITH_DATA = (*RUN, "--data", "{data}")
-TRAINER_S = 120.0  # see hostilelib.Case.limit_s
+# Without `--steps 2`, for cases that set recipe.steps with --set (both at once is refused, issue 39).
+STEPS_FREE = tuple(
+    part for i, part in enumerate(WITH_DATA) if "--steps" not in WITH_DATA[max(i - 1, 0) : i + 1]
+)
 
 
 def run_with(*extra: str) -> tuple[str, ...]:
     return (*WITH_DATA, *extra)
 
 
-def data_case(kind: str, file: str, content: object, expect: str, *extra: str, limit_s: float = 30.0) -> Case:
-    return Case(kind, (*RUN, "--data", "{tmp}/" + file, *extra), expect, files={file: content}, limit_s=limit_s)
+def data_case(kind: str, file: str, content: object, expect: str, *extra: str) -> Case:
+    return Case(kind, (*RUN, "--data", "{tmp}/" + file, *extra), expect, files={file: content})
 
 
 def rows(n: int = 60) -> str:
@@ -50,7 +53,9 @@ def record(**fields: object) -> str:
 
 ADAPTER_WITHOUT_WEIGHTS = {
     "adapter/adapter_config.json": '{"peft_type": "LORA", "r": 8}',
-    "adapter/lorabench.json": lambda ctx: json.dumps({"base_model": ctx["model"], "precision": "fp32", "setup": {"model": {"source": ctx["model"]}}}),
+    "adapter/lorabench.json": lambda ctx: json.dumps(
+        {"base_model": ctx["model"], "precision": "fp32", "setup": {"model": {"source": ctx["model"]}}}
+    ),
 }
 
 # fmt: off
@@ -158,18 +163,18 @@ CASES = [
     Case("stacks: unknown stack", ("stacks", "verify", "nosuch"), "unknown stack"),
     # Issue 29: each of these loaded the model, then ended `failed` (exit 1) after 6-40 s, or ran until
     # killed, or was an internal error; now refused before any weight loads, exit 2, no record.
-    Case("lora.targets naming no module", run_with("--set", "lora.targets=[nosuch_proj]"), "lora.targets", limit_s=TRAINER_S),
+    Case("lora.targets naming no module", run_with("--set", "lora.targets=[nosuch_proj]"), "lora.targets"),
     Case("lora.targets a bad regex", run_with("--set", "lora.targets=(q"), "lora.targets"),
-    Case("lora.targets a string for a list", run_with("--set", "lora.targets=q_proj"), "write a list", limit_s=TRAINER_S),
-    Case("lora.targets a norm layer", run_with("--set", "lora.targets=[input_layernorm]"), "cannot adapt", limit_s=TRAINER_S),
+    Case("lora.targets a string for a list", run_with("--set", "lora.targets=q_proj"), "write a list"),
+    Case("lora.targets a norm layer", run_with("--set", "lora.targets=[input_layernorm]"), "cannot adapt"),
     Case("lora.targets a number", run_with("--set", "lora.targets=[1]"), "lora.targets"),
-    Case("lora.rank above the hidden size", run_with("--set", "lora.rank=4096"), "lora.rank", limit_s=TRAINER_S),
-    Case("recipe.max_length 9", run_with("--set", "recipe.max_length=9"), "recipe.max_length", limit_s=TRAINER_S),
+    Case("lora.rank above the hidden size", run_with("--set", "lora.rank=4096"), "lora.rank"),
+    Case("recipe.max_length 9", run_with("--set", "recipe.max_length=9"), "recipe.max_length"),
     Case("recipe.max_length a billion", run_with("--set", "recipe.max_length=1000000000"), "recipe.max_length"),
     Case("recipe.batch_size 100000000", run_with("--set", "recipe.batch_size=100000000"), "recipe.batch_size"),
     Case("recipe.grad_accum a billion", run_with("--set", "recipe.grad_accum=1000000000"), "recipe.grad_accum"),
-    Case("recipe.steps 2**64", run_with("--set", "recipe.steps=18446744073709551616"), "recipe.steps"),
-    Case("recipe.steps true", run_with("--set", "recipe.steps=true"), "recipe.steps"),
+    Case("recipe.steps 2**64", (*STEPS_FREE, "--set", "recipe.steps=18446744073709551616"), "recipe.steps"),
+    Case("recipe.steps true", (*STEPS_FREE, "--set", "recipe.steps=true"), "recipe.steps"),
     Case("recipe.seed true", run_with("--set", "recipe.seed=true"), "recipe.seed"),
     Case("lora.dropout true", run_with("--set", "lora.dropout=true"), "lora.dropout"),
     Case("recipe.lr nan", run_with("--set", "recipe.lr=.nan"), "recipe.lr"),
@@ -180,7 +185,7 @@ CASES = [
     Case("compile graphs on a CPU host", run_with("--set", "recipe.compile=graphs"), "recipe.compile"),
     Case("8-bit optimizer on a CPU host", run_with("--set", "recipe.optimizer=adamw_8bit"), "recipe.optimizer"),
     data_case("data: a 10,000-character question", "rows.jsonl", rows(59) + jsonl([sql_row(99, "why " * 2500)]),
-              "recipe.max_length", limit_s=TRAINER_S),
+              "recipe.max_length"),
     data_case("data: a lone surrogate", "rows.jsonl", rows(59) + jsonl([sql_row(99, "what \ud800 is it?")]), "surrogate"),
     data_case("data: a deeply nested line", "rows.jsonl", rows(60) + "[" * 100_000 + "]" * 100_000 + "\n", "rows.jsonl:61"),
     data_case("data: a 5,000-digit integer", "rows.jsonl", rows(60) + '{"question": ' + "9" * 5000 + "}\n", "rows.jsonl:61"),
@@ -195,6 +200,39 @@ CASES = [
     Case("env: memory cap negative", WITH_DATA, "$LORABENCH_MEM_CAP", env={"LORABENCH_MEM_CAP": "-5"}),
     Case("env: memory cap 0", WITH_DATA, "$LORABENCH_MEM_CAP", env={"LORABENCH_MEM_CAP": "0"}),
     Case("env: min free negative", WITH_DATA, "$LORABENCH_MIN_FREE", env={"LORABENCH_MIN_FREE": "-1g"}),
+    # Issue 39: each of these loaded the model and failed late, hung, or was accepted without a word.
+    Case("lora.targets partly matching", run_with("--set", "lora.targets=[q_proj,nope_proj]"), "'nope_proj'"),
+    Case("lora.targets a regex in a list", run_with("--set", 'lora.targets=[".*"]'), "lora.targets"),
+    Case("lora.targets a regex matching nothing", run_with("--set", "lora.targets=.*nomatch.*"), "lora.targets"),
+    Case("lora.targets a regex matching norm layers", run_with("--set", "lora.targets=.*"), "cannot adapt"),
+    Case("lora.rank 100000", run_with("--set", "lora.rank=100000"), "lora.rank"),
+    data_case("data: a 3,000-word question", "rows.jsonl", rows(59) + jsonl([sql_row(99, "why " * 3000)]), "recipe.max_length"),
+    data_case("data: 64 MiB of NULs", "rows.jsonl", lambda _: bytes(64 << 20), "binary data"),
+    data_case("data: NULs after good rows", "rows.jsonl", lambda _: rows(60).encode() + bytes(1 << 20), "rows.jsonl:61"),
+    data_case("data: one training row", "rows.jsonl", rows(7), "1 training row"),
+    Case("config: rank = \"8\"", ("run", "{tmp}/s.toml", *WITH_DATA[1:]), "lora.rank", files={"s.toml": '[lora]\nrank = "8"\n'}),
+    Case("config: lr = \"1e-4\"", ("run", "{tmp}/s.toml", *WITH_DATA[1:]), "recipe.lr", files={"s.toml": '[recipe]\nlr = "1e-4"\n'}),
+    Case("config: steps: \"2\" in YAML", ("run", "{tmp}/s.yaml", *STEPS_FREE[1:]), "recipe.steps",
+         files={"s.yaml": 'recipe:\n  steps: "2"\n'}),
+    Case("config: claims = 5", ("run", "{tmp}/s.toml", *WITH_DATA[1:]), "claims", files={"s.toml": "claims = 5\n"}),
+    Case("config: YAML alias bomb", ("run", "{tmp}/s.yaml"), "aliases", files={"s.yaml": "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+         f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(12))}),
+    Case("config: YAML python tag", ("run", "{tmp}/s.yaml"), "cannot parse", files={"s.yaml": "name: !!python/object/apply:os.system [ls]\n"}),
+    Case("config: a 2 MB file", ("run", "{tmp}/s.toml"), "bytes", files={"s.toml": "# x\n" * 500_000}),
+    Case("data.split_seed -1", run_with("--set", "data.split_seed=-1"), "data.split_seed"),
+    Case("name of 10,000 characters", run_with("--set", "name=" + "a" * 10_000), "name"),
+    Case("experiment of 101 characters", run_with("--set", "experiment=" + "e" * 101), "experiment"),
+    Case("name with a slash", run_with("--set", "name=a/b"), "name"),
+    Case("--stack empty", run_with("--stack", ""), "--stack"),
+    Case("--stack with a slash", run_with("--stack", "../up"), "--stack"),
+    Case("--allow-noisy without --timed", run_with("--allow-noisy"), "--allow-noisy"),
+    Case("--seed and --set recipe.seed", run_with("--seed", "1", "--set", "recipe.seed=2"), "recipe.seed"),
+    Case("--steps and --set recipe.steps", run_with("--steps", "3", "--set", "recipe.steps=2"), "recipe.steps"),
+    Case("env: lock dir under a missing folder", WITH_DATA, "$LORABENCH_LOCK_DIR", env={"LORABENCH_LOCK_DIR": "{tmp}/nowhere/locks"}),
+    Case("--set value not YAML", run_with("--set", "lora.targets=[q_proj"), "not YAML"),
+    Case("GGUF model: lora.targets partly matching", (*WITH_DATA, "--model", "{gguf}", "--set", "lora.targets=[q_proj,nope_proj]"),
+         "'nope_proj'"),
+    Case("GGUF model: lora.rank 100000", (*WITH_DATA, "--model", "{gguf}", "--set", "lora.rank=100000"), "lora.rank"),
 ]
 # fmt: on
 
@@ -228,3 +266,14 @@ def test_hostile_input_gets_one_clean_line(
     if os.environ.get("HOSTILE_VERBOSE"):
         print(answer.stderr[-600:])
     assert not problems, f"{case.kind}: {'; '.join(problems)}\n--- stderr (end):\n{answer.stderr[-1500:]}"
+
+
+def test_the_spy_sees_a_valid_run_load_the_model(
+    tmp_path: Path, tiny_model_dir: Path, sql_rows_file: Path
+) -> None:
+    """The control: the same command without a mistake runs, and the spy notes its weights loading (a spy
+    that saw nothing would make every case above pass)."""
+    ctx = {"model": str(tiny_model_dir), "data": str(sql_rows_file), "results": str(tmp_path / "results")}
+    answer = run_cli([part.format(**ctx) for part in WITH_DATA], tmp_path, {})
+    assert answer.returncode == 0, answer.stderr[-1500:]
+    assert any("from_pretrained" in line for line in answer.loaded), answer.loaded

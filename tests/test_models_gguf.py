@@ -1,0 +1,41 @@
+"""The GGUF conversion parses a file once and builds gguf's name table once, and leaves gguf as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+
+from harness.models import _gguf_read_once
+
+
+@pytest.fixture
+def small_gguf(tmp_path: Path) -> Path:
+    path = tmp_path / "small.gguf"
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_block_count(2)
+    writer.add_tensor("token_embd.weight", np.ones((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_one_reader_per_file_and_one_name_table_within_a_conversion(small_gguf: Path) -> None:
+    with _gguf_read_once():
+        first = gguf.GGUFReader(small_gguf)
+        assert gguf.GGUFReader(str(small_gguf)) is first
+        assert [t.name for t in first.tensors] == ["token_embd.weight"]
+        arch = gguf.MODEL_ARCH.LLAMA
+        assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
+
+
+def test_gguf_is_restored_after_the_conversion_even_when_it_fails(small_gguf: Path) -> None:
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with pytest.raises(RuntimeError), _gguf_read_once():
+        raise RuntimeError("conversion failed")
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader_class, name_map)
+    assert gguf.GGUFReader(small_gguf) is not gguf.GGUFReader(small_gguf)
