@@ -26,8 +26,7 @@ scalar coercions and one small parser for sizes, the only type pydantic does not
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterable, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
@@ -160,25 +159,6 @@ def declare(name: str, parse: Callable[[str], T], meaning: str, set_by: SetBy, *
 def snapshot(declared: Iterable[Setting[object]], environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The set ones of `declared` as text, name → value: what a report records of the environment."""
     return {s.name: raw for s in declared if (raw := s.raw(environ)) is not None}
-
-
-@contextmanager
-def for_children(setting: Setting[T], value: object | None) -> Generator[None]:
-    """`setting` set to `value` (None: unset) in this process's environment for the block, so the child
-    processes started in it inherit it; the value before is restored after."""
-    before = os.environ.get(setting.name)
-    _put(setting.name, None if value is None else str(value))
-    try:
-        yield
-    finally:
-        _put(setting.name, before)
-
-
-def _put(name: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
 
 
 def lookup(name: str) -> Setting[object]:
