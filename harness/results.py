@@ -550,6 +550,11 @@ def upgrade_record(data: dict[str, Any], source: str) -> dict[str, Any]:
                 lifted["well_formed"] = lifted.pop("executes")
                 data[phase] = lifted
     setup = data.get("setup")
+    recipe = setup.get("recipe") if isinstance(setup, dict) else None
+    if isinstance(recipe, dict) and recipe.get("micro_batches") in ("auto", 1):
+        # recipe.micro_batches was removed (issue #37): every run steps one batch, as "auto" and 1 did.
+        setup = {**setup, "recipe": {k: v for k, v in recipe.items() if k != "micro_batches"}}
+        data = {**data, "setup": setup}
     model = setup.get("model") if isinstance(setup, dict) else None
     if isinstance(model, dict) and "attention" not in model:
         # Made before model.attention existed, when every run used SDPA; read with today's default

@@ -98,3 +98,16 @@ def test_a_whole_run_takes_the_path_of_the_cpu_it_is_given(
     )
     assert record.provenance["host"]["kind"].endswith(f"-{kind}")
     assert record.train is not None and record.train.steps_done == 2
+
+
+def test_the_removed_micro_batches_reads_in_old_records_and_is_refused_in_a_new_setup() -> None:
+    # Issue #37: one batch per step is the only path; records made before hold "auto" and still read.
+    from harness.config import SetupConfig
+    from harness.errors import ConfigError
+    from harness.results import upgrade_record
+
+    old = {"format_version": 2, "setup": {"recipe": {"micro_batches": "auto", "steps": 3}}}
+    assert upgrade_record(old, "old.json")["setup"] == {"recipe": {"steps": 3}}
+    assert SetupConfig.model_validate({"recipe": {"micro_batches": "auto"}}) == SetupConfig()
+    with pytest.raises(ConfigError, match=r"micro_batches = 2 was removed"):
+        load_setup(None, ["recipe.micro_batches=2"])
