@@ -27,6 +27,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from harness import catalog, settings
 from harness.errors import ConfigError
@@ -485,6 +486,7 @@ class SetupConfig(Frozen):
         )
 
 
+# Any values: a setup file's tables as read (TOML or YAML), any shape until SetupConfig validates them.
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a TOML or YAML file into a plain dict (no validation yet): the one reader of config files, for
     setups, bench setups and the guard's thresholds alike, so each fault reads the same whichever it is."""
@@ -551,6 +553,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
+# Any values: the same unvalidated tables, overrides set into them before validation.
 def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict[str, Any]:
     """`data` with each override set, in order (a later one wins)."""
     merged = json.loads(json.dumps(data))
@@ -568,7 +571,7 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict
     return merged
 
 
-def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
+def _describe(error: ErrorDetails, model: type[BaseModel]) -> str:
     loc = ".".join(str(p) for p in error["loc"])
     if error["type"] == "extra_forbidden":
         return f"{loc}: unknown field, got {error['input']!r}; allowed here: {', '.join(_fields_at(model, error['loc'][:-1]))}"
@@ -600,6 +603,7 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return sorted(current.model_fields) if hasattr(current, "model_fields") else []
 
 
+# Any values: unvalidated setup tables: validating them is this function's job.
 def validate_setup(data: dict[str, Any], source: str = "setup") -> SetupConfig:
     try:
         return SetupConfig.model_validate(data)

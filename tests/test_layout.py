@@ -116,7 +116,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("harness.__init__", "harness.errors", "harness.settings", "harness.atomic", "harness.cpuinfo",
               "harness.locks", "harness.stats", "harness.catalog", "harness.hub", "harness.gguf_layout",
               "harness.stacks", "harness.stacks_download", "harness.stack_sources", "harness.testing",
-              "harness.json_types", "harness.yamlsafe")),
+              "harness.json_types", "harness.yamlsafe", "harness.origin", "harness.stack_name")),
     ("setup and record", ("harness.config", "harness.results", "harness.runtime", "harness.record_schema")),
     ("tasks, models, checks, machine", ("harness.tasks", "harness.models", "harness.inspect", "harness.gpu",
                                         "harness.guard", "harness.checks", "harness.findings",

@@ -31,7 +31,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psutil
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,6 +40,7 @@ from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.guard import GuardRecord, Sampler, offline_env
 from harness.guard.agreement import NodeGuard, guard_this_node, refusal
+from harness.json_types import JsonObject
 from harness.results import MemoryStats, NodeInfo, NodeStatus, RecordHeader, RunRecord, setup_digest
 from harness.run.capped import ChildOutcome
 from harness.run.landing import land, land_run
@@ -91,7 +91,7 @@ class NodeEnd(BaseModel):
     stopped: bool = False  # stopped from outside (a signal), not failed
     guard: GuardRecord | None = None  # timed runs: this node's sampler and whether its timing holds
 
-    def to_post(self) -> dict[str, Any]:
+    def to_post(self) -> JsonObject:
         # Only what was set, so the guard read back on the lead writes what this node's did.
         return self.model_dump(mode="json", exclude_unset=True)
 
@@ -145,7 +145,7 @@ def hello(
         hostname=socket.gethostname(),
         host=header.host,
         stack=options.stack,
-        gpus=[str(g.get("name")) for g in header.provenance["host"].get("gpus") or []],
+        gpus=[g.name for g in header.provenance.host.gpus],
         setup=setup_digest(setup),
         guard=guard,
     )

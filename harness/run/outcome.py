@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from harness import atomic
 from harness.guard.verdict import GuardRecord
+from harness.json_types import JsonObject
 from harness.results import (
     CheckVerdict,
     DataInfo,
@@ -199,7 +200,7 @@ def read_ended(work_dir: Path) -> tuple[Outcome, GuardRecord, str | None] | None
     return Outcome.model_validate(body["outcome"]), guard, body.get("unwritten")
 
 
-def read_events(work_dir: Path, path: Path | None = None) -> list[dict[str, Any]]:
+def read_events(work_dir: Path, path: Path | None = None) -> list[JsonObject]:
     """The journal's lines (rank 0's, or the one at `path`); a line cut short by a kill is skipped."""
     path = path or work_dir / EVENTS_FILE
     events = []

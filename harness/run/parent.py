@@ -45,7 +45,7 @@ from harness.run.outcome import (
 )
 from harness.run.plan import RunPlan, checkpoint_folder
 from harness.run.timeline import bracket_trainer, close_books, command_started, prepend_phases, trainer_window
-from harness.run.workdir import create_work_dir, remove_work_dir, sweep_stale_runs
+from harness.run.workdir import create_work_dir, keep_ended, remove_work_dir, sweep_stale_runs
 
 
 @dataclass(frozen=True)
@@ -119,11 +119,8 @@ def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
     """Step 1, the provenance snapshot (host, stack, git; an iGPU is hidden from HIP first, before torch
     looks), and the record's fields known at the start: run id, fingerprint, setup."""
     created = datetime.now(UTC)
-    hidden = hide_integrated_gpus()
-    provenance = collect_provenance(options.stack)
-    if hidden:
-        provenance["host"]["hidden_gpus"] = hidden
-    fp = run_fingerprint(setup, options.stack, provenance["host"]["kind"])
+    provenance = collect_provenance(options.stack, hidden_gpus=hide_integrated_gpus())
+    fp = run_fingerprint(setup, options.stack, str(provenance.host.kind))
     return RecordHeader(
         run_id=new_run_id(created, fp, setup.recipe.seed),
         created=created.isoformat(timespec="seconds"),
@@ -131,9 +128,9 @@ def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
         setup_name=setup.name,
         seed=setup.recipe.seed,
         stack=options.stack,
-        host=provenance["host"]["id"],
+        host=str(provenance.host.id),
         fingerprint=fp,
-        setup=setup.model_dump(mode="json"),
+        setup=setup,
         provenance=provenance,
     )
 
@@ -299,8 +296,7 @@ def land_record(
         raise KeyboardInterrupt(signal_name) from exc
     except (OSError, UserError) as exc:
         cause = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
-        with contextlib.suppress(OSError):
-            write_ended(work_dir, outcome, guard, unwritten=cause)
+        keep_ended(work_dir, outcome, guard, cause)
         raise UserError(
             f"the run ended ({outcome.status}{': ' + outcome.reason if outcome.reason else ''}) but its record "
             f"could not be written: {cause}. Its outcome is kept in {work_dir}; the next run in {results_dir} "

@@ -16,7 +16,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType  # a task module (harness.tasks.registry)
-from typing import Any
 
 from harness import atomic
 from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome, steady_step_seconds
@@ -26,6 +25,7 @@ from harness.config import SetupConfig
 from harness.errors import RunStopped, UserError
 from harness.gpu.facts import visible_gpu_count
 from harness.gpu.peak import start_training_window
+from harness.json_types import JsonObject
 from harness.models import model_files, resolve_model
 from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
 from harness.run.adapter import AdapterSource, eval_adapter_source, save_adapter
@@ -198,7 +198,7 @@ class Baseline:
     """The untrained model's answers, and their scores (computed aside, or already done)."""
 
     answers: list[str]
-    scores: Future[dict[str, Any]]
+    scores: Future[JsonObject]
     seconds: float
     cached: bool
     landed: bool = False

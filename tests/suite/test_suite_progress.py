@@ -4,20 +4,26 @@ the same kind stand in for untimed claims, and records that cannot say why."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from harness.run.progress import Progress
-from harness.suite.progress import ProgressView, clock, followed_run
+from harness.suite.progress import ProgressView, clock, fit, followed_run, rough_reasons
 
 LABEL = "exp_t/tiny seed 3407"
 
 
 def test_progress_shows_through_fd_capture(
-    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...]
+    pytester: pytest.Pytester,
+    bench_dir: Callable[..., Path],
+    bench_args: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # A wide terminal: the lines are matched whole here (fitting them to 80 and 40 columns: fit's tests).
+    monkeypatch.setenv("COLUMNS", "400")
     # A real pytest process with its default fd capture, a real trainer child: the child's own stderr
     # is captured (its phase lines never reach the output), the suite's progress lines do.
     bench_dir(steps=2, min_gain=-100.0)
@@ -74,6 +80,7 @@ def test_lines_mode_writes_a_line_per_phase_and_an_eta_from_the_first_step() -> 
 def test_five_steps_in_the_whole_run_is_estimated_once() -> None:
     written: list[str] = []
     view = ProgressView(LABEL, lambda text, _: written.append(text), "lines", every_s=3600, more_runs=2)
+    view.machine_load = lambda: (9.3, 2)  # the shared 2-core machine the CPU suite's estimates missed on
     view.event({"t": 0.0, "phase": "data", "done": 0, "total": 0})
     view.event({"t": 10.0, "phase": "baseline eval", "done": 0, "total": 300})
     view.event({"t": 130.0, "phase": "train", "done": 0, "total": 300})  # the baseline eval took 2:00
@@ -84,7 +91,8 @@ def test_five_steps_in_the_whole_run_is_estimated_once() -> None:
     # 3 s a step; 165 s gone, 294 steps (882 s) and a final eval as long as the baseline's (120 s) to go.
     assert view.estimate is not None and view.estimate.step_s == pytest.approx(3.0)
     shown = [t for t in written if "estimate" in t]
-    assert shown == [f"[lorabench] {LABEL} · estimate from 5 steps (3.00 s/step) and the baseline eval 2:00 (the "
+    assert shown == [f"[lorabench] {LABEL} · rough: machine busy (load 9.3 on 2 cores), 5 of 300 steps timed; "
+                     "estimate from 5 steps (3.00 s/step) and the baseline eval 2:00 (the "
                      "final eval about as long): this run ~19:27 in all, ~16:42 to go; up to 2 more seed(s) of this "
                      "setup: ~38:54 more (Ctrl-C stops; run it again to resume from the last checkpoint)"]  # fmt: skip
     view.event({"t": 200.0, "phase": "train", "done": 20, "total": 300, "loss": 0.5})
@@ -164,3 +172,34 @@ def test_records_of_another_kind_or_an_older_fingerprint_say_why_they_do_not_sta
         f"trained {LABEL}: ok → * [[]yours; not standing in: cpu-older-2c: made before fingerprint version 3 (no host "
         f"kind recorded); cpu-other-2c: host kind {other_kind}, this host is {host_kind}]",
     ])  # fmt: skip
+
+
+LINE = "[lorabench] exp_a/smollm2-135m-lora seed 3407 · train 120/300 · loss 0.412 · 4:58 · eta 7:27"
+ESTIMATE = (
+    f"[lorabench] {LABEL} · estimate from 5 steps (20.65 s/step) and the baseline eval 2:00 (the final eval "
+    "about as long): this run ~1:45:27 in all, ~1:40:42 to go (Ctrl-C stops; run it again to resume)"
+)
+NUMBERS = re.compile(r"\d[\d.:/]*")
+
+
+@pytest.mark.parametrize("width", [80, 40])
+def test_a_lasting_line_wraps_at_the_terminal_width_never_mid_number(width: int) -> None:
+    """Issue 36: on 80 columns the estimate read "estimate from 5 steps (20.65 s/" and nothing more."""
+    lines = fit(ESTIMATE, width, transient=False)
+    assert len(lines) > 1 and all(len(line) <= width for line in lines)
+    assert " ".join(line.strip() for line in lines) == ESTIMATE  # every word kept, in order
+    assert NUMBERS.findall(" ".join(lines)) == NUMBERS.findall(ESTIMATE)  # no number split across lines
+
+
+@pytest.mark.parametrize("width", [80, 40])
+def test_a_status_line_is_shortened_by_whole_words(width: int) -> None:
+    (line,) = fit(LINE, width, transient=True)
+    assert len(line) <= width and "…" in line
+    assert "train 120/300" in line  # the label goes first, the progress stays
+    assert set(line.replace(" …", "").split()) <= set(LINE.split())  # only whole words of the line
+
+
+def test_a_line_that_fits_is_left_alone_and_estimates_say_when_they_are_rough() -> None:
+    assert fit(LINE, 200, transient=True) == [LINE] == fit(LINE, 200, transient=False)
+    assert rough_reasons(5, 300, 9.3, 2) == ("machine busy (load 9.3 on 2 cores)", "5 of 300 steps timed")
+    assert rough_reasons(5, 40, 1.2, 2) == ()  # a quiet machine and an eighth of the steps timed
