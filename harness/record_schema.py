@@ -14,10 +14,10 @@ import copy
 import json
 from pathlib import Path
 
+from harness import catalog
 from harness.config import SetupConfig
 from harness.json_types import JsonObject
 from harness.results import FORMAT_VERSION, SUPPORTED_VERSIONS, RunRecord
-from harness.tasks import catalog
 
 SCHEMAS = Path(__file__).resolve().parent / "report" / "schemas"
 # What format 1 called each field format 2 renamed, per metrics model.

@@ -32,12 +32,11 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from harness import atomic
+from harness import atomic, catalog
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.json_types import JsonObject
 from harness.origin import Provenance
-from harness.tasks import catalog
 
 # Changelog of the record format. Bump FORMAT_VERSION on any change readers must know about,
 # and teach `upgrade_record` to lift older versions.
@@ -597,6 +596,11 @@ def upgrade_record(data: JsonObject, source: str) -> JsonObject:
                 lifted["well_formed"] = lifted.pop("executes")
                 data[phase] = lifted
     setup = data.get("setup")
+    recipe = setup.get("recipe") if isinstance(setup, dict) else None
+    if isinstance(recipe, dict) and recipe.get("micro_batches") in ("auto", 1):
+        # recipe.micro_batches was removed (issue #37): every run steps one batch, as "auto" and 1 did.
+        setup = {**setup, "recipe": {k: v for k, v in recipe.items() if k != "micro_batches"}}
+        data = {**data, "setup": setup}
     model = setup.get("model") if isinstance(setup, dict) else None
     if isinstance(model, dict) and "attention" not in model:
         # Made before model.attention existed, when every run used SDPA; read with today's default

@@ -1,7 +1,7 @@
 """Live progress of the suite's runs, shown although pytest captures the trainer's output.
 
 pytest captures a test's output, the trainer child's stderr with it, so `make bench` printed nothing
-for an hour. The suite hands the child a progress file ($LORABENCH_PROGRESS_FILE, written by
+for an hour. The suite hands the child a progress file (in its run plan, `progress_file`; written by
 `harness.run.progress.Progress`: a JSON line per phase and per step), follows it from a thread, and
 writes lines through a sink that gets past the capture (see `harness.suite.plugin.terminal_sink`):
 
@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from harness import settings
 from harness.json_types import JsonObject
 
 Mode = Literal["live", "lines", "off"]
@@ -180,6 +179,8 @@ class ProgressView:
         self.drain: Callable[[], None] = lambda: None
         # (load average, cores) when the estimate is made; a test sets its own.
         self.machine_load: Callable[[], tuple[float | None, int | None]] = lambda: (_load(), os.cpu_count())
+        # Set by `followed_run`: the file the trainer writes its events to (the runner puts it in the plan).
+        self.progress_file: Path | None = None
 
     def _write(self, text: str, *, transient: bool) -> None:
         self.sink(f"[lorabench] {self.label} · {text}", transient)
@@ -304,10 +305,8 @@ def followed_run(
             follower.stop
         )  # stopping twice is harmless: the thread has ended, the file is read to its end
         follower.start()
+        view.progress_file = path
         try:
-            with settings.for_children(
-                settings.PROGRESS_FILE, path
-            ):  # the child inherits the parent's environment
-                yield view
+            yield view
         finally:
             follower.stop()

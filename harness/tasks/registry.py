@@ -1,6 +1,6 @@
 """The contract every task keeps, and the task of a name.
 
-A task is a module `harness/tasks/<name>/task.py` (found by `harness.tasks.catalog`, imported when first
+A task is a module `harness/tasks/<name>/task.py` (found by `harness.catalog`, imported when first
 asked for) whose module-level names are those of `Task` below: a shared signature, no class tree, as
 the backends. Outside `harness/tasks/<name>/`, code knows a task's examples, splits, scores and miss
 analysis only through the protocols here, and asks for a task by the name its setup or record holds:
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from harness import catalog
 from harness.json_types import JsonObject
-from harness.tasks import catalog
 
 if TYPE_CHECKING:
     from harness.config import DataConfig

@@ -168,8 +168,8 @@ def test_a_busy_node_refuses_the_timed_run_on_every_node(
     assert f"is held by pid {os.getpid()}" in record.reason if busy == "lock" else ".incomplete" in record.reason
     assert [n.status for n in record.nodes] == ["busy" if n.node == busy_node else "ok" for n in record.nodes]
     assert record.nodes[1 - busy_node].guard["ok"] is True
-    # Refused before any trainer started: no training, no job handed to torchrun.
-    assert record.train is None and not list(a.results.glob(".work/*/job.json"))
+    # Refused before any trainer started: no training, no plan handed to torchrun.
+    assert record.train is None and not list(a.results.glob(".work/*/plan.json"))
     assert b.output().splitlines()[-1].startswith("refused | adhoc/adhoc seed 3407")
 
 
