@@ -44,7 +44,14 @@ def _with_setup(schema: JsonObject) -> JsonObject:
     """The record's setup as the setup model's schema: the record writes the fields it was given (a field
     it predates stays out, see `harness.results.as_written`), which its serializer cannot tell a schema."""
     setup = SetupConfig.model_json_schema(mode="serialization")
-    defs = {**schema["$defs"], **setup.pop("$defs", {}), "SetupConfig": setup}
+    sections = {**setup.pop("$defs", {}), "SetupConfig": setup}
+    # A setting a later lorabench removed (its switch deleted with its code) stays in the records made
+    # before, and the reader leaves it out (`harness.results.known_fields`): the schema lets it stand.
+    sections = {
+        name: {k: v for k, v in section.items() if k != "additionalProperties"}
+        for name, section in sections.items()
+    }
+    defs = {**schema["$defs"], **sections}
     properties = {**schema["properties"], "setup": {"$ref": "#/$defs/SetupConfig"}}
     return {**schema, "$defs": defs, "properties": properties}
 

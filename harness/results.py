@@ -21,9 +21,11 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    PrivateAttr,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_serializer,
     field_validator,
     model_serializer,
@@ -326,15 +328,31 @@ def as_written(model: BaseModel, data: JsonObject) -> JsonObject:
 class WithSetup(Record):
     """A record part that carries the run's setup as the setup model (RecordHeader, RunRecord)."""
 
+    # The setup as read from JSON, settings a later lorabench removed included: written back as it was.
+    _setup_read: JsonObject | None = PrivateAttr(None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_setup(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        record = handler(data)
+        setup = data.get("setup") if isinstance(data, dict) else None
+        if isinstance(setup, dict):
+            record._setup_read = setup
+        return record
+
     @field_validator("setup", mode="before", check_fields=False)
     @classmethod
     def _setup_in_full(cls, value: Any) -> Any:
         # A setup handed over as the model is the run's own: every field counts as set, so each is written.
-        return value.model_dump(mode="json") if isinstance(value, SetupConfig) else value
+        if isinstance(value, SetupConfig):
+            return value.model_dump(mode="json")
+        return known_fields(value, SetupConfig) if isinstance(value, dict) else value
 
     @field_serializer("setup", mode="wrap", check_fields=False)
     def _setup_as_written(self, setup: SetupConfig, handler: SerializerFunctionWrapHandler) -> JsonObject:
-        return as_written(setup, handler(setup))
+        written = as_written(setup, handler(setup))
+        read = self._setup_read
+        return read if read is not None and known_fields(read, SetupConfig) == written else written
 
 
 class RecordHeader(WithSetup):
@@ -595,19 +613,14 @@ def upgrade_record(data: JsonObject, source: str) -> JsonObject:
                 lifted = dict(metrics)
                 lifted["well_formed"] = lifted.pop("executes")
                 data[phase] = lifted
+    # A removed setting (recipe.micro_batches, issue #37: every run steps one batch, as "auto" and 1 did)
+    # is left out when the setup is read (`known_fields`) and written back as it was read.
     setup = data.get("setup")
-    recipe = setup.get("recipe") if isinstance(setup, dict) else None
-    if isinstance(recipe, dict) and recipe.get("micro_batches") in ("auto", 1):
-        # recipe.micro_batches was removed (issue #37): every run steps one batch, as "auto" and 1 did.
-        setup = {**setup, "recipe": {k: v for k, v in recipe.items() if k != "micro_batches"}}
-        data = {**data, "setup": setup}
     model = setup.get("model") if isinstance(setup, dict) else None
     if isinstance(model, dict) and "attention" not in model:
         # Made before model.attention existed, when every run used SDPA; read with today's default
         # ("auto") the record would claim a setting it never had.
         data = {**data, "setup": {**setup, "model": {**model, "attention": "sdpa"}}}
-    if isinstance(data.get("setup"), dict):
-        data = {**data, "setup": known_fields(data["setup"], SetupConfig)}
     return data
 
 

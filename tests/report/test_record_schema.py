@@ -49,10 +49,12 @@ def test_a_broken_record_is_caught_by_the_schema() -> None:
     data = json.loads(RECORDS[0].read_text(encoding="utf-8"))
     data["status"] = "fine"
     data["train"]["loss"] = "low"
+    data["setup"]["recipe"]["steps"] = "many"
     del data["run_id"]
     found = errors(data, shipped(data["format_version"]))
     assert any("status" in e for e in found)
     assert any("loss" in e for e in found)
+    assert any("setup.recipe.steps" in e for e in found)
     assert any("missing 'run_id'" in e for e in found)
 
 
