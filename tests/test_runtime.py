@@ -101,10 +101,10 @@ def test_the_removed_micro_batches_reads_in_old_records_and_is_refused_in_a_new_
     # Issue #37: one batch per step is the only path; records made before hold "auto" and still read.
     from harness.config import SetupConfig
     from harness.errors import ConfigError
-    from harness.results import upgrade_record
+    from harness.results import known_fields
 
-    old = {"format_version": 2, "setup": {"recipe": {"micro_batches": "auto", "steps": 3}}}
-    assert upgrade_record(old, "old.json")["setup"] == {"recipe": {"steps": 3}}
+    old = {"recipe": {"micro_batches": "auto", "steps": 3}}
+    assert known_fields(old, SetupConfig) == {"recipe": {"steps": 3}}  # how a record's setup is read
     assert SetupConfig.model_validate({"recipe": {"micro_batches": "auto"}}) == SetupConfig()
     with pytest.raises(ConfigError, match=r"micro_batches = 2 was removed"):
         load_setup(None, ["recipe.micro_batches=2"])
