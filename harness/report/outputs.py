@@ -117,6 +117,9 @@ class EquivalenceOut(Output):
 
 class ComparisonOut(Output):
     experiment: str
+    across: str | None = Field(
+        None, description="across hosts × stacks: the setup compared, 'experiment/setup'; null in a scorecard"
+    )
     setup: str
     reference: str = Field(description="the setup it is compared against ('exp_a/…' for the Exp A reference)")
     is_like: bool = Field(description="only the compared settings differ, under the same conditions")
@@ -158,9 +161,25 @@ class ScorecardOut(Output):
     comparisons: list[ComparisonOut] = Field(description="the scorecard's comparison tables, row by row")
 
 
+class StacksOut(Output):
+    """The cross-stack claims judged on one host's two stacks, as the index shows them."""
+
+    host: str
+    other: str = Field(description="the stack the claims' first setup ran on")
+    this: str = Field(description="the stack the claims' second setup ran on")
+    claims: list[ClaimOut]
+
+
 class ReportOut(Output):
     format: Literal["lorabench-report/2"] = REPORT_FORMAT
     scorecards: list[ScorecardOut]
+    across: list[ComparisonOut] = Field(
+        description="the index's comparisons of one setup across hosts × stacks (its key in `across`); setup "
+        "and reference name 'host · stack (platform)'"
+    )
+    stacks: list[StacksOut] | None = Field(
+        description="cross-stack claims per host and pair of stacks; null: the suite's setup files were not found"
+    )
     missing_platforms: list[str] = Field(description="a line per platform no record comes from yet")
 
 

@@ -4,12 +4,13 @@ by metrics.METRICS, conditions as fields, each comparison with its speedups, int
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator, Sequence
+from collections.abc import Collection, Generator, Sequence
 
 from harness import stats
 from harness.errors import UserError, describe_os_error
 from harness.report import likeness, metrics, pairs, tables
-from harness.report.claim_table import ClaimResult
+from harness.report.across import sides_across
+from harness.report.claim_table import ClaimResult, evaluate_across_stacks
 from harness.report.conditions import Sharing, conditions, timing
 from harness.report.conditions import commit as commit_of
 from harness.report.groups import ReportGroup, SetupRuns
@@ -24,11 +25,13 @@ from harness.report.outputs import (
     ScorecardOut,
     SetupOut,
     SpeedupOut,
+    StacksOut,
 )
 from harness.report.scorecard import ReportSummary, reference_pairs
 from harness.report.settings import public
 from harness.results import RunRecord
 from harness.run import mfu
+from harness.suite.catalogue import Catalogue
 
 TIMING = {"timed (guard)": "timed_guard", "timed, noise seen": "timed_noise_seen", "not timed": "not_timed"}
 Runs = Sequence[tuple[RunRecord, Sharing | None]]
@@ -59,7 +62,7 @@ def conditions_out(runs: Runs) -> ConditionsOut:
         sharing=list(dict.fromkeys(_sharing(s) for _, s in runs)),  # type: ignore[misc]
         runs_at_once=max((s.others + 1 for _, s in runs if s is not None), default=1),
         commits=list(dict.fromkeys(commit_of(r).removesuffix(" (dirty)") for r in records)),
-        dirty=any(r.provenance.get("git", {}).get("dirty") for r in records),
+        dirty=any(r.provenance.git.dirty for r in records),
         window=metrics.windows(trained),
         steady_steps=_steady_steps(records),
         marks=found.marks,
@@ -134,11 +137,12 @@ def _equivalence(found: pairs.Equivalent) -> EquivalenceOut:
     )
 
 
-def comparison_out(ref: SetupRuns, s: SetupRuns) -> ComparisonOut:
-    """One row of the scorecard's comparison tables (tables.comparison_tables), as fields."""
-    judged = likeness.judge(s, ref, None)
-    is_like = likeness.is_comparable(judged, None)
-    nothing = [] if is_like or judged.axis or judged.settings else [likeness.NOTHING_RECORDED]
+def comparison_out(ref: SetupRuns, s: SetupRuns, axis: Collection[str] | None = None) -> ComparisonOut:
+    """One row of a comparison table (tables.comparison_tables), as fields; `axis`: the settings a host
+    decides, when the sides are hosts × stacks (the index's table)."""
+    judged = likeness.judge(s, ref, axis)
+    is_like = likeness.is_comparable(judged, axis)
+    nothing = [] if is_like or judged.axis or judged.settings or axis else [likeness.NOTHING_RECORDED]
     found = tables.pair_figures(ref, s)
     reference = ref.setup if ref.experiment == s.experiment else f"{ref.experiment}/{ref.setup}"
     return ComparisonOut(
@@ -155,8 +159,9 @@ def comparison_out(ref: SetupRuns, s: SetupRuns) -> ComparisonOut:
     )
 
 
-def claim_out(result: ClaimResult, group: ReportGroup) -> ClaimOut:
-    by_id = {item.record.run_id: item for item in group.runs}
+def claim_out(result: ClaimResult, groups: Sequence[ReportGroup]) -> ClaimOut:
+    """A judged claim, the conditions of each role's runs as their groups' survey found them."""
+    by_id = {item.record.run_id: item for group in groups for item in group.runs}
     found = {
         role: [(r, by_id[r.run_id].sharing if r.run_id in by_id else None) for r in records]
         for role, records in result.runs.items()
@@ -195,10 +200,30 @@ def scorecard_out(
         path=summary.path,
         claims_judged=summary.claims_judged,
         claims_total=summary.claims_total or 0,
-        claims=None if claims is None else [claim_out(c, group) for c in claims],
+        claims=None if claims is None else [claim_out(c, [group]) for c in claims],
         setups=[setup_out(s) for e in group.experiments for s in group.setups(e)],
         comparisons=_comparisons(group),
     )
+
+
+def stacks_out(groups: Sequence[ReportGroup], catalogue: Catalogue | None) -> list[StacksOut] | None:
+    """The index's cross-stack claims (Exp E), per host and pair of stacks; None: no setup files."""
+    judged = evaluate_across_stacks(groups, catalogue)
+    if judged is None:
+        return None
+    return [
+        StacksOut(host=a.host, other=a.other, this=a.this, claims=[claim_out(c, groups) for c in a.results])
+        for a in judged
+    ]
+
+
+def across_out(groups: Sequence[ReportGroup]) -> list[ComparisonOut]:
+    """The index's comparisons of one setup across hosts and stacks (harness.report.across), row by row."""
+    return [
+        comparison_out(ref, s, likeness.HOST_AXIS).model_copy(update={"across": key})
+        for key, sides in sides_across(groups).items()
+        for ref, s in likeness.nearest_pairs(sides, likeness.HOST_AXIS)
+    ]
 
 
 @contextlib.contextmanager

@@ -170,3 +170,42 @@ def test_compare_refusing_unlike_sides_is_json_too(
     assert main(["compare", str(tmp_path / "old"), str(tmp_path / "new"), "--json"]) == 2
     refusal = validated(json.loads(capsys.readouterr().out), "error")
     assert refusal["error"].startswith("OLD and NEW are unlike") and refusal["exit_code"] == 2
+
+
+def test_report_json_carries_the_index_comparisons_across_hosts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_merged_report import CPU_RUNS, H200_RUNS, artifact
+
+    artifact(tmp_path / "h200", H200_RUNS)
+    artifact(tmp_path / "cpu", CPU_RUNS)
+    argv = ["report", str(tmp_path / "h200"), str(tmp_path / "cpu"), "-o", str(tmp_path / "r"), "--json"]
+    assert main([*argv, "--benchmarks", str(BENCHMARKS)]) == 0
+    out = validated(json.loads(capsys.readouterr().out), "report")
+    (row,) = out["across"]  # one setup on two hosts: one pair
+    assert row["across"] == "exp_a/smollm2-135m-lora" and not row["is_like"]
+    assert {row["setup"].split(" · ")[0], row["reference"].split(" · ")[0]} == {
+        "nvidia-h200x2",
+        "cpu-amd-epyc-2c",
+    }
+    assert row["speedup_train_time"]["n_reference"] == row["speedup_train_time"]["n_setup"] == 3
+    index = (tmp_path / "r/README.md").read_text(encoding="utf-8")
+    assert f"| {row['setup']} vs {row['reference']} " in index  # the same pair as the index's table
+
+
+def test_report_json_carries_the_cross_stack_claims(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_merged_report import test_exp_e_is_judged_across_two_stacks_artifacts as two_stacks
+
+    two_stacks(tmp_path)  # writes one host's records on two stacks, into a/ and b/
+    capsys.readouterr()
+    argv = ["report", str(tmp_path / "b"), str(tmp_path / "a"), "-o", str(tmp_path / "r2"), "--json"]
+    assert main([*argv, "--benchmarks", str(BENCHMARKS)]) == 0
+    out = validated(json.loads(capsys.readouterr().out), "report")
+    (pair,) = out["stacks"]
+    assert (pair["other"], pair["this"]) == ("rocm7.2-hf5.17", "rocm7.2-hf5.5")
+    claims = {c["name"]: c for c in pair["claims"]}
+    assert claims["accuracy equivalent across stacks"]["status"] == "fail"
+    assert claims["time ratio across stacks"]["status"] == "pass"
+    assert all(c["conditions"] for c in claims.values() if c["status"] != "not evaluable")

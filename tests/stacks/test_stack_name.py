@@ -115,3 +115,20 @@ def test_the_scorecard_labels_an_unpinned_stack_beside_the_pinned_ones(tmp_path:
     assert cpu.startswith("# lorabench scorecard: cpu-amd-epyc-2c · cpu\n")
     index = (reports / "README.md").read_text(encoding="utf-8")
     assert "| venv-torch2.13.0-cpu (unpinned) " in index and "| cpu " in index
+
+
+def test_a_real_run_without_a_stack_records_this_venv_as_the_pinned_cpu_stack_and_json_is_alone(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    """The whole path: `lorabench run --json` with no --stack in this venv (exactly lockfiles/cpu.txt)."""
+    env = {k: v for k, v in os.environ.items() if k != "LORABENCH_STACK"}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--model", str(tiny_model_dir), "--data", str(sql_rows_file),
+         "--steps", "2", "--quiet", "--set", "data.test_size=4", "--set", "checks.smoke.first_loss_max=20",
+         "--set", "checks.smoke.steps=2", "--set", "eval.max_new_tokens=4", "--results", str(tmp_path), "--json"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)  # the JSON alone on stdout
+    assert out["record"]["stack"] == "cpu" and out["record"]["provenance"]["stack"]["pinned"] is True
+    assert Path(out["path"]).is_file() and "/cpu/" in out["path"]
