@@ -1,7 +1,7 @@
 """Progress on long phases (steps, loss, ETA) on stderr; quiet mode prints phase lines only (CI logs).
 
-Beside the text, every phase start and every step goes as one JSON line to the file named by
-$LORABENCH_PROGRESS_FILE, when it is set: a trainer child's stderr is captured under pytest, so the
+Beside the text, every phase start and every step goes as one JSON line to the run plan's progress
+file, when it names one (rank 0 only): a trainer child's stderr is captured under pytest, so the
 suite follows this file from the parent and shows the progress itself (harness/suite/progress.py).
 """
 
@@ -13,8 +13,6 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from harness import settings
-from harness.run.ranks import is_main_process
 from harness.terminal import fit, terminal_width
 
 
@@ -23,19 +21,13 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 60:d}:{seconds % 60:02d}"
 
 
-def progress_file_from_env() -> Path | None:
-    """The file named by $LORABENCH_PROGRESS_FILE, for rank 0 only (other DDP ranks would repeat it)."""
-    path = settings.PROGRESS_FILE.get()
-    return path if path and is_main_process() else None
-
-
 class Progress:
     def __init__(
         self, *, quiet: bool = False, stream: TextIO | None = None, events_file: Path | None = None
     ) -> None:
         self.quiet = quiet
         self.stream = stream or sys.stderr
-        self.events_file = events_file if events_file is not None else progress_file_from_env()
+        self.events_file = events_file
         self._phase = ""
         self._total = 0
         self._done = 0

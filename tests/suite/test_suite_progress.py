@@ -127,9 +127,8 @@ def test_live_mode_rewrites_one_line_and_keeps_a_line_per_phase() -> None:
 def test_the_child_side_writes_json_lines_the_follower_reads(tmp_path: Path) -> None:
     shown: list[str] = []
     with followed_run(LABEL, lambda text, _: shown.append(text), "lines", every_s=0) as view:
-        import os
-
-        progress = Progress(quiet=True, events_file=Path(os.environ["LORABENCH_PROGRESS_FILE"]))
+        assert view is not None
+        progress = Progress(quiet=True, events_file=view.progress_file)
         progress.phase("train", total=2)
         progress.advance(loss=0.5)
         progress.advance(loss=0.25)
