@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from harness.terminal import fit, terminal_width
+
 
 def _clock(seconds: float) -> str:
     seconds = max(0, int(seconds))
@@ -36,7 +38,7 @@ class Progress:
         self._phase, self._total, self._done = name, total, 0
         self._started = self._last_print = time.monotonic()
         self._event()
-        print(f"[lorabench] {name}" + (f" ({total})" if total else ""), file=self.stream, flush=True)
+        self._print(f"[lorabench] {name}" + (f" ({total})" if total else ""))
 
     def advance(self, n: int = 1, **values: float) -> None:
         self._done += n
@@ -49,11 +51,15 @@ class Progress:
         elapsed = now - self._started
         eta = elapsed / self._done * (self._total - self._done) if self._done and self._total else 0
         shown = " ".join(f"{k} {v:.4g}" for k, v in values.items())
-        print(
-            f"  {self._phase}: {self._done}/{self._total} {shown} elapsed {_clock(elapsed)} eta {_clock(eta)}",
-            file=self.stream,
-            flush=True,
+        self._print(
+            f"  {self._phase}: {self._done}/{self._total} {shown} elapsed {_clock(elapsed)} eta {_clock(eta)}"
         )
+
+    def _print(self, text: str) -> None:
+        # On a terminal, wrapped at its width by whole words (harness/terminal.py); a log gets it as is.
+        width = terminal_width(self.stream)
+        for line in fit(text, width - 1, transient=False) if width else [text]:
+            print(line, file=self.stream, flush=True)
 
     def _event(self, **values: float) -> None:
         if self.events_file is None:

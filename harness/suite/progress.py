@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import tempfile
-import textwrap
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -134,32 +133,6 @@ class Estimate:
                 f"; up to {self.more_runs} more seed(s) of this setup: ~{clock(whole * self.more_runs)} more"
             )
         return text + " (Ctrl-C stops; run it again to resume from the last checkpoint)"
-
-
-def fit(text: str, width: int, *, transient: bool) -> list[str]:
-    """`text` in lines of at most `width` columns, never cut inside a word (so never mid-number). A lasting
-    line wraps, its continuation indented; a transient status line (rewritten in place, one line) is
-    shortened by dropping words: first the run's label (after `[lorabench]`), then its last parts; `…`
-    marks what went. A single word wider than `width` is kept whole."""
-    if len(text) <= width:
-        return [text]
-    if not transient:
-        return textwrap.wrap(
-            text, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
-        )
-    head, *parts = text.split(" · ")
-    words = head.split(" ")
-    kept, shown = len(words), len(parts)
-
-    def joined() -> str:
-        label = " ".join(words[:kept]) + (" …" if kept < len(words) else "")
-        return " · ".join([label, *parts[:shown]] + (["…"] if shown < len(parts) else []))
-
-    while kept > 1 and len(joined()) > width:
-        kept -= 1
-    while shown > 0 and len(joined()) > width:
-        shown -= 1
-    return [joined()]
 
 
 class ProgressView:
