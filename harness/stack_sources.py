@@ -11,10 +11,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:  # harness.stacks imports this module
-    from harness.stacks import Pin
+
+class Pin(Protocol):
+    """A lockfile pin as harness.stacks reads it (that module imports this one, so no import back)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def hashes(self) -> tuple[str, ...]: ...
+
 
 # A wheel file name: name-version(-build)?-pythontag-abitag-platform.whl
 WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-\d[^-]*)?-(?P<py>[^-]+)-[^-]+-[^-]+\.whl$")

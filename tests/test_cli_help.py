@@ -46,3 +46,35 @@ def test_bare_lorabench_is_an_error_line_and_exit_2() -> None:
     assert done.returncode == 2
     assert "lorabench: error: no command given" in done.stderr
     assert done.stdout == ""
+
+
+def _json_help(parser: argparse.ArgumentParser) -> str | None:
+    return next((a.help for a in parser._actions if "--json" in a.option_strings), None)
+
+
+def _commands_with_results() -> dict[str, argparse.ArgumentParser]:
+    """Every command that prints results, `stacks`' actions one by one (report and compare: their own)."""
+    commands = {
+        n: p for n, p in _subparsers().items() if n not in ("fetch", "publish", "stacks", "report", "compare")
+    }
+    stacks = next(a for a in _subparsers()["stacks"]._actions if isinstance(a, argparse._SubParsersAction))
+    commands.update({f"stacks {n}": p for n, p in stacks.choices.items()})
+    return commands
+
+
+@pytest.mark.parametrize("name", sorted(_commands_with_results()))
+def test_json_exists_and_means_the_same_on_every_command_that_prints_results(name: str) -> None:
+    from harness.commands._output import JSON_HELP
+
+    text = _json_help(_commands_with_results()[name])
+    assert text is not None and text.startswith(JSON_HELP), f"lorabench {name} --json: {text!r}"
+
+
+def test_json_on_stdout_is_json_alone() -> None:
+    import json
+
+    env_cmd = [sys.executable, "-m", "harness.cli"]
+    for args in (["stacks", "verify", "cpu", "--json"], ["doctor", "--no-guard", "--json"]):
+        done = subprocess.run([*env_cmd, *args], capture_output=True, text=True, check=False)
+        assert done.returncode in (0, 2), done.stderr
+        json.loads(done.stdout)  # nothing but the JSON

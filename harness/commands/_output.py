@@ -8,10 +8,17 @@ from pathlib import Path
 
 from harness.errors import UserError
 
+JSON_HELP = "print JSON on stdout instead of the text: stdout carries the JSON alone, notes go to stderr"
+
+
+def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--json`, the same on every command that prints results; `what` names what the JSON holds."""
+    parser.add_argument("--json", action="store_true", help=f"{JSON_HELP} ({what})")
+
 
 def add_output_arguments(parser: argparse.ArgumentParser, files: str) -> None:
     """`--json` and `-o DIR`; `files` says what -o writes, for the help text (e.g. "checks.json")."""
-    parser.add_argument("--json", action="store_true", help="print JSON on stdout instead of the table")
+    add_json_argument(parser, "what the table shows")
     parser.add_argument(
         "-o", "--output", type=Path, metavar="DIR", help=f"also write {files} into this folder"
     )

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.commands._output import add_json_argument
 from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
@@ -64,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_REPORTS,
         help=f"where the scorecards go (default: {DEFAULT_REPORTS})",
     )
+    add_json_argument(
+        parser, "the scorecards as `lorabench report --json` prints them; pytest's output goes to stderr"
+    )
     parser.add_argument(
         "pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST ARGS", help="passed to pytest"
     )
@@ -95,14 +99,14 @@ def report_sources(published: Path, results: Path) -> list[Path]:
     return [p for p in ([published] if not same else []) + [results] if p.is_dir()]
 
 
-def run_suite(command: list[str], grace_s: float = 60.0) -> tuple[int, bool]:
+def run_suite(command: list[str], grace_s: float = 60.0, *, to_stderr: bool = False) -> tuple[int, bool]:
     """Run pytest to its end; (exit status, whether Ctrl-C came).
 
     Ctrl-C in a terminal reaches pytest as well (one process group): it stops the run it is in, writes
     that run's record as killed and exits. Killing it at once (what `subprocess.run` does) lost that
     record, so this waits; pytest gets SIGINT from here only when it has not ended after `grace_s`
     (the interrupt was sent to this process alone)."""
-    process = subprocess.Popen(command)
+    process = subprocess.Popen(command, stdout=sys.stderr if to_stderr else None)
     interrupted = False
     timeout: float | None = None
     while True:
@@ -118,16 +122,23 @@ def run_suite(command: list[str], grace_s: float = 60.0) -> tuple[int, bool]:
 def report_step(args: argparse.Namespace) -> int:
     """The scorecards from the published records and yours, your setups' claims beside the built-in ones."""
     sources = report_sources(args.published, args.results)
+    as_json = getattr(args, "json", False)
+    notes = sys.stderr if as_json else sys.stdout  # with --json, stdout carries the JSON alone
     if not sources:
-        print(f"lorabench bench: no records in {args.results} or {args.published}: no scorecard")
+        print(f"lorabench bench: no records in {args.results} or {args.published}: no scorecard", file=notes)
         return 0
     print(
         "lorabench bench: scorecards from "
         + " and ".join(f"{p} ({'published' if p == args.published else 'yours'})" for p in sources),
+        file=notes,
         flush=True,
     )
     report = argparse.Namespace(
-        results=sources, output=args.reports, benchmarks=default_benchmarks(), setups=args.setups, json=False
+        results=sources,
+        output=args.reports,
+        benchmarks=default_benchmarks(),
+        setups=args.setups,
+        json=as_json,
     )
     try:
         return cmd_report(report)
@@ -157,8 +168,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     command = pytest_command(args.pytest_args, args.results, args.published, args.setups)
-    print("lorabench bench: " + " ".join(command[1:]), flush=True)
-    status, interrupted = run_suite(command)
+    print(
+        "lorabench bench: " + " ".join(command[1:]), file=sys.stderr if args.json else sys.stdout, flush=True
+    )
+    status, interrupted = run_suite(command, to_stderr=args.json)
     if interrupted:
         print(
             f"lorabench bench: interrupted; records so far are in {args.results} (run it again to resume: "

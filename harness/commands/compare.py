@@ -4,9 +4,14 @@ metric one side has is missing on the other (a run that ended without it).
 
 The sides must be like (as pyperf and asv check machines): the same host kind and stack, and the same
 settings for each setup on both; otherwise compare names each difference and exits 2, unless
-`--allow-unlike` asks for the comparison anyway (then every row is marked unlike). `--json` prints the
-comparison as JSON on stdout (schema: harness/report/schemas/compare.schema.json); `-o DIR` also writes
-it as compare.md and compare.json into DIR.
+`--allow-unlike` asks for the comparison anyway (then every row is marked unlike). A side whose runs of
+a setup did not finish (killed, failed) or hold no compared metric is refused with that reason (exit 2).
+Tokens/s and MFU read over the steady steps on one side and over the whole run on the other (a record
+without a steady step time) are flagged, and neither tested nor counted as a regression.
+
+`--json` prints the comparison as JSON on stdout, its metrics keyed as `lorabench report --json` keys
+them (schema: harness/report/schemas/compare-2.schema.json); a refusal prints {"error", "exit_code"}
+(error-1.schema.json). `-o DIR` also writes the comparison as compare.md and compare.json into DIR.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ from harness.report.compare import (
     compare_records,
     missing_metrics,
     sides_unlike,
+    unfinished,
 )
 from harness.report.groups import LoadedRecord, SetupRuns, load_records
-from harness.report.outputs import ChangeOut, CompareOut, MissingOut, SideOut, conditions_out
+from harness.report.metrics import BY_KEY
+from harness.report.outputs import ChangeOut, CompareOut, MissingOut, SideOut
 from harness.report.settings import public
 from harness.report.tables import table
+from harness.report.to_json import errors_as_json, setup_conditions
 
 
 def register(subparsers: Any) -> None:
@@ -62,11 +70,26 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=cmd_compare)
 
 
+WHERE = {
+    "steady": "the steady steps",
+    "whole": "the whole run",
+    "mixed": "the steady steps of some runs and the whole run of others",
+    None: "–",
+}
+
+
+def _metric_cell(c: MetricChange) -> str:
+    label = BY_KEY[c.metric].label
+    if c.windows_differ:
+        return f"{label} ({c.windows[0]} vs {c.windows[1]})"
+    return f"{label} ({c.windows[0]})" if c.windows[0] else label
+
+
 def render(changes: list[MetricChange], unlike: bool = False) -> str:
     rows = [
         [
             c.setup,
-            c.metric,
+            _metric_cell(c),
             f"{c.old:.2f}",
             f"{c.new:.2f}",
             "–" if c.ratio is None else f"{c.ratio:.3f}",
@@ -85,12 +108,12 @@ def render(changes: list[MetricChange], unlike: bool = False) -> str:
 
 
 def _side(paths: Path, loaded: tuple[LoadedRecord, ...]) -> SideOut:
-    kinds = sorted({str(i.record.provenance.get("host", {}).get("kind") or i.record.host) for i in loaded})
+    kinds = sorted({str(i.record.provenance.host.kind or i.record.host) for i in loaded})
     return SideOut(
         paths=[public(str(paths))],
         records=len(loaded),
-        host_kinds=" / ".join(kinds),
-        stacks=" / ".join(sorted({i.record.stack for i in loaded})),
+        host_kinds=kinds,
+        stacks=sorted({i.record.stack for i in loaded}),
     )
 
 
@@ -102,6 +125,11 @@ def _load_sides(
     for side, loaded, path in (("OLD", old, args.old), ("NEW", new, args.new)):
         if not loaded:
             raise UserError(f"{side} {path}: no run records (seed-*.json) found")
+    if nothing := unfinished(old, new):
+        raise UserError(
+            f"nothing to compare: {'; '.join(public(n) for n in nothing)}; compare runs that finished "
+            "(`lorabench run` again for the missing side)"
+        )
     unlike = sides_unlike(old, new)
     if unlike and not args.allow_unlike:
         raise UserError(
@@ -125,8 +153,11 @@ def _change_out(c: MetricChange, before: dict[str, SetupRuns], after: dict[str, 
         p_value=c.p_value,
         significant=c.is_significant,
         regression=c.is_regression,
-        conditions_old=conditions_out(before[c.setup].conditions),
-        conditions_new=conditions_out(after[c.setup].conditions),
+        window_old=c.windows[0],
+        window_new=c.windows[1],
+        windows_differ=c.windows_differ,
+        conditions_old=setup_conditions(before[c.setup]),
+        conditions_new=setup_conditions(after[c.setup]),
     )
 
 
@@ -137,7 +168,13 @@ def _summary_text(
     lines = [render(changes, bool(out.unlike))] if changes else []
     if out.unlike:
         lines.append(f"unlike sides, compared as asked (--allow-unlike): {'; '.join(out.unlike)}")
-    lines += [f"missing: {m.setup}: {m.metric} on {m.side} ({m.why})" for m in missing]
+    lines += [
+        f"window: {c.setup}: {BY_KEY[c.metric].label} is read over {WHERE[c.windows[0]]} on OLD and "
+        f"{WHERE[c.windows[1]]} on NEW (a side lacks train.step_s): not one quantity, not tested"
+        for c in changes
+        if c.windows_differ
+    ]
+    lines += [f"missing: {m.setup}: {BY_KEY[m.metric].label} on {m.side} ({m.why})" for m in missing]
     lines += [f"not compared: {line}" for line in unmatched]
     lines.append(
         f"{out.regressions} regression(s) in {len(changes)} metric(s)"
@@ -147,6 +184,11 @@ def _summary_text(
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    with errors_as_json(args.json):
+        return _compare(args)
+
+
+def _compare(args: argparse.Namespace) -> int:
     if args.tolerance < 0:
         raise UserError(f"--tolerance must be ≥ 0, got {args.tolerance}")
     check_output_folder(args.output, ["compare.md", "compare.json"])

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands._output import add_json_argument
 from harness.doctor.report import render, render_json, run_doctor
 
 
@@ -27,9 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=Path("results"),
         help="results folder whose disk is measured (default: results)",
     )
-    parser.add_argument(
-        "--json", action="store_true", help="the checks and the facts as JSON on stdout (for CI and issues)"
-    )
+    add_json_argument(parser, "the checks and the facts they judged, for CI and issues")
     parser.add_argument(
         "--untimed", action="store_true", help="a busy machine (the guard) is shown but does not block"
     )

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.commands._output import add_json_argument
 from harness.export import ExportResult, export_adapter
 
 
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-gguf", action="store_true", help="skip the GGUF conversion even when a converter is installed"
     )
-    parser.add_argument("--json", action="store_true", help="print the export summary as JSON")
+    add_json_argument(parser, "the export summary")
     parser.set_defaults(func=cmd_export)
 
 

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from harness.commands._output import add_json_argument
+
 EXIT_NOISY = 3
 
 
@@ -16,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Watch the machine for the guard's window and print every reading against its limit. "
         "Exit 0 when a timed run could start now, 3 when it would be refused.",
     )
-    parser.add_argument("--json", action="store_true", help="print the verdict as JSON instead of a table")
+    add_json_argument(parser, "the verdict and every reading")
     parser.add_argument(
         "--config",
         type=Path,

@@ -8,6 +8,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from harness.commands._output import add_json_argument
 from harness.config import DEFAULT_TARGETS
 from harness.inspect import KINDS, Inspection, human_count, inspect_model
 
@@ -40,7 +41,7 @@ def register(subparsers: Any) -> None:
         "--depth", type=int, default=4, help="module tree depth to print (default: %(default)s)"
     )
     parser.add_argument("--no-tree", action="store_true", help="leave the module tree out")
-    parser.add_argument("--json", action="store_true", help="print the inspection as JSON (no tree)")
+    add_json_argument(parser, "the inspection, no tree")
     parser.set_defaults(func=cmd_inspect)
 
 

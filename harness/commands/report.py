@@ -4,8 +4,10 @@ those of your own setup files (`--setups DIR`), beside them.
 
 `-o DIR` is the reports folder it writes (scorecards, charts, the index; default `reports-local/`, untracked,
 so the committed `reports/` is written only when asked for with `-o reports`); `--json` prints every
-scorecard's claims (status, numbers, n, conditions) and setups as JSON on stdout instead of the summary
-lines (schema: harness/report/schemas/report.schema.json). Charts no scorecard shows any more are
+scorecard's claims (status, numbers, n, conditions), setups (figures keyed `train_time_s`, `mfu_pct`, …,
+conditions as fields) and comparisons (speedups with their 95% intervals, McNemar, TOST) as JSON on stdout
+instead of the summary lines (schema: harness/report/schemas/report-2.schema.json); a refusal prints
+{"error", "exit_code"} (error-1.schema.json). Charts no scorecard shows any more are
 removed from its img/ folder. To publish, render into a fresh folder, review it, copy it over `reports/`,
 then render once into `reports/` itself to drop charts left there:
   lorabench report reports/results -o /tmp/r && cp -r /tmp/r/. reports/ && lorabench report reports/results -o reports
@@ -19,6 +21,7 @@ from typing import Any
 
 from harness.report.claim_table import DEFAULT_BENCHMARKS
 from harness.report.pipeline import build_reports
+from harness.report.to_json import errors_as_json
 
 
 def register(subparsers: Any) -> None:
@@ -65,7 +68,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    summaries, index, out = build_reports(args.results, args.output, args.benchmarks, args.setups)
+    with errors_as_json(args.json):
+        summaries, index, out = build_reports(args.results, args.output, args.benchmarks, args.setups)
     if args.json:
         print(out.model_dump_json(indent=2))
         return 0

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import re
+import sys
 from pathlib import Path
 
-from harness import settings
+from harness import catalog, settings
+from harness.commands._output import add_json_argument
 from harness.config import DATA_ENV, Override, load_setup, read_config_file
 from harness.errors import UserError
 from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
 from harness.run.parent import RunOptions, summary_line
 from harness.run.start import run_on_hosts
-from harness.tasks import catalog
 
 EXIT_CODES = {"ok": 0, "refused": 3}
 
@@ -51,7 +54,7 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
     config_sets_data = isinstance(section, dict) and bool(section.get("source"))
     if (data := settings.DATA.get()) and not config_sets_data:
         overrides.append(("data.source", data))
-    set_fields = {text.partition("=")[0].strip() for text in args.overrides}
+    set_fields = {text.partition("=")[0].strip() for text in args.overrides if "=" in text}
     for flag, field in (
         ("model", "model.source"),
         ("data", "data.source"),
@@ -90,9 +93,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--stack",
-        default=default_stack(),
+        default=None,
         type=stack_name,
-        help="stack name recorded with the run (default: $LORABENCH_STACK or cpu)",
+        help="stack name recorded with the run (default: $LORABENCH_STACK, else the pinned stack installed "
+        "here, else the environment named by torch and its runtime, e.g. venv-torch2.11.0-cuda13.0)",
     )
     parser.add_argument(
         "--timed", action="store_true", help="a timed run: the quiet-machine guard must pass first"
@@ -108,6 +112,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="file with a [guard] section of thresholds (see harness/guard/config.py)",
     )
     parser.add_argument("--quiet", action="store_true", help="phase lines only, no step progress (CI logs)")
+    add_json_argument(parser, "the record and where it was written")
     parser.add_argument(
         "--inline", action="store_true", help="train in this process instead of a child (debugging)"
     )
@@ -122,13 +127,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     setup = load_setup(args.config, setup_overrides(args))
     options = RunOptions(
         results_dir=args.results,
-        stack=args.stack,
+        stack=default_stack() if args.stack is None else args.stack,
         timed=args.timed,
         allow_noisy=args.allow_noisy,
         quiet=args.quiet,
         isolate=not args.inline,
         guard=load_guard_config(args.guard_config) if args.guard_config else GuardConfig(),
     )
-    record, path = run_on_hosts(setup, options)
-    print(summary_line(record, path))
+    # With --json, stdout carries the JSON alone: what the run prints there goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        record, path = run_on_hosts(setup, options)
+    if args.json:
+        print(json.dumps({"path": str(path), "record": record.model_dump(mode="json")}, indent=2))
+    else:
+        print(summary_line(record, path))
     return EXIT_CODES.get(record.status, 1)

@@ -7,11 +7,14 @@ checked, and with --install installed into a fresh venv of that Python (harness/
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 from tabulate import tabulate
 
 from harness import settings
+from harness.commands._output import add_json_argument
 from harness.errors import UserError
 from harness.stacks import Stack, diff_lockfiles, load_stacks, lockfiles_dir, verify_environment
 
@@ -29,8 +32,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="folder holding stacks.toml and the lockfiles (default: $LORABENCH_LOCKFILES or the checkout's lockfiles/)",
     )
     actions = parser.add_subparsers(dest="stacks_action", metavar="ACTION", required=True)
-    actions.add_parser("list", help="print the stacks table: accelerator, python, torch source, base image")
+    listing = actions.add_parser(
+        "list", help="print the stacks table: accelerator, python, torch source, base image"
+    )
+    add_json_argument(listing, "every row of the table")
     diff = actions.add_parser("diff", help="packages added, removed or re-versioned from stack A to stack B")
+    add_json_argument(diff, "changed, added and removed packages")
     diff.add_argument("a", help="a stack name from the table, or a path to a lockfile")
     diff.add_argument("b", help="a stack name from the table, or a path to a lockfile")
     verify = actions.add_parser(
@@ -42,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="stack name (default: $LORABENCH_STACK, the variable the images set; with --download: every stack)",
     )
+    add_json_argument(verify, "the problems found; not with --download, which prints as it goes")
     verify.add_argument(
         "--download",
         action="store_true",
@@ -65,17 +73,22 @@ def cmd_stacks(args: argparse.Namespace) -> int:
     directory: Path = args.lockfiles or lockfiles_dir()
     stacks = load_stacks(directory)
     if args.stacks_action == "list":
-        return _list(stacks)
+        return _list(stacks, as_json=args.json)
     if args.stacks_action == "diff":
-        return _diff(stacks, directory, args.a, args.b)
+        return _diff(stacks, directory, args.a, args.b, as_json=args.json)
+    if args.download and args.json:
+        raise UserError("stacks verify --download --json: the download prints as it goes; drop --json")
     if args.download:
         return _download(stacks, directory, args.stack, args.dest, install=args.install)
     if args.install:
         raise UserError("stacks verify --install needs --download (it installs what was downloaded)")
-    return _verify(stacks, directory, args.stack or settings.STACK.get())
+    return _verify(stacks, directory, args.stack or settings.STACK.get(), as_json=args.json)
 
 
-def _list(stacks: dict[str, Stack]) -> int:
+def _list(stacks: dict[str, Stack], *, as_json: bool = False) -> int:
+    if as_json:
+        print(json.dumps([s.model_dump(mode="json") for s in stacks.values()], indent=2))
+        return 0
     rows = [
         [
             s.name,
@@ -101,8 +114,14 @@ def _lockfile_for(stacks: dict[str, Stack], directory: Path, ref: str) -> Path:
     raise UserError(f"stacks diff: {ref!r} is neither a stack ({', '.join(stacks)}) nor a lockfile path")
 
 
-def _diff(stacks: dict[str, Stack], directory: Path, a: str, b: str) -> int:
+def _diff(stacks: dict[str, Stack], directory: Path, a: str, b: str, *, as_json: bool = False) -> int:
     diff = diff_lockfiles(_lockfile_for(stacks, directory, a), _lockfile_for(stacks, directory, b))
+    if as_json:
+        changed = [{"package": n, "a": va, "b": vb} for n, va, vb in diff.changed]
+        added = [{"package": p.name, "b": p.version} for p in diff.added]
+        removed = [{"package": p.name, "a": p.version} for p in diff.removed]
+        print(json.dumps({"a": a, "b": b, "changed": changed, "added": added, "removed": removed}, indent=2))
+        return 0
     if diff.is_empty:
         print(f"{a} and {b} pin the same packages")
         return 0
@@ -113,7 +132,7 @@ def _diff(stacks: dict[str, Stack], directory: Path, a: str, b: str) -> int:
     return 0
 
 
-def _verify(stacks: dict[str, Stack], directory: Path, name: str | None) -> int:
+def _verify(stacks: dict[str, Stack], directory: Path, name: str | None, *, as_json: bool = False) -> int:
     if name is None:
         raise UserError(
             "stacks verify: no STACK given and LORABENCH_STACK is unset; name one of: " + ", ".join(stacks)
@@ -121,9 +140,14 @@ def _verify(stacks: dict[str, Stack], directory: Path, name: str | None) -> int:
     if name not in stacks:
         raise UserError(f"stacks verify: unknown stack {name!r}; known: {', '.join(stacks)}")
     problems = verify_environment(stacks[name], directory=directory)
+    errors = sum(p.severity == "error" for p in problems)
+    if as_json:
+        print(
+            json.dumps({"stack": name, "errors": errors, "problems": [asdict(p) for p in problems]}, indent=2)
+        )
+        return 1 if errors else 0
     for p in problems:
         print(f"{p.severity}: {p.package}: {p.message}")
-    errors = sum(p.severity == "error" for p in problems)
     print(f"stack {name}: {errors} error(s), {len(problems) - errors} warning(s)")
     return 1 if errors else 0
 

@@ -13,13 +13,15 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from harness import settings
 from harness.doctor import gpu, host
 from harness.doctor.facts import HostFacts, collect_facts, to_dict
 from harness.doctor.result import MARK, Check
 from harness.guard.verdict import GuardVerdict
+from harness.json_types import JsonObject
+from harness.stack_name import default_stack
 from harness.stacks import Problem, Stack, load_stacks, verify_environment
 
 BLOCKED = 2
@@ -39,7 +41,7 @@ class Diagnosis:
     def exit_status(self) -> int:
         return BLOCKED if self.blocking else 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         b = self.blocking
         return {
             "ok": b is None,
@@ -106,15 +108,16 @@ def run_doctor(
         if stack_name:
             raise
         stacks = {}  # an install without the lockfiles folder: the stack and image checks say "–"
-    name = stack_name or settings.STACK.get()
+    # What a run here is recorded under: $LORABENCH_STACK, else the pinned stack installed, else the venv.
+    name = stack_name or default_stack()
     unpinned = None
-    if name is not None and stacks and name not in stacks:
+    if name not in stacks:
         if stack_name:  # typed on the command line: most likely a typo of a pinned stack
             raise UserError(f"doctor --stack: unknown stack {name!r}; known: {', '.join(stacks)}")
-        # $LORABENCH_STACK naming a maintainer's own environment (a venv, a lent machine's image): runs
-        # are recorded under that name, so the doctor checks the rest rather than refusing.
+        # A maintainer's own environment (a venv, a lent machine's image): runs are recorded under its
+        # name, so the doctor checks the rest rather than refusing.
         unpinned = name
-    stack = stacks.get(name) if name else None  # unknown without the table: not checked
+    stack = stacks.get(name)
     facts = collect_facts(disk_paths(results), list(stacks))
     problems = verify_environment(stack) if stack else None
     verdict = None
@@ -142,9 +145,22 @@ def render(diagnosis: Diagnosis, out: TextIO = sys.stdout) -> None:
             print(f"   {'':<{width}}  fix{'' if c.blocking else ' (not blocking)'}: {c.fix}", file=out)
     b = diagnosis.blocking
     if b is None:
-        print(f"lorabench doctor: {'a timed' if diagnosis.timed else 'an untimed'} run can start", file=out)
+        print(f"lorabench doctor: {can_start(diagnosis)}", file=out)
     else:
         print(f"lorabench doctor: blocked by {b.name}: {b.summary}; fix: {b.fix}", file=out)
+
+
+def can_start(diagnosis: Diagnosis) -> str:
+    """What may start when nothing blocks: "a timed run" only when the guard looked at the machine now."""
+    if not diagnosis.timed:
+        return "an untimed run can start"
+    guard = next((c for c in diagnosis.checks if c.name == host.GUARD_CHECK), None)
+    if guard is not None and guard.status == "ok":
+        return "a timed run can start"
+    return (
+        "a run can start; the machine was not looked at here, so whether it is timed is the guard's call "
+        "when each timed phase starts"
+    )
 
 
 def render_json(diagnosis: Diagnosis, facts: HostFacts, out: TextIO = sys.stdout) -> None:

@@ -24,9 +24,9 @@ def platform_of(records: Sequence[RunRecord]) -> str:
     """The GPU platform the records ran on, from their provenance: 'CUDA 13.0', 'ROCm (HIP 7.2.26015)', 'CPU'."""
     seen: dict[str, None] = {}
     for record in records:
-        host = record.provenance.get("host", {})
-        runtime = str(host.get("runtime") or "cpu")
-        version = host.get("runtime_version")
+        host = record.provenance.host
+        runtime = str(host.runtime or "cpu")
+        version = host.runtime_version
         name = RUNTIMES.get(runtime, runtime)
         if version and runtime == "hip":
             name = f"{name} (HIP {version})"
@@ -57,18 +57,21 @@ def _labelled(group: ReportGroup, setup: SetupRuns) -> SetupRuns:
     return SetupRuns(setup.experiment, f"{host} · {stack} ({platform})", setup.runs, setup.is_variant)
 
 
-def setups_across(groups: Sequence[ReportGroup]) -> list[SetupAcross]:
-    """Every setup whose records come from two or more host × stack groups."""
-    ordered = sorted(groups, key=origin_key)
+def sides_across(groups: Sequence[ReportGroup]) -> dict[str, list[SetupRuns]]:
+    """ "experiment/setup" → its runs on each host × stack group (by platform, stack, host), for every setup
+    whose records come from two or more groups; each side named by its group."""
     found: dict[str, list[SetupRuns]] = {}
-    for group in ordered:
+    for group in sorted(groups, key=origin_key):
         for experiment in group.experiments:
             for setup in group.setups(experiment):
                 found.setdefault(f"{experiment}/{setup.setup}", []).append(_labelled(group, setup))
+    return {key: sides for key, sides in sorted(found.items()) if len(sides) > 1}
+
+
+def setups_across(groups: Sequence[ReportGroup]) -> list[SetupAcross]:
+    """Every setup whose records come from two or more host × stack groups."""
     out = []
-    for key, sides in sorted(found.items()):
-        if len(sides) < 2:
-            continue
+    for key, sides in sides_across(groups).items():
         out.append(
             SetupAcross(
                 key,

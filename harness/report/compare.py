@@ -14,45 +14,23 @@ without scores) is named (`missing_metrics`), never dropped without a word.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness import stats
 from harness.errors import UserError
 from harness.report import likeness
 from harness.report.groups import LoadedRecord, SetupRuns, paired_outcomes, variants
-from harness.report.tables import (
-    Getter,
-    mfu_percent,
-    peak_vram_gib,
-    tokens_per_s,
-    train_seconds,
-    trained_em,
-    values,
-)
+from harness.report.metrics import COMPARED, Metric, Window, windows
+from harness.report.tables import trained_em, values
 
 ALPHA = 0.05
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    getter: Getter
-    higher_is_better: bool
-
-
-METRICS = (
-    Metric("exact match %", trained_em, True),
-    Metric("train time (s)", train_seconds, False),
-    Metric("tokens/s", tokens_per_s, True),
-    Metric("peak VRAM (GiB)", peak_vram_gib, False),
-    Metric("MFU %", mfu_percent, True),
-)
+METRICS = COMPARED
 
 
 @dataclass(frozen=True)
 class MetricChange:
     setup: str  # experiment/setup
-    metric: str
+    metric: str  # the metric's key (harness/report/metrics.py)
     old: float
     new: float
     n_old: int
@@ -61,6 +39,12 @@ class MetricChange:
     p_value: float | None
     is_significant: bool
     is_regression: bool
+    windows: tuple[Window | None, Window | None] = field(default=(None, None))  # OLD's, NEW's
+
+    @property
+    def windows_differ(self) -> bool:
+        """Steady steps against the whole run (a side without a steady step time): not one quantity."""
+        return self.windows[0] != self.windows[1]
 
     @property
     def ratio(self) -> float | None:
@@ -91,17 +75,34 @@ def _accuracy_test(old: SetupRuns, new: SetupRuns) -> stats.TestResult | None:
     return stats.mcnemar_exact(xs, ys) if xs else None
 
 
+_WORDS = {"steady": "steady steps", "whole": "whole run", "mixed": "mixed windows", None: "none"}
+
+
+def _windows(metric: Metric, old: SetupRuns, new: SetupRuns) -> tuple[Window | None, Window | None]:
+    if not metric.is_windowed:
+        return None, None
+    return (
+        windows([r for r in old.ok if metric.getter(r) is not None]),
+        windows([r for r in new.ok if metric.getter(r) is not None]),
+    )
+
+
 def _change(
     key: str, metric: Metric, old: SetupRuns, new: SetupRuns, tolerance: float
 ) -> MetricChange | None:
     a, b = values(old.ok, metric.getter), values(new.ok, metric.getter)
     if not a or not b:
         return None
+    found_windows = _windows(metric, old, new)
     test = _accuracy_test(old, new) if metric.getter is trained_em else None
-    if test is None:
+    if test is None and found_windows[0] == found_windows[1]:
         test = stats.welch_test(a, b)
     p = test.p_value if test else None
     method = test.method if test else "too few seeds to test"
+    if found_windows[0] != found_windows[1]:
+        method = (
+            f"not tested: {_WORDS[found_windows[0]]} against {_WORDS[found_windows[1]]} (not one quantity)"
+        )
     old_mean, new_mean = stats.mean(a), stats.mean(b)
     significant = p is not None and p < ALPHA
     worse = new_mean < old_mean if metric.higher_is_better else new_mean > old_mean
@@ -111,7 +112,7 @@ def _change(
     beyond = metric.getter is trained_em or relative > tolerance
     return MetricChange(
         key,
-        metric.name,
+        metric.key,
         old_mean,
         new_mean,
         len(a),
@@ -120,11 +121,12 @@ def _change(
         p,
         significant,
         significant and worse and beyond,
+        found_windows,
     )
 
 
 def _kinds(loaded: Sequence[LoadedRecord]) -> str:
-    kinds = {str(i.record.provenance.get("host", {}).get("kind") or i.record.host) for i in loaded}
+    kinds = {str(i.record.provenance.host.kind or i.record.host) for i in loaded}
     return " / ".join(sorted(kinds))
 
 
@@ -151,6 +153,28 @@ def sides_unlike(old: Sequence[LoadedRecord], new: Sequence[LoadedRecord]) -> li
     return out
 
 
+def _statuses(runs: SetupRuns) -> str:
+    return "; ".join(
+        f"seed {r.seed}: {r.status}" + (f" ({r.reason})" if r.reason else "") for r in runs.records
+    )
+
+
+def unfinished(old: Sequence[LoadedRecord], new: Sequence[LoadedRecord]) -> list[str]:
+    """Each setup on both sides whose runs on one side give nothing to compare: none finished (killed,
+    failed, refused…: their statuses and reasons), or the finished ones hold no compared metric. Such a
+    side is refused for that reason, before any other difference is weighed."""
+    before, after = by_setup(old, "OLD"), by_setup(new, "NEW")
+    out = []
+    for key in sorted(set(before) & set(after)):
+        for side, runs in (("OLD", before[key]), ("NEW", after[key])):
+            if not runs.ok:
+                out.append(f"{side} {key}: no run finished ({_statuses(runs)})")
+            elif not any(values(runs.ok, m.getter) for m in METRICS):
+                keys = ", ".join(m.key for m in METRICS)
+                out.append(f"{side} {key}: its runs hold none of the compared metrics ({keys})")
+    return out
+
+
 @dataclass(frozen=True)
 class MissingMetric:
     setup: str
@@ -172,7 +196,7 @@ def missing_metrics(
                 continue
             side, runs = ("NEW", after[key]) if a else ("OLD", before[key])
             statuses = ", ".join(f"seed {r.seed}: {r.status}" for r in runs.records)
-            out.append(MissingMetric(key, metric.name, side, statuses))
+            out.append(MissingMetric(key, metric.key, side, statuses))
     return out
 
 

@@ -109,16 +109,42 @@ def _compatible(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
     return all(a.get(k) == b.get(k) for k in keys)
 
 
-def _mismatches(settings: Mapping[str, str], reference: Mapping[str, str]) -> int:
-    return sum(1 for key, value in reference.items() if key in settings and settings[key] != value)
+def _asked(data: Mapping[str, object], prefix: str = "") -> set[str]:
+    """The flattened keys a record's own setup names (a field added after the record is not among them)."""
+    keys: set[str] = set()
+    for key, value in data.items():
+        keys |= _asked(value, f"{prefix}{key}.") if isinstance(value, Mapping) else {f"{prefix}{key}"}
+    return keys
+
+
+def _changed(
+    settings: Mapping[str, str], members: Sequence[LoadedRecord], reference: Mapping[str, str]
+) -> dict[str, str]:
+    """The file's settings these runs changed, with their values. A field the records predate (filled with
+    its default, the behaviour they had) is no change: the file may name it since (recipe.compile = "auto")."""
+    asked = set().union(*(_asked(m.record.setup_as_written) for m in members))
+    return {
+        key: settings[key]
+        for key, value in reference.items()
+        if key in asked and settings.get(key, value) != value
+    }
+
+
+def _named(name: str, settings: Mapping[str, str], base: Mapping[str, str]) -> str:
+    changed = ", ".join(
+        f"{k}={v}" for k, v in sorted(settings.items()) if base.get(k, v) != v or k not in base
+    )
+    return f"{name} ({changed or 'other settings'})"
 
 
 def variants(
     experiment: str, name: str, runs: Sequence[LoadedRecord], reference: Mapping[str, str] | None = None
 ) -> tuple[SetupRuns, ...]:
-    """The runs of one setup name split by settings. The plain name goes to the variant that matches
-    `reference` (the setup file's own settings, flattened) best, then the one with the most runs, then the
-    newest; every other variant is named by the settings in which it differs from that one."""
+    """The runs of one setup name split by settings. With `reference` (the setup file's own settings,
+    flattened), the plain name goes only to the runs that match it: a run with overrides is never the
+    suite's setup, even when it is the only one (a 20-step run reported alone). Without one (a setup with
+    no file here), the plain name goes to the variant with the most runs, then the newest. Every other
+    variant is named by the settings in which it differs from the plain one, or from the file."""
     found: list[tuple[dict[str, str], list[LoadedRecord]]] = []
     for item in runs:
         identity = _identity(item.record)
@@ -128,25 +154,26 @@ def variants(
                 break
         else:
             found.append((identity, [item]))
-    if len(found) == 1:
-        return (SetupRuns(experiment, name, tuple(runs)),)
     ranked = sorted(
         found,
         key=lambda f: (
-            _mismatches(f[0], reference or {}),
+            len(_changed(f[0], f[1], reference or {})),
             -len(f[1]),
             [-ord(c) for c in max(i.record.created for i in f[1])],
         ),
     )
-    plain = ranked[0][0]
-    out = [SetupRuns(experiment, name, tuple(ranked[0][1]))]
-    for settings, members in ranked[1:]:
-        changed = ", ".join(
-            f"{k}={v}" for k, v in sorted(settings.items()) if plain.get(k, v) != v or k not in plain
+    has_plain = not reference or not _changed(*ranked[0], reference)
+    if len(found) == 1 and has_plain:
+        return (SetupRuns(experiment, name, tuple(runs)),)
+    out = [SetupRuns(experiment, name, tuple(ranked[0][1]))] if has_plain else []
+    for settings, members in ranked[1 if has_plain else 0 :]:
+        # Named against the plain variant, or where there is none against the file's own settings.
+        named = (
+            _named(name, settings, ranked[0][0])
+            if has_plain
+            else _named(name, _changed(settings, members, reference or {}), {})
         )
-        out.append(
-            SetupRuns(experiment, f"{name} ({changed or 'other settings'})", tuple(members), is_variant=True)
-        )
+        out.append(SetupRuns(experiment, named, tuple(members), is_variant=True))
     return tuple(sorted(out, key=lambda s: s.setup))
 
 
@@ -161,6 +188,13 @@ class ReportGroup:
     @property
     def records(self) -> tuple[RunRecord, ...]:
         return tuple(r.record for r in self.runs)
+
+    @property
+    def stack_label(self) -> str:
+        """The stack as a scorecard names it: `(unpinned)` after an environment no lockfile pins (its records
+        say `provenance.stack.pinned: false`, harness/stack_name.py), beside the pinned stacks."""
+        unpinned = any(r.provenance.stack.pinned is False for r in self.records)
+        return f"{self.stack} (unpinned)" if unpinned else self.stack
 
     @property
     def experiments(self) -> tuple[str, ...]:

@@ -1,32 +1,37 @@
-"""The machine-readable outputs of `lorabench report --json` and `lorabench compare --json`, as pydantic
-models, and their published JSON Schemas (`harness/report/schemas/*.json`; the run record's are
+"""The machine-readable outputs of `lorabench report --json` and `lorabench compare --json`, and the
+refusal either prints in `--json` mode, as pydantic models, and their published JSON Schemas, one file per
+output and format version (`harness/report/schemas/<name>-<version>.schema.json`; the run record's are
 harness/record_schema.py's).
 
 `--json` means the same in every command: the output on stdout, as JSON, instead of the human text.
-Paths in them are relative or cut to their last part (`harness.report.settings.public`), as in reports.
+Figures are keyed by one vocabulary (harness/report/metrics.py: `train_time_s`, `mfu_pct`, …), numbers
+are numbers, and conditions are fields (`timing`, `sharing`, `window`, …), with the prose the tables
+show beside them in `text`. Paths are relative or cut to their last part, as in reports.
 Regenerate the schemas after a change with `python -m harness.report.outputs` (a test checks they match).
+
+Format history: report 1 and compare 1 keyed figures by their table labels ("train time (s)") and
+gave conditions as prose; 2 keys them as metrics.METRICS and adds the report's comparisons.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness import stats
-from harness.report import tables
-from harness.report.claim_table import ClaimResult
-from harness.report.conditions import Conditions, conditions
-from harness.report.groups import ReportGroup, SetupRuns
-from harness.report.scorecard import ReportSummary
-from harness.report.settings import public
+from harness.report.metrics import METRICS
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
-REPORT_FORMAT = "lorabench-report/1"
-COMPARE_FORMAT = "lorabench-compare/1"
+REPORT_FORMAT = "lorabench-report/2"
+COMPARE_FORMAT = "lorabench-compare/2"
+ERROR_FORMAT = "lorabench-error/1"
+METRIC_KEYS = ", ".join(m.key for m in METRICS)
+
+Timing = Literal["timed_guard", "timed_noise_seen", "not_timed"]
+Sharing = Literal["alone_guard", "shared_devices", "shared_host", "unknown"]
+WindowField = Literal["steady", "whole", "mixed"]
 
 
 class Output(BaseModel):
@@ -34,15 +39,28 @@ class Output(BaseModel):
 
 
 class ConditionsOut(Output):
-    """The conditions a set of runs' figures were measured under (harness/report/conditions.py)."""
+    """The conditions a set of runs' figures were measured under (harness/report/conditions.py); each
+    list holds every value its runs had."""
 
-    timing: str = Field(description="timed (guard) / timed, noise seen / not timed, every value its runs had")
-    sharing: str = Field(
-        description="alone (guard), one of k runs at once (on the same devices or on the host), or not known"
+    timing: list[Timing] = Field(
+        description="timed under the quiet-machine guard, timed with noise seen, or not"
     )
-    commit: str = Field(description="lorabench commit(s), '(dirty)' when the tree had uncommitted changes")
-    window: str = Field(description="the steps the steady figures read ('steps 31–300') or 'whole run'")
+    sharing: list[Sharing] = Field(
+        description="alone (timed under the guard, nothing overlapping), beside other runs on the same devices "
+        "or somewhere on the host, or unknown (untimed, no overlapping record)"
+    )
+    runs_at_once: int = Field(
+        description="the most runs that ran at the same time as one of these, itself included"
+    )
+    commits: list[str] = Field(description="lorabench commits (7 hex digits)")
+    dirty: bool = Field(description="a run's tree had uncommitted changes")
+    window: WindowField | None = Field(
+        description="where tokens_per_s and mfu_pct are read: the steady steps, the whole run (no steady step "
+        "time recorded), or mixed over runs; null: no run trained"
+    )
+    steady_steps: list[list[int]] = Field(description="[first, last] steady step of each window read")
     marks: str = Field(description="the marks tables and charts show: † ×k ×k? ?")
+    text: str = Field(description="the conditions in words, as the tables show them")
 
 
 class Figure(Output):
@@ -50,6 +68,7 @@ class Figure(Output):
     min: float
     max: float
     n: int = Field(description="ok runs that hold the figure")
+    window: WindowField | None = Field(None, description="tokens_per_s and mfu_pct: where it is read")
 
 
 class SetupOut(Output):
@@ -60,8 +79,56 @@ class SetupOut(Output):
     )
     runs: int
     ok: int
-    figures: dict[str, Figure] = Field(description="metric → mean, min, max and n over ok runs")
+    figures: dict[str, Figure] = Field(
+        description=f"metric key → mean, min, max and n over ok runs; keys: {METRIC_KEYS}, and the task's scores "
+        "(semantic_pct for SQL)"
+    )
     conditions: ConditionsOut
+
+
+class SpeedupOut(Output):
+    ratio: float = Field(description="reference mean / setup mean: above 1, the setup is faster")
+    ci95_low: float | None = Field(description="seeded 95% bootstrap interval; null with one run on a side")
+    ci95_high: float | None
+    n_reference: int
+    n_setup: int
+
+
+class McNemarOut(Output):
+    test: Literal["exact McNemar"]
+    exact_match_diff_points: float = Field(description="setup − reference, over the paired questions")
+    only_reference_right: int
+    only_setup_right: int
+    questions: int
+    seeds: list[int]
+    p_value: float
+
+
+class EquivalenceOut(Output):
+    test: Literal["TOST"] = "TOST"
+    margin_points: float
+    is_equivalent: bool | None = Field(description="null: fewer than 2 seeds run on both sides")
+    diff_points: float | None
+    ci90_low: float | None
+    ci90_high: float | None
+    p_value: float | None
+    paired_seeds: int
+
+
+class ComparisonOut(Output):
+    experiment: str
+    across: str | None = Field(
+        None, description="across hosts × stacks: the setup compared, 'experiment/setup'; null in a scorecard"
+    )
+    setup: str
+    reference: str = Field(description="the setup it is compared against ('exp_a/…' for the Exp A reference)")
+    is_like: bool = Field(description="only the compared settings differ, under the same conditions")
+    compared: list[str] = Field(description="the settings compared, 'key: setup's vs reference's'")
+    differs: list[str] = Field(description="every other difference (settings; conditions); empty when like")
+    speedup_train_time: SpeedupOut | None
+    speedup_step: SpeedupOut | None
+    exact_match: McNemarOut | None = Field(description="null: no paired predictions")
+    equivalence: EquivalenceOut
 
 
 class ClaimOut(Output):
@@ -87,50 +154,72 @@ class ScorecardOut(Output):
     platform: str
     verdict: str
     path: str = Field(description="the scorecard, relative to the reports folder")
-    claims_judged: int | None
-    claims_total: int
+    claims_judged: int | None = Field(description="claims passed or failed here; null: not judged")
+    claims_total: int = Field(description="claims in the suite")
     claims: list[ClaimOut] | None = Field(description="null: the suite's setup files were not found")
     setups: list[SetupOut]
+    comparisons: list[ComparisonOut] = Field(description="the scorecard's comparison tables, row by row")
+
+
+class StacksOut(Output):
+    """The cross-stack claims judged on one host's two stacks, as the index shows them."""
+
+    host: str
+    other: str = Field(description="the stack the claims' first setup ran on")
+    this: str = Field(description="the stack the claims' second setup ran on")
+    claims: list[ClaimOut]
 
 
 class ReportOut(Output):
-    format: Literal["lorabench-report/1"] = REPORT_FORMAT
+    format: Literal["lorabench-report/2"] = REPORT_FORMAT
     scorecards: list[ScorecardOut]
+    across: list[ComparisonOut] = Field(
+        description="the index's comparisons of one setup across hosts × stacks (its key in `across`); setup "
+        "and reference name 'host · stack (platform)'"
+    )
+    stacks: list[StacksOut] | None = Field(
+        description="cross-stack claims per host and pair of stacks; null: the suite's setup files were not found"
+    )
     missing_platforms: list[str] = Field(description="a line per platform no record comes from yet")
 
 
 class SideOut(Output):
     paths: list[str]
     records: int
-    host_kinds: str
-    stacks: str
+    host_kinds: list[str]
+    stacks: list[str]
 
 
 class ChangeOut(Output):
     setup: str
-    metric: str
+    metric: str = Field(description=f"the metric key: one of {METRIC_KEYS}")
     old: float
     new: float
-    ratio: float | None
+    ratio: float | None = Field(description="new / old; null when old is 0")
     n_old: int
     n_new: int
-    test: str
+    test: str = Field(description="exact McNemar, Welch's t-test, or why none ran")
     p_value: float | None
     significant: bool
     regression: bool
+    window_old: WindowField | None = Field(description="tokens_per_s and mfu_pct: where OLD's figure is read")
+    window_new: WindowField | None
+    windows_differ: bool = Field(
+        description="steady steps against the whole run: not the same quantity, so never tested nor a regression"
+    )
     conditions_old: ConditionsOut
     conditions_new: ConditionsOut
 
 
 class MissingOut(Output):
     setup: str
-    metric: str
+    metric: str = Field(description="the metric key")
     side: Literal["OLD", "NEW"] = Field(description="the side that lacks the metric")
     why: str
 
 
 class CompareOut(Output):
-    format: Literal["lorabench-compare/1"] = COMPARE_FORMAT
+    format: Literal["lorabench-compare/2"] = COMPARE_FORMAT
     old: SideOut
     new: SideOut
     unlike: list[str] = Field(
@@ -144,20 +233,41 @@ class CompareOut(Output):
     exit_status: int
 
 
-# The run record's schemas, one per format, are harness/record_schema.py's.
-PUBLISHED: dict[str, type[BaseModel]] = {"report": ReportOut, "compare": CompareOut}
+class ErrorOut(Output):
+    """What a command prints on stdout in `--json` mode when it refuses (the same line goes to stderr)."""
+
+    format: Literal["lorabench-error/1"] = ERROR_FORMAT
+    error: str = Field(description="the refusal: what is wrong, the value, the fix")
+    exit_code: int = Field(
+        description="the command's exit status (2: a user mistake or an environment fault)"
+    )
+
+
+# name → (model, format version): harness/report/schemas/<name>-<version>.schema.json
+PUBLISHED: dict[str, tuple[type[BaseModel], int]] = {
+    "report": (ReportOut, 2),
+    "compare": (CompareOut, 2),
+    "error": (ErrorOut, 1),
+}
+
+
+def schema_path(name: str, folder: Path = SCHEMAS) -> Path:
+    return folder / f"{name}-{PUBLISHED[name][1]}.schema.json"
 
 
 def schema_text(model: type[BaseModel]) -> str:
-    schema = model.model_json_schema(mode="serialization")
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **model.model_json_schema(mode="serialization"),
+    }
     return json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def write_schemas(folder: Path = SCHEMAS) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, model in PUBLISHED.items():
-        path = folder / f"{name}.schema.json"
+    for name, (model, _) in PUBLISHED.items():
+        path = schema_path(name, folder)
         path.write_text(schema_text(model), encoding="utf-8")
         written.append(path)
     return written
@@ -166,84 +276,3 @@ def write_schemas(folder: Path = SCHEMAS) -> list[Path]:
 if __name__ == "__main__":
     for path in write_schemas():
         print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path.name)
-
-
-# --- from the report's objects -------------------------------------------------------------------
-
-
-def conditions_out(found: Conditions) -> ConditionsOut:
-    return ConditionsOut(
-        timing=found.timing,
-        sharing=found.sharing,
-        commit=found.commit,
-        window=found.window,
-        marks=found.marks,
-    )
-
-
-def _figures(setup: SetupRuns) -> dict[str, Figure]:
-    task_getters = {c.label: tables.column_getter(c) for c in tables.task_columns([setup])}
-    getters = {
-        "baseline exact match %": tables.baseline_em,
-        "trained exact match %": tables.trained_em,
-        "gain (points)": tables.gain,
-        **task_getters,
-        "train time (s)": tables.train_seconds,
-        "step (s, steady)": tables.step_seconds,
-        "peak VRAM (GiB)": tables.peak_vram_gib,
-        "tokens/s (steady)": tables.tokens_per_s,
-        "MFU % (steady)": tables.mfu_percent,
-    }
-    out = {}
-    for name, getter in getters.items():
-        if found := tables.values(setup.ok, getter):
-            out[name] = Figure(mean=stats.mean(found), min=min(found), max=max(found), n=len(found))
-    return out
-
-
-def setup_out(setup: SetupRuns) -> SetupOut:
-    return SetupOut(
-        experiment=setup.experiment,
-        setup=setup.setup,
-        is_variant=setup.is_variant,
-        runs=len(setup.runs),
-        ok=len(setup.ok),
-        figures=_figures(setup),
-        conditions=conditions_out(setup.conditions),
-    )
-
-
-def claim_out(result: ClaimResult, group: ReportGroup) -> ClaimOut:
-    by_id = {item.record.run_id: item for item in group.runs}
-    found = {
-        role: [(r, by_id[r.run_id].sharing if r.run_id in by_id else None) for r in records]
-        for role, records in result.runs.items()
-    }
-    return ClaimOut(
-        experiment=result.claim.experiment,
-        name=result.claim.name,
-        setups=result.setups,
-        status=result.status,
-        bound=public(result.bound),
-        measured=public(result.measured),
-        value=result.value,
-        n={role: len(runs) for role, runs in found.items()},
-        conditions={role: conditions_out(conditions(runs)) for role, runs in found.items() if runs},
-        differs=None if result.differs is None else [public(d) for d in result.differs],
-    )
-
-
-def scorecard_out(
-    group: ReportGroup, summary: ReportSummary, claims: Sequence[ClaimResult] | None
-) -> ScorecardOut:
-    return ScorecardOut(
-        host=group.host,
-        stack=group.stack,
-        platform=summary.platform,
-        verdict=summary.verdict,
-        path=summary.path,
-        claims_judged=summary.claims_judged,
-        claims_total=summary.claims_total or 0,
-        claims=None if claims is None else [claim_out(c, group) for c in claims],
-        setups=[setup_out(s) for e in group.experiments for s in group.setups(e)],
-    )

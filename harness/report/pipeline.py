@@ -10,9 +10,10 @@ from harness.report.across import setups_across, stacks_across
 from harness.report.claim_table import DEFAULT_BENCHMARKS, evaluate_claims, load_setups, setup_references
 from harness.report.groups import group_records, load_records
 from harness.report.index import missing_platforms, read_summaries, render_index
-from harness.report.outputs import ReportOut, scorecard_out
+from harness.report.outputs import ReportOut
 from harness.report.scorecard import ReportSummary, render_scorecard
 from harness.report.settings import public
+from harness.report.to_json import across_out, scorecard_out, stacks_out
 
 
 def write_reports(
@@ -47,5 +48,10 @@ def build_reports(
     scorecards = [
         scorecard_out(g, s, evaluate_claims(g, catalogue)) for g, s in zip(groups, summaries, strict=True)
     ]
-    out = ReportOut(scorecards=scorecards, missing_platforms=missing_platforms(read_summaries(out_dir)))
+    out = ReportOut(
+        scorecards=scorecards,
+        across=across_out(groups),
+        stacks=stacks_out(groups, catalogue),
+        missing_platforms=missing_platforms(read_summaries(out_dir)),
+    )
     return summaries, index, out

@@ -13,6 +13,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.findings import Assessment, assess_findings
+from harness.json_types import JsonObject
 from harness.report import charts, likeness, tables
 from harness.report.across import platform_of
 from harness.report.claim_table import ClaimResult, claim_counts, claims_table, evaluate_claims
@@ -118,17 +119,14 @@ REFERENCE_EXPERIMENT = "exp_a"
 
 
 def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
-    first = setup.records[0].setup
-    return (first.get("model") or {}).get("source"), setup.records[0].task
+    return setup.records[0].setup.model.source, setup.records[0].task
 
 
-def _against_reference(
-    group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]
-) -> tables.Comparisons:
+def reference_pairs(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> list[tables.Pair]:
     """This experiment's setups, each against the Exp A setup of the same model and task on this host and
-    stack that is its best reference (likeness.closeness)."""
+    stack that is its best reference (likeness.closeness); none for Exp A itself."""
     if experiment == REFERENCE_EXPERIMENT:
-        return tables.Comparisons(None, None)
+        return []
     pairs = []
     for s in setups:
         candidates = [
@@ -136,12 +134,12 @@ def _against_reference(
         ]
         if candidates:
             pairs.append((min(candidates, key=lambda r: likeness.closeness(r, s)), s))
-    return tables.comparison_tables(pairs)
+    return pairs
 
 
 def _experiment_context(
     group: ReportGroup, experiment: str, img_dir: Path, made_images: list[Path]
-) -> dict[str, Any]:
+) -> JsonObject:
     setups = group.setups(experiment)
     made = [
         charts.loss_chart(experiment, setups, img_dir / f"{slug(experiment)}-loss.png"),
@@ -166,7 +164,7 @@ def _experiment_context(
         "table": tables.experiment_table(setups),
         "marks_note": tables.marks_note(setups),
         "comparison": tables.comparison_tables(likeness.nearest_pairs(setups)),
-        "against_reference": _against_reference(group, experiment, setups),
+        "against_reference": tables.comparison_tables(reference_pairs(group, experiment, setups)),
         "charts": [
             {"alt": tables.md_cell(c.alt).replace("]", ")").replace("[", "("), "src": f"img/{c.path.name}"}
             for c in made
@@ -204,7 +202,7 @@ def render_scorecard(
         else "",
         "benchmarks": public(str(benchmarks)),
         "host": group.host,
-        "stack": group.stack,
+        "stack": group.stack_label,
         "verdict": verdict,
         "date": group.date,
         "n_records": len(group.records),
@@ -228,7 +226,7 @@ def render_scorecard(
     remove_stale_images(target / "img", made_images)
     summary = ReportSummary(
         group.host,
-        group.stack,
+        group.stack_label,
         group.date,
         verdict,
         f"{slug(group.host)}/{slug(group.stack)}/scorecard.md",

@@ -14,11 +14,11 @@ from tabulate import tabulate
 
 from harness import stats
 from harness.findings import Assessment
-from harness.report import likeness, settings
-from harness.report.groups import ReportGroup, SetupRuns, paired_outcomes
+from harness.origin import GitFacts, HostFacts, StackFacts
+from harness.report import likeness, pairs, settings
+from harness.report.groups import ReportGroup, SetupRuns
 from harness.results import RunRecord
 from harness.run import mfu as mfu_table
-from harness.suite import claims
 from harness.tasks.registry import MetricColumn, task_module
 
 GIB = 1024**3
@@ -99,7 +99,7 @@ def tokens_per_s(r: RunRecord) -> float | None:
 
 def n_gpus(r: RunRecord) -> int:
     """GPUs in the run: `gpus` per node on each of `nodes` hosts."""
-    return int(r.setup.get("gpus") or 1) * int(r.setup.get("nodes") or 1)
+    return r.setup.world_size
 
 
 # The FLOP convention, written beside every MFU figure (harness/run/mfu.py).
@@ -118,7 +118,7 @@ def mfu_percent(r: RunRecord) -> float | None:
     has no steady step time (its conditions then say "whole run")."""
     if r.train is None:
         return None
-    gpus = r.provenance.get("host", {}).get("gpus") or []
+    gpus = r.provenance.host.gpus
     rate = steady(r)
     seconds = train_seconds(r)
     if rate is not None:
@@ -127,11 +127,11 @@ def mfu_percent(r: RunRecord) -> float | None:
         tokens_per_s = r.train.tokens / seconds if r.train.tokens and seconds else None
     if not (gpus and tokens_per_s and r.train.total_params and r.train.trainable_params is not None):
         return None if r.train.mfu is None or rate is not None else 100 * r.train.mfu
-    checkpointing = bool(r.setup.get("recipe", {}).get("gradient_checkpointing"))
+    checkpointing = r.setup.recipe.gradient_checkpointing
     flops = mfu_table.training_flops(
         r.train.total_params, r.train.trainable_params, tokens_per_s, checkpointing
     )
-    value = mfu_table.mfu(flops, str(gpus[0].get("name", "")), n_gpus(r))
+    value = mfu_table.mfu(flops, gpus[0].name, n_gpus(r))
     return None if value is None else 100 * value
 
 
@@ -218,30 +218,26 @@ def experiment_table(setups: Sequence[SetupRuns]) -> str:
 EQUIVALENCE_MARGIN = 3.0
 
 
-def _equivalence(ref: SetupRuns, other: SetupRuns, margin: float) -> str:
-    """TOST on the per-seed exact-match differences (paired by seed): the claims' own test."""
-    try:
-        result, _ = claims.equivalence(ref.ok, other.ok, margin)
-    except claims.NotEvaluable:
-        paired = len({r.seed for r in ref.ok} & {r.seed for r in other.ok})
-        return f"{NONE} (needs 2 seeds run on both sides, got {paired})"
-    verdict = "equivalent" if result.is_equivalent else "not shown"
-    return f"{verdict}: 90% [{result.interval.low:+.1f}, {result.interval.high:+.1f}], n = {result.n} seeds"
+def _equivalence(found: pairs.Equivalent) -> str:
+    if found.result is None:
+        return f"{NONE} (needs 2 seeds run on both sides, got {found.paired_seeds})"
+    verdict = "equivalent" if found.result.is_equivalent else "not shown"
+    interval = found.result.interval
+    return f"{verdict}: 90% [{interval.low:+.1f}, {interval.high:+.1f}], n = {found.result.n} seeds"
 
 
-def _speedup(ref_seconds: list[float], seconds: list[float]) -> str:
+def _speedup(found: pairs.Speedup | None) -> str:
     """Ratio of mean times (reference / setup: above 1, the setup is faster) with a seeded 95% bootstrap
     interval; a side with one run has no spread to resample, so there the ratio stands alone with its n,
     the setup's first, as the row names the two sides ("setup vs reference")."""
-    if not (ref_seconds and seconds):
+    if found is None:
         return NONE
-    ratio = f"{stats.mean(ref_seconds) / stats.mean(seconds):.2f}×"
-    if len(ref_seconds) == 1 and len(seconds) == 1:
+    ratio = f"{found.ratio:.2f}×"
+    if found.n_reference == 1 and found.n_setup == 1:
         return f"{ratio} (n = 1)"
-    if min(len(ref_seconds), len(seconds)) == 1:
-        return f"{ratio} (n = {len(seconds)} vs n = {len(ref_seconds)})"
-    ci = stats.bootstrap_ratio_ci(ref_seconds, seconds, seed=0)
-    return f"{ratio} [{ci.low:.2f}–{ci.high:.2f}]"
+    if found.interval is None:
+        return f"{ratio} (n = {found.n_setup} vs n = {found.n_reference})"
+    return f"{ratio} [{found.interval.low:.2f}–{found.interval.high:.2f}]"
 
 
 Pair = tuple[SetupRuns, SetupRuns]  # (reference, setup)
@@ -263,19 +259,36 @@ class Comparisons:
     unlike: str | None
 
 
+def pair_figures(ref: SetupRuns, s: SetupRuns, margin: float = EQUIVALENCE_MARGIN) -> pairs.PairFigures:
+    """The figures of `s` against its reference `ref` (harness.report.pairs)."""
+    return pairs.PairFigures(
+        pairs.speedup(values(ref.ok, train_seconds), values(s.ok, train_seconds)),
+        pairs.speedup(values(ref.ok, step_seconds), values(s.ok, step_seconds)),
+        pairs.accuracy(ref, s),
+        pairs.equivalence(ref, s, margin),
+    )
+
+
 def _pair_cells(ref: SetupRuns, s: SetupRuns) -> list[str]:
     marks = " ".join(dict.fromkeys(m for m in f"{s.conditions.marks} {ref.conditions.marks}".split() if m))
-    speed = marked(_speedup(values(ref.ok, train_seconds), values(s.ok, train_seconds)), marks)
-    step_speed = marked(_speedup(values(ref.ok, step_seconds), values(s.ok, step_seconds)), marks)
-    xs, ys, seeds = paired_outcomes(ref, s)
-    if xs:
-        test = stats.mcnemar_exact(xs, ys)
+    found = pair_figures(ref, s)
+    if found.accuracy is not None:
+        test = found.accuracy.test
         diff = f"{test.diff:+.1f}"
-        detail = f"{test.only_a} / {test.only_b} of {test.n} (seeds {', '.join(map(str, seeds))})"
+        detail = (
+            f"{test.only_a} / {test.only_b} of {test.n} (seeds {', '.join(map(str, found.accuracy.seeds))})"
+        )
         p = f"{test.p_value:.3g}"
     else:
         diff, detail, p = NONE, "no paired predictions", NONE
-    return [speed, step_speed, diff, detail, p, _equivalence(ref, s, EQUIVALENCE_MARGIN)]
+    return [
+        marked(_speedup(found.train_time), marks),
+        marked(_speedup(found.step), marks),
+        diff,
+        detail,
+        p,
+        _equivalence(found.equivalence),
+    ]
 
 
 def comparison_tables(
@@ -436,20 +449,17 @@ def _distinct(records: Sequence[RunRecord], getter: Callable[[RunRecord], Any]) 
     return "; ".join(f"{k} ({n} runs)" for k, n in sorted(seen.items()))
 
 
-def _host(r: RunRecord) -> dict[str, Any]:
-    return r.provenance.get("host", {})
+def _host(r: RunRecord) -> HostFacts:
+    return r.provenance.host
 
 
-def _stack(r: RunRecord) -> dict[str, Any]:
-    return r.provenance.get("stack", {})
+def _stack(r: RunRecord) -> StackFacts:
+    return r.provenance.stack
 
 
 def _gpus(r: RunRecord) -> str:
-    gpus = _host(r).get("gpus") or []
-    return (
-        ", ".join(f"{g.get('name')} ({g.get('arch')}, {g.get('vram_bytes', 0) / GIB:.0f} GiB)" for g in gpus)
-        or "none"
-    )
+    gpus = _host(r).gpus
+    return ", ".join(f"{g.name} ({g.arch}, {(g.vram_bytes or 0) / GIB:.0f} GiB)" for g in gpus) or "none"
 
 
 def provenance_table(group: ReportGroup) -> str:
@@ -460,45 +470,42 @@ def provenance_table(group: ReportGroup) -> str:
             "runtime",
             _distinct(
                 records,
-                lambda r: " ".join(filter(None, [_host(r).get("runtime"), _host(r).get("runtime_version")])),
+                lambda r: " ".join(filter(None, [_host(r).runtime, _host(r).runtime_version])),
             ),
         ],
-        ["driver", _distinct(records, lambda r: _host(r).get("driver"))],
-        ["kernel", _distinct(records, lambda r: _host(r).get("kernel"))],
-        ["CPU", _distinct(records, lambda r: _host(r).get("cpu", {}).get("model"))],
+        ["driver", _distinct(records, lambda r: _host(r).driver)],
+        ["kernel", _distinct(records, lambda r: _host(r).kernel)],
+        ["CPU", _distinct(records, lambda r: _host(r).cpu.model)],
         [
             "RAM",
             _distinct(
                 records,
-                lambda r: f"{_host(r)['ram_bytes'] / GIB:.0f} GiB" if _host(r).get("ram_bytes") else None,
+                lambda r: f"{_host(r).ram_bytes / GIB:.0f} GiB" if _host(r).ram_bytes else None,
             ),
         ],
-        ["image", _distinct(records, lambda r: _stack(r).get("image"))],
-        ["image digest", _distinct(records, lambda r: _stack(r).get("image_digest"))],
-        ["lockfile", _distinct(records, lambda r: _stack(r).get("lockfile"))],
-        ["lockfile sha256", _distinct(records, lambda r: _stack(r).get("lockfile_sha256"))],
-        ["git", _distinct(records, lambda r: _git(r.provenance.get("git", {})))],
+        ["image", _distinct(records, lambda r: _stack(r).image)],
+        ["image digest", _distinct(records, lambda r: _stack(r).image_digest)],
+        ["lockfile", _distinct(records, lambda r: _stack(r).lockfile)],
+        ["lockfile sha256", _distinct(records, lambda r: _stack(r).lockfile_sha256)],
+        ["git", _distinct(records, lambda r: _git(r.provenance.git))],
     ]
     return table(rows, ["what", "value"])
 
 
-def _git(git: dict[str, Any]) -> str | None:
-    if not git.get("sha"):
+def _git(git: GitFacts) -> str | None:
+    if not git.sha:
         return None
-    return f"{str(git['sha'])[:12]}{' (dirty)' if git.get('dirty') else ''}"
+    return f"{git.sha[:12]}{' (dirty)' if git.dirty else ''}"
 
 
 def packages_table(group: ReportGroup) -> str:
-    names = sorted({name for r in group.records for name in _stack(r).get("packages", {})})
-    rows = [
-        [name, _distinct(group.records, lambda r, n=name: _stack(r).get("packages", {}).get(n))]
-        for name in names
-    ]
+    names = sorted({name for r in group.records for name in _stack(r).packages})
+    rows = [[name, _distinct(group.records, lambda r, n=name: _stack(r).packages.get(n))] for name in names]
     return table(rows, ["package", "version"])
 
 
 def peaks_used_table(group: ReportGroup) -> str | None:
-    names = sorted({str(g.get("name")) for r in group.records for g in _host(r).get("gpus") or []})
+    names = sorted({g.name for r in group.records for g in _host(r).gpus})
     rows = []
     for name in names:
         peak = mfu_table.find_peak(name)

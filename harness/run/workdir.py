@@ -36,10 +36,13 @@ from pydantic import ValidationError
 from harness import atomic
 from harness.errors import UserError, describe_os_error
 from harness.guard import GuardRecord
+from harness.json_types import JsonObject
+from harness.locks import lock_dir
 from harness.results import RecordHeader
 from harness.run.landing import land_run
 from harness.run.lifeline import identity, is_alive
 from harness.run.outcome import (
+    ENDED_FILE,
     Outcome,
     read_ended,
     read_outcome,
@@ -47,6 +50,7 @@ from harness.run.outcome import (
     read_unwritten_mark,
     reserve_space,
     train_progress,
+    write_ended,
 )
 
 WORK = ".work"
@@ -76,6 +80,25 @@ def remove_work_dir(work_dir: Path) -> None:
         work_dir.parent.rmdir()
 
 
+def standin_dir(run_id: str) -> Path:
+    """Where a run's ended outcome goes when its work folder cannot take it (a results folder turned
+    read-only under the run): beside the host's locks, where the next sweep looks for it."""
+    return lock_dir() / "lorabench-ended" / run_id
+
+
+def keep_ended(work_dir: Path, outcome: Outcome, guard: GuardRecord, unwritten: str) -> None:
+    """The parent's final word, with why its record could not be written, in the work folder or else in
+    its stand-in: before issue 39 a read-only results folder lost the cause, and the record the next run
+    wrote said the parent had died."""
+    for folder in (work_dir, standin_dir(work_dir.name)):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_ended(folder, outcome, guard, unwritten=unwritten)
+            return
+        except OSError:
+            continue
+
+
 def mark_trainer(work_dir: Path) -> None:
     """Called by the trainer child at its start, so a sweep can tell whether it still runs."""
     atomic.write_json(work_dir / TRAINER_FILE, {"trainer": identity()})
@@ -98,7 +121,7 @@ def _owners(work_dir: Path) -> list[str] | None:
     return owners
 
 
-def _read_run(work_dir: Path) -> dict[str, Any]:
+def _read_run(work_dir: Path) -> JsonObject:
     """`run.json` as a table; ValueError naming what is wrong with it (a list, cut short, not JSON)."""
     path = work_dir / RUN_FILE
     if not path.is_file():
@@ -247,6 +270,7 @@ def _sweep_claimed(results_dir: Path, claimed: Path, name: str) -> Swept | None:
         said = f"a stale run's work folder could not be read as this version's ({_first_line(exc)})"
         return Swept(name, None, f"{said}; set aside as {aside}, not recorded")
     remove_work_dir(claimed)
+    shutil.rmtree(standin_dir(name), ignore_errors=True)
     return done
 
 
@@ -255,7 +279,7 @@ def _first_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0][:160] if text else ''}"
 
 
-def _known_header(base: dict[str, Any]) -> tuple[RecordHeader, list[str]]:
+def _known_header(base: JsonObject) -> tuple[RecordHeader, list[str]]:
     """The record's header from `run.json`, and the fields in it this version does not know.
 
     Fields another version wrote and this one does not know are left out (and said), not an error."""
@@ -271,7 +295,9 @@ def _recovered_outcome(
     """The outcome to record, the guard's verdict, the note to add to its reason and what the sweep
     says: from the parent's ended outcome, else the trainer's final one, else the full-disk mark,
     else `killed` with what the trainer had kept."""
-    ended = read_ended(work_dir) if (work_dir / "ended.json").is_file() else None
+    standin = standin_dir(name)
+    ended_in = next((d for d in (work_dir, standin) if (d / ENDED_FILE).is_file()), None)
+    ended = read_ended(ended_in) if ended_in is not None else None
     guard = GuardRecord()  # what the guard said is known only from the parent's ended outcome
     if ended is not None:
         outcome, guard, unwritten = ended

@@ -23,6 +23,7 @@ from harness import settings
 from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
 from harness.results import RunRecord, record_path
+from harness.stack_name import default_stack
 from harness.suite.cache import DEFAULT_RERUN
 from harness.suite.cases import CaseRuns, ClaimCase, collect_cases, judge_case, params, skip_reason
 from harness.suite.catalogue import Catalogue, load_catalogue
@@ -31,6 +32,7 @@ from harness.suite.host import HostCapabilities, detect_capabilities, missing_fo
 from harness.suite.progress import Mode, ProgressView, Sink, followed_run
 from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSettings, shown
 from harness.suite.setups import BenchSetup
+from harness.terminal import fit
 
 DEFAULT_SEEDS = "3407,42,1234"
 SETUPS_FOLDER = "setups"  # the built-in setups, beside the test module that asks for lorabench_claim
@@ -113,9 +115,10 @@ def _add_run_options(group: pytest.OptionGroup) -> None:
     """Where records live, which are reused, and how runs are made."""
     group.addoption(
         "--lorabench-stack",
-        default=settings.STACK.get() or "cpu",
+        default=None,
         metavar="NAME",
-        help=f"stack name runs are recorded and looked up under (default: ${STACK_ENV} or cpu)",
+        help=f"stack name runs are recorded and looked up under (default: ${STACK_ENV}, else the pinned stack "
+        "installed here, else the environment named by torch and its runtime, e.g. venv-torch2.11.0-cuda13.0)",
     )
     group.addoption(
         "--lorabench-other-stack",
@@ -248,6 +251,7 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
         problems.append(f"--lorabench-results: {results} is a file; give a folder")
     published = _published_dir(config.getoption("lorabench_published"), here, results)
     stack = config.getoption("lorabench_stack")
+    stack = default_stack() if stack is None else stack
     other = config.getoption("lorabench_other_stack")
     if other and other == stack:
         problems.append(
@@ -318,15 +322,19 @@ def terminal_sink(config: pytest.Config, worker: str | None) -> Sink:
                 if not transient:
                     print(f"[{worker}] {text}" if worker else text, file=sys.__stderr__, flush=True)
                 return
+            # Fitted to the terminal: a status line shortened by words, a lasting one wrapped, never cut
+            # mid-number (80 columns cut the estimate at "(20.65 s/").
+            first, *more = fit(text, reporter._tw.fullwidth - 1, transient=transient)
             if transient or transient_shown:
                 if not transient_shown:
                     reporter.ensure_newline()
-                width = reporter._tw.fullwidth - 1
-                reporter.rewrite(text[:width], erase=True)
+                reporter.rewrite(first, erase=True)
                 if not transient:
                     reporter.write("\n")
             else:
-                reporter.write_line(text)
+                reporter.write_line(first)
+            for line in more:
+                reporter.write_line(line)
             reporter.flush()
         transient_shown = transient
 

@@ -1,7 +1,7 @@
 """Live progress of the suite's runs, shown although pytest captures the trainer's output.
 
 pytest captures a test's output, the trainer child's stderr with it, so `make bench` printed nothing
-for an hour. The suite hands the child a progress file ($LORABENCH_PROGRESS_FILE, written by
+for an hour. The suite hands the child a progress file (in its run plan, `progress_file`; written by
 `harness.run.progress.Progress`: a JSON line per phase and per step), follows it from a thread, and
 writes lines through a sink that gets past the capture (see `harness.suite.plugin.terminal_sink`):
 
@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from harness import settings
+from harness.json_types import JsonObject
 
 Mode = Literal["live", "lines", "off"]
 # (text, transient): a transient line is replaced by the next one (live mode's status line).
@@ -55,7 +56,7 @@ class PhaseState:
     first: tuple[float, int] | None = None  # (t, done) of the first step
     last_t: float = 0.0
 
-    def update(self, event: dict[str, Any]) -> None:
+    def update(self, event: JsonObject) -> None:
         self.done, self.last_t = int(event.get("done", 0)), float(event["t"])
         self.values = {
             k: v for k, v in event.items() if k not in ("t", "phase", "done", "total")
@@ -81,6 +82,25 @@ class PhaseState:
 
 
 ESTIMATE_STEPS = 5  # training steps timed before the estimate of the whole is shown
+FEW_TIMED = 0.1  # an estimate from under this share of the steps is rough (warm-up, checkpoints, eval)
+BUSY_LOAD = 1.5  # a load average above this many times the cores: other work shares the machine
+
+
+def rough_reasons(timed: int, total: int, load: float | None, cores: int | None) -> tuple[str, ...]:
+    """Why an estimate may be far off, briefly: under load the CPU suite's estimates were 1.6-15× too low."""
+    reasons = []
+    if load is not None and cores and load > BUSY_LOAD * cores:
+        reasons.append(f"machine busy (load {load:.1f} on {cores} cores)")
+    if total and timed < FEW_TIMED * total:
+        reasons.append(f"{timed} of {total} steps timed")
+    return tuple(reasons)
+
+
+def _load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
 
 
 @dataclass
@@ -93,6 +113,7 @@ class Estimate:
     steps_left: int
     eval_s: float | None  # the baseline eval's duration; None when its answers came from the cache
     more_runs: int = 0
+    rough: tuple[str, ...] = ()  # why it may be far off (`rough_reasons`)
 
     def line(self) -> str:
         left = self.step_s * self.steps_left + (self.eval_s or 0.0)
@@ -102,7 +123,8 @@ class Estimate:
             if self.eval_s is not None
             else "the final eval not measured (the baseline came from the cache)"
         )
-        text = (
+        text = "rough: " + ", ".join(self.rough) + "; " if self.rough else ""
+        text += (
             f"estimate from {ESTIMATE_STEPS} steps ({self.step_s:.2f} s/step) and {evals}: this run ~{clock(whole)} "
             f"in all, ~{clock(left)} to go"
         )
@@ -128,12 +150,16 @@ class ProgressView:
         # Set by `followed_run`: reads the child's last events before the outcome line, so a run's final
         # phase ("eval 4/4") never prints after its "ok |" line (CI saw that order once).
         self.drain: Callable[[], None] = lambda: None
+        # (load average, cores) when the estimate is made; a test sets its own.
+        self.machine_load: Callable[[], tuple[float | None, int | None]] = lambda: (_load(), os.cpu_count())
+        # Set by `followed_run`: the file the trainer writes its events to (the runner puts it in the plan).
+        self.progress_file: Path | None = None
 
     def _write(self, text: str, *, transient: bool) -> None:
         self.sink(f"[lorabench] {self.label} · {text}", transient)
         self._transient = transient
 
-    def event(self, event: dict[str, Any]) -> None:
+    def event(self, event: JsonObject) -> None:
         name = str(event.get("phase", ""))
         if self._started is None:
             self._started = float(event["t"])
@@ -163,6 +189,7 @@ class ProgressView:
             steps_left=phase.total - phase.done,
             eval_s=self._baseline_s,
             more_runs=self.more_runs,
+            rough=rough_reasons(timed, phase.total, *self.machine_load()),
         )
         if phase.total > phase.done:
             self._write(self.estimate.line(), transient=False)
@@ -251,10 +278,8 @@ def followed_run(
             follower.stop
         )  # stopping twice is harmless: the thread has ended, the file is read to its end
         follower.start()
+        view.progress_file = path
         try:
-            with settings.for_children(
-                settings.PROGRESS_FILE, path
-            ):  # the child inherits the parent's environment
-                yield view
+            yield view
         finally:
             follower.stop()

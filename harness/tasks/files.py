@@ -25,18 +25,19 @@ def read_text(path: Path, label: str = "data.source") -> str:
     try:
         with path.open("rb") as handle:
             while chunk := handle.read(CHUNK_BYTES):
-                if (nul := chunk.find(b"\x00")) >= 0:
-                    raise _not_text(
-                        path, label, "binary data", offset + nul, lines + chunk[:nul].count(b"\n"), 0
-                    )
-                try:
-                    parts.append(decoder.decode(chunk))
+                nul = chunk.find(b"\x00")
+                try:  # the first fault in the chunk is named: a byte that is not UTF-8 before its NUL
+                    parts.append(decoder.decode(piece := chunk if nul < 0 else chunk[:nul]))
                 except UnicodeDecodeError as exc:
-                    start = offset - (len(exc.object) - len(chunk)) + exc.start
+                    start = offset - (len(exc.object) - len(piece)) + exc.start
                     line = lines + exc.object[: exc.start].count(b"\n")
                     raise _not_text(
                         path, label, "not UTF-8 text", start, line, exc.object[exc.start]
                     ) from None
+                if nul >= 0:
+                    raise _not_text(
+                        path, label, "binary data", offset + nul, lines + chunk[:nul].count(b"\n"), 0
+                    )
                 offset, lines = offset + len(chunk), lines + chunk.count(b"\n")
         parts.append(decoder.decode(b"", final=True))
     except IsADirectoryError:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from harness.report.claim_table import DEFAULT_BENCHMARKS, load_setups, setup_references
 from harness.results import RunRecord, record_path, write_predictions, write_record
 
 GIB = 1024**3
@@ -73,16 +75,32 @@ def predictions(seed: int, skill: int) -> list[dict[str, Any]]:
     return rows
 
 
+@cache
+def _suite_files() -> dict[str, dict[str, str]]:
+    return setup_references(load_setups(DEFAULT_BENCHMARKS, []))
+
+
+def suite_file(experiment: str, setup_name: str) -> dict[str, str]:
+    """The suite's setup file's own settings for this setup name (empty for a name the suite lacks)."""
+    return _suite_files().get(f"{experiment}/{setup_name}", {})
+
+
 def make_record(
     *, host: dict[str, Any], stack: dict[str, Any], experiment: str, setup_name: str, seed: int, created: str,
     precision: str = "bf16", backend: str = "hf", status: str = "ok", reason: str | None = None,
     train_s: float | None = 142.0, vram_gib: float | None = 3.1, rows: list[dict[str, Any]] | None = None,
-    checks: dict[str, Any] | None = None, timed: bool = True, steps: int = 60, model: str = "smollm2-135m",
+    checks: dict[str, Any] | None = None, timed: bool = True, steps: int | None = None, model: str = "smollm2-135m",
 ) -> RunRecord:  # fmt: skip
+    """A record of `experiment/setup_name`; a suite setup's record asks what its setup file asks (steps,
+    precision, device, batch) unless `steps` is given: only then is it a run with an override."""
     device = "cuda" if host["gpus"] else "cpu"
-    setup = {"name": setup_name, "experiment": experiment, "backend": backend, "precision": precision,
-             "device": "auto", "model": {"source": model}, "recipe": {"steps": steps, "batch_size": 8, "seed": seed,
-             "gradient_checkpointing": False}}  # fmt: skip
+    asked = suite_file(experiment, setup_name)
+    steps = int(asked.get("recipe.steps", 60)) if steps is None else steps
+    setup = {"name": setup_name, "experiment": experiment, "backend": backend,
+             "precision": asked["precision"] if asked.get("precision") in ("auto", precision) else precision,
+             "device": asked.get("device", "auto"), "model": {"source": model},
+             "recipe": {"steps": steps, "batch_size": int(asked.get("recipe.batch_size", 8)), "seed": seed,
+                        "gradient_checkpointing": False}}  # fmt: skip
     base: dict[str, Any] = {
         "run_id": f"{created[:10].replace('-', '')}-{setup_name}-s{seed}", "status": status, "reason": reason,
         "created": created, "experiment": experiment, "setup_name": setup_name, "seed": seed,
@@ -135,7 +153,11 @@ EXP_A_SETUP = "smollm2-135m-lora"
 EXP_B_SETUP = "smollm2-135m-4bit"
 QUANTIZABLE = {"verdict": "pass", "detail": "linear layers hold 79% of 134.5M params",
                "evidence": {"max_saving_bytes": int(1.2 * GIB)}}  # fmt: skip
-CACHE_ERROR = {"verdict": "error", "detail": "AttributeError: 'NoneType' object has no attribute 'max'", "evidence": {}}
+CACHE_ERROR = {
+    "verdict": "error",
+    "detail": "AttributeError: 'NoneType' object has no attribute 'max'",
+    "evidence": {},
+}
 
 
 def write_story_results(results: Path) -> None:

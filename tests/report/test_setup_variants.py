@@ -23,7 +23,10 @@ def twenty_step_seed(committed: Path) -> RunRecord:
     """The committed seed-3407 record as the 20-step bf16 run made it: its own settings and scores."""
     data = load_record(committed).model_dump(mode="json")
     data["setup"]["recipe"]["steps"] = 20
-    data["run_id"], data["created"] = "20261201T120000.000000Z-aaaaaaaa-s3407-000000", "2026-12-01T12:00:00+00:00"
+    data["run_id"], data["created"] = (
+        "20261201T120000.000000Z-aaaaaaaa-s3407-000000",
+        "2026-12-01T12:00:00+00:00",
+    )
     data["fingerprint"] = "aaaaaaaa00000000"
     data["model"]["precision"] = "bf16"
     data["train"]["steps_done"], data["train"]["loss"] = 20, data["train"]["loss"][:20]
@@ -66,6 +69,45 @@ def test_compare_does_not_pool_them_either(tmp_path: Path, capsys: pytest.Captur
     assert main(["compare", str(old), str(new), "--fail-on-regression"]) == 0
     out = capsys.readouterr().out
     assert "not compared: exp_a/smollm2-135m-lora (recipe.steps=20) (only in NEW)" in out
-    (em,) = [line for line in out.splitlines() if "| exact match %" in line]
+    (em,) = [line for line in out.splitlines() if "| trained EM %" in line]
     assert "| 3 / 2 " in em  # n old / new: the 300-step seeds only, 3 old and 2 new
     assert "11.7" not in out
+
+
+def test_a_shortened_run_reported_alone_is_not_judged_as_the_suite_setup(tmp_path: Path) -> None:
+    """Issue 36: a one-seed 20-step run reported by itself showed the 300-step gain claim as FAIL under
+    the plain setup name. It is its own setup, named by its override; the suite's claims have no runs."""
+    results = tmp_path / "results"
+    write_record(results, twenty_step_seed(COMMITTED / "seed-3407.json"))
+    assert (
+        main(["report", str(results), "-o", str(tmp_path / "reports"), "--benchmarks", str(BENCHMARKS)]) == 0
+    )
+    scorecard = (tmp_path / "reports/cpu-amd-epyc-2c/cpu/scorecard.md").read_text(encoding="utf-8")
+    claims = [line for line in scorecard.splitlines() if line.startswith("| exp_a ")]
+    assert claims and all("*not evaluable*" in line for line in claims), claims
+    assert "FAIL" not in scorecard
+    names = [
+        line.split("|")[1].strip()
+        for line in scorecard.splitlines()
+        if line.startswith("| smollm2-135m-lora")
+    ]
+    assert names == ["smollm2-135m-lora (recipe.steps=20)"]
+
+
+def test_the_rule_can_fail_a_run_matching_its_file_keeps_the_plain_name(tmp_path: Path) -> None:
+    """The clean case: the committed 300-step seed alone is the suite's setup and is judged."""
+    results = tmp_path / "results"
+    shutil.copy(COMMITTED / "seed-3407.json", tmp_path / "seed.json")
+    write_record(results, load_record(tmp_path / "seed.json"))
+    assert (
+        main(["report", str(results), "-o", str(tmp_path / "reports"), "--benchmarks", str(BENCHMARKS)]) == 0
+    )
+    scorecard = (tmp_path / "reports/cpu-amd-epyc-2c/cpu/scorecard.md").read_text(encoding="utf-8")
+    gain = next(line for line in scorecard.splitlines() if "| gain on every seed" in line)
+    assert "*not evaluable*" not in gain and "pass" in gain.lower()
+    names = [
+        line.split("|")[1].strip()
+        for line in scorecard.splitlines()
+        if line.startswith("| smollm2-135m-lora")
+    ]
+    assert names == ["smollm2-135m-lora"]

@@ -110,6 +110,8 @@ def test_a_stop_while_waiting_for_the_record_lock_defers_the_record(
     assert run.returncode == 130, (run.returncode, stderr[-2000:])  # before: -15 and not a word
     assert "Traceback" not in stderr
     assert "the run ended (ok) but was stopped by" in stderr and "the next run in" in stderr
+    # Issue 39: the wait is said, with who holds the lock (it was logged at INFO with no handler: silence).
+    assert f"lorabench: waiting for the record lock {record_lock_path(target)}, held by pid {os.getpid()}" in stderr
     assert not records(results)
     swept = sweep_stale_runs(results)
     assert len(swept) == 1 and swept[0].record is not None

@@ -8,21 +8,25 @@ allow, else set aside and named; a `.work` that is a file does not block the res
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Generator
 from pathlib import Path
 
 import psutil
 import pytest
 from faultlib import REPO
 
+from harness.guard import GuardRecord
 from harness.results import RecordHeader, load_record
 from harness.run.lifeline import identity
-from harness.run.workdir import RUN_FILE, create_work_dir, sweep_stale_runs
+from harness.run.outcome import Outcome
+from harness.run.workdir import RUN_FILE, create_work_dir, keep_ended, sweep_stale_runs
 
 DEAD_OWNER = "an-earlier-boot/ns/999999/1.00"  # of an earlier boot: provably dead
 RUN_ID = "20261201T000000.000000Z-feedface-s1-abcdef"
@@ -189,3 +193,43 @@ def test_a_work_entry_that_is_not_a_folder_is_moved_aside_and_runs_go_on(
     assert "was not a folder" in str(swept) and ".work.unrecorded-" in str(swept)
     header = RecordHeader.model_validate(header_fields("a-new-run"))
     assert create_work_dir(tmp_path, header).is_dir()
+
+
+@pytest.mark.parametrize("cause_kept", [True, False])
+def test_a_record_recovered_after_a_read_only_results_folder_states_that_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cause_kept: bool
+) -> None:
+    monkeypatch.setenv("LORABENCH_LOCK_DIR", str(tmp_path / "locks"))
+    results = tmp_path / "results"
+    work = stale_run(results, {"owner": DEAD_OWNER, "base": header_fields()})
+    with read_only(results):
+        with pytest.raises(OSError):
+            (work / "probe").write_text("x")
+        if (
+            cause_kept
+        ):  # what the parent does when its record cannot be written (harness.run.parent.land_record)
+            keep_ended(work, Outcome(status="ok"), GuardRecord(), "results: [Errno 30] Read-only file system")
+    (swept,) = sweep_stale_runs(results)
+    record = load_record(swept.record)
+    if (
+        cause_kept
+    ):  # before issue 39: `killed`, "the run's parent process (pid ?) died without writing its record"
+        assert record.status == "ok" and "could not be written then: results: [Errno 30] Read-only" in (
+            record.reason or ""
+        )
+        assert not (tmp_path / "locks" / "lorabench-ended" / RUN_ID).exists()
+    else:
+        assert record.status == "killed" and "died without writing its record" in (record.reason or "")
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Generator[None]:
+    """`folder` as a real read-only bind mount for the block (root ignores permission bits)."""
+    if subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot bind-mount here (needs root with CAP_SYS_ADMIN)")
+    try:
+        if subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True).returncode:
+            pytest.skip("cannot remount read-only here")
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)

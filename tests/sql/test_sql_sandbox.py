@@ -17,9 +17,8 @@ from harness.tasks.sql.budget import (
     TICK,
     Budget,
 )
+from harness.tasks.sql.charges import BYTES_PER_INSTRUCTION, CALL_INSTRUCTIONS
 from harness.tasks.sql.sandbox import (
-    BYTES_PER_INSTRUCTION,
-    CALL_INSTRUCTIONS,
     HEAP_LIMIT_BYTES,
     MAX_VALUE_BYTES,
     Failure,
@@ -165,8 +164,9 @@ def test_huge_sorted_cross_join_is_bounded_and_spills_nothing(in_tmp_cwd: Path) 
     sql = "SELECT a.name FROM pets a, pets b, pets c, pets d, pets e ORDER BY a.name || b.name || e.name"
     budget = Budget(15_000_000)
     result = run_sql(sql, CONTEXT, ROWS, budget=budget)
-    assert result.failure is Failure.BUDGET  # the count stopped it, not the net
-    assert budget.spent == 15_000_000 and not budget.net_fired
+    # The sort's records reach the 32 MiB heap cap before the count (issue #38), never the net.
+    assert result.failure is Failure.MEMORY
+    assert budget.spent < 15_000_000 and not budget.net_fired
     # Only what appeared counts: other jobs on a shared machine create and delete files there too.
     assert not {p for p in tmp.iterdir() if "sqlite" in p.name or p.name.startswith("etilqs")} - before
     assert not any(in_tmp_cwd.iterdir())
@@ -176,7 +176,9 @@ def test_huge_values_are_refused() -> None:
     assert run_sql("SELECT randomblob(100000000)", CONTEXT).failure is Failure.ERROR
 
 
-@pytest.mark.parametrize("sql", ["", "-- nothing", "SELECT 1; SELECT 2", "SELEC name FROM pets", "SELECT x FROM pets"])
+@pytest.mark.parametrize(
+    "sql", ["", "-- nothing", "SELECT 1; SELECT 2", "SELEC name FROM pets", "SELECT x FROM pets"]
+)
 def test_non_queries_and_broken_queries_are_errors(sql: str) -> None:
     assert run_sql(sql, CONTEXT).failure is Failure.ERROR
 
@@ -186,8 +188,12 @@ def test_trailing_semicolon_is_fine() -> None:
 
 
 def test_dataset_quirks_build_repeated_tables_and_keyword_names() -> None:
-    schema = parse_schema("CREATE TABLE Person (name VARCHAR, age INTEGER); CREATE TABLE person (job VARCHAR)")
-    assert [(t.name, [c.name for c in t.columns]) for t in schema.tables] == [("Person", ["name", "age", "job"])]
+    schema = parse_schema(
+        "CREATE TABLE Person (name VARCHAR, age INTEGER); CREATE TABLE person (job VARCHAR)"
+    )
+    assert [(t.name, [c.name for c in t.columns]) for t in schema.tables] == [
+        ("Person", ["name", "age", "job"])
+    ]
     assert run_sql('SELECT h FROM "table" WHERE c = 99', "CREATE TABLE table (h VARCHAR, c VARCHAR)").is_ok
 
 
@@ -212,7 +218,10 @@ _WRAPPER = "user-defined function raised exception"  # the printf wrapper refusi
         ("SELECT printf('%.*c', 1e9, 'x') FROM pets", _WRAPPER),  # ran 8 s before the printf wrapper
         ("SELECT format('%.999999999c', name) FROM pets", _WRAPPER),
         ("SELECT printf('%999999999.999999999c', 'x')", _WRAPPER),
-        ("SELECT instr(hex(zeroblob(499999)), hex(zeroblob(250000)) || '1') FROM pets", _TOO_BIG),  # 11 s at 1 MB values
+        (
+            "SELECT instr(hex(zeroblob(499999)), hex(zeroblob(250000)) || '1') FROM pets",
+            _TOO_BIG,
+        ),  # 11 s at 1 MB values
         ("SELECT replace(hex(zeroblob(499999)), hex(zeroblob(250000)) || '1', 'x')", _TOO_BIG),
         ("SELECT length(zeroblob(1e9))", _TOO_BIG),
         ("SELECT hex(randomblob(400000000))", _TOO_BIG),
@@ -228,7 +237,11 @@ def test_a_long_single_instruction_is_refused_by_a_size_cap(sql: str, refused_by
 
 
 def test_printf_still_formats_and_the_worst_allowed_instr_is_charged_for_its_bytes() -> None:
-    result = run_sql("SELECT printf('%5.2f|%-3s|%.*c|%d%%', 3.14159, 'ab', 3, 'z', 7), format('%s', name) FROM pets LIMIT 1", CONTEXT, ROWS)
+    result = run_sql(
+        "SELECT printf('%5.2f|%-3s|%.*c|%d%%', 3.14159, 'ab', 3, 'z', 7), format('%s', name) FROM pets LIMIT 1",
+        CONTEXT,
+        ROWS,
+    )
     assert result.rows == ((" 3.14|ab |zzz|7%", "p0"),)
     # Values at the cap: instr compares up to len(haystack) * len(needle) bytes in one instruction,
     # and the budget is charged that product, whatever the CPU makes of it.
@@ -236,7 +249,8 @@ def test_printf_still_formats_and_the_worst_allowed_instr_is_charged_for_its_byt
     budget = Budget(STATEMENT_INSTRUCTIONS)
     sql = f"SELECT instr(hex(zeroblob({haystack // 2})), hex(zeroblob({needle // 2})) || '1')"
     assert run_sql(sql, CONTEXT, budget=budget).rows == ((0,),)
-    assert budget.spent == CALL_INSTRUCTIONS + haystack * needle // BYTES_PER_INSTRUCTION
+    # (hex and zeroblob are charged for their bytes too, issue #38)
+    assert budget.spent >= CALL_INSTRUCTIONS + haystack * needle // BYTES_PER_INSTRUCTION
 
 
 @pytest.mark.parametrize(
@@ -244,7 +258,9 @@ def test_printf_still_formats_and_the_worst_allowed_instr_is_charged_for_its_byt
     [
         "instr(s, 'z')",  # issue #27: 10 s of CPU, stopped only by the safety net, before the charge
         "instr(s, substr(s, 1, 400) || 'z')",
-        "s LIKE '%" + "y_" * 200 + "z%'",  # the net fired after 5 CPU s (249,000 instructions) without the charge
+        "s LIKE '%"
+        + "y_" * 200
+        + "z%'",  # the net fired after 5 CPU s (249,000 instructions) without the charge
         "s LIKE '" + "%y" * 200 + "%z'",
         "length(replace(s, 'y', 'z'))",
         "printf('%s', s)",
@@ -296,14 +312,28 @@ def test_a_huge_sort_hits_the_heap_cap_not_the_machine() -> None:
 @pytest.mark.parametrize(
     ("sql", "context", "failure"),
     [
-        ("SELECT " + ", ".join(f"hex(zeroblob(490)) AS c{i}" for i in range(300)) + " FROM pets", CONTEXT, Failure.TOO_LARGE),
-        ("SELECT * FROM w a, w b, w c, w d, w e", "CREATE TABLE w (" + ", ".join(f"c{i} INTEGER" for i in range(100)) + ")", Failure.TOO_LARGE),
-        ("SELECT name FROM pets WHERE age IN (" + ", ".join(map(str, range(5000))) + ")", CONTEXT, Failure.ERROR),
+        (
+            "SELECT " + ", ".join(f"hex(zeroblob(490)) AS c{i}" for i in range(300)) + " FROM pets",
+            CONTEXT,
+            Failure.TOO_LARGE,
+        ),
+        (
+            "SELECT * FROM w a, w b, w c, w d, w e",
+            "CREATE TABLE w (" + ", ".join(f"c{i} INTEGER" for i in range(100)) + ")",
+            Failure.TOO_LARGE,
+        ),
+        (
+            "SELECT name FROM pets WHERE age IN (" + ", ".join(map(str, range(5000))) + ")",
+            CONTEXT,
+            Failure.ERROR,
+        ),
         ("SELECT " + "(" * 5000 + "1" + ")" * 5000, CONTEXT, Failure.ERROR),
         (" UNION ".join(f"SELECT {i}" for i in range(1000)), CONTEXT, Failure.ERROR),
     ],
 )
-def test_wide_rows_huge_text_and_deep_nesting_are_named_failures(sql: str, context: str, failure: Failure) -> None:
+def test_wide_rows_huge_text_and_deep_nesting_are_named_failures(
+    sql: str, context: str, failure: Failure
+) -> None:
     rows = ROWS if "pets" in context else {"w": [tuple(range(100))] * 6}
     budget = Budget(STATEMENT_INSTRUCTIONS)
     result = run_sql(sql, context, rows, budget=budget)
@@ -336,7 +366,13 @@ def test_peak_memory_of_hostile_answers_stays_bounded_and_nothing_escapes(tmp_pa
         "SELECT " + ", ".join(f"hex(zeroblob(490)) AS c{i}" for i in range(300)) + " FROM t",
         RECURSIVE.format(limit="") + "SELECT COUNT(*) FROM c",
     ]
-    done = subprocess.run([sys.executable, str(script), json.dumps(hostile)], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, str(script), json.dumps(hostile)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     answers, peak_mb = json.loads(done.stdout.strip().splitlines()[-1])
     assert all(semantic is False for _, semantic, _ in answers)

@@ -2,8 +2,8 @@
 
 Mutants are the wrong answers a model tends to give: a comparison operator changed or negated, a
 literal off by one, a condition dropped, added or joined by OR instead of AND, LIMIT added or removed,
-DISTINCT added or removed, ORDER BY direction flipped, an aggregate or column swapped, COUNT(*) vs
-COUNT(col), JOIN vs LEFT JOIN. The semantic matcher distils its databases to tell the gold from its
+DISTINCT added or removed, ORDER BY direction flipped, an aggregate or column swapped, a GROUP BY key
+swapped for another column of its table, COUNT(*) vs COUNT(col), JOIN vs LEFT JOIN. The semantic matcher distils its databases to tell the gold from its
 mutants (the test-suite idea of Zhong, Yu and Klein 2020); the benchmark measures how many it tells
 apart. A mutant may happen to be equivalent to its query (`LIMIT 1` on a one-row aggregate): generating
 one is fine, counting it as a miss of the matcher is not (see `benchmarks/bench_semantic.py`).
@@ -302,6 +302,19 @@ def _column_mutants(tokens: Tokens, siblings: Mapping[str, Sequence[str]]) -> It
             return
 
 
+def _group_key_mutants(tokens: Tokens, siblings: Mapping[str, Sequence[str]]) -> Iterable[tuple[str, Tokens]]:
+    """GROUP BY another column of the key's table (`GROUP BY id` as `GROUP BY name`: equal until two
+    rows share a name), the query's own columns first (issue #38: 3.9% of such swaps matched)."""
+    named = {t.low for t in tokens if t.kind == "word"}
+    for i, t in enumerate(tokens[:-2]):
+        if t.low != "group" or tokens[i + 1].low != "by":
+            continue
+        k = i + 4 if i + 4 < len(tokens) and tokens[i + 3].text == "." else i + 2
+        others = siblings.get(tokens[k].low, ()) if tokens[k].kind == "word" else ()
+        for other in sorted(others, key=lambda o: o not in named)[:2]:
+            yield "group by column", _splice(tokens, k, k + 1, [Token("word", other)])
+
+
 def _setop_and_join_mutants(tokens: Tokens) -> Iterable[tuple[str, Tokens]]:
     for i, t in enumerate(tokens):
         nxt = tokens[i + 1].low if i + 1 < len(tokens) else ""
@@ -423,6 +436,7 @@ def mutants(
         _column_mutants(tokens, siblings or {}),
         _setop_and_join_mutants(tokens),
         _null_and_fraction_mutants(tokens),
+        _group_key_mutants(tokens, siblings or {}),
     ]
     by_kind: dict[str, list[Variant]] = {}
     seen = {original}

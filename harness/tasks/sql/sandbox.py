@@ -9,16 +9,15 @@ time, memory and result size are bounded, and a failure is a named outcome, neve
   CPU-time safety net far behind it (`Failure.CLOCK`) is the only outcome that depends on the machine.
   One instruction can still be long when it moves many bytes, so the count is made byte-aware
   (issue #27: a recursive CTE passing 19 kB strings with `instr` per row ran 10 CPU s and only the
-  safety net stopped it): a query's values are capped at MAX_VALUE_BYTES (1,000), which keeps every
-  linear built-in (concatenation, upper, substr...) under about 0.1 us per byte moved; the built-ins
-  that compare up to len(a) * len(b) bytes (`instr`, `replace`, LIKE, GLOB) and the Python wrappers
-  are charged to the budget for those bytes before they run (`CALL_INSTRUCTIONS`,
-  `BYTES_PER_INSTRUCTION`), through SQLite's own implementation, so their results do not change.
-  `printf`/`format` loop over a width or precision (`%.*c` with 1e9 ran 8 s in one instruction,
-  whatever the length cap), so their wrapper refuses a width or precision over the cap. The context's
+  safety net stopped it): a query's values, and so its table rows and sort records, are capped at
+  MAX_VALUE_BYTES (1,000: far above any value scoring draws or a right answer builds on them), and
+  the byte-heavy built-ins (the trim family, upper/lower, hex, quote, substr, replace, instr, LIKE,
+  GLOB, randomblob, zeroblob, printf) are charged to the budget for the bytes they move
+  (`charges.py`, issue #38), through SQLite's own implementation, so their results do not change;
+  DISTINCT/UNION/GROUP BY keys and sort records of such values are bounded by the heap cap. The context's
   DDL and the rows scoring draws are trusted and may be longer (up to TRUSTED_VALUE_BYTES) until a
   connection is locked for queries.
-- memory: SQLite's heap is capped process-wide (`PRAGMA hard_heap_limit`, 128 MiB: SQLite's heap limit
+- memory: SQLite's heap is capped process-wide (`PRAGMA hard_heap_limit`, 32 MiB: SQLite's heap limit
   exists only per process, and a pragma can only lower it); an allocation past it fails the query
   (Failure.MEMORY) instead of growing the process. Rows handed to Python are capped by count and size.
 - hostile text: SQL length, expression depth, columns, compound SELECTs, LIKE patterns are capped.
@@ -33,38 +32,29 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
+from harness.tasks.sql import charges
 from harness.tasks.sql.budget import STATEMENT_INSTRUCTIONS, TICK, Budget, ProgressMeter
+from harness.tasks.sql.charges import MAX_VALUE_BYTES
 
 DEFAULT_MAX_ROWS = 10_000
 # Bytes of rows handed to Python (text and blobs by length, anything else 8): a result far beyond any
 # answer's, small enough that fetching it costs milliseconds.
 DEFAULT_MAX_RESULT_BYTES = 4_000_000
-# The longest string or blob (and table row, sort record) a query may make. Every built-in's work
-# is linear in its values at best (a recursive CTE passing a 19 kB string along copies it each
-# row: 1-5 M VM instructions per CPU second against 20-70 M on short values), so this cap is what
-# keeps an instruction short; 2,000 bytes is far above any value scoring draws or a right answer
-# builds on them (reports/benchmarks/cpu/sql_budget.txt, "bytes per instruction").
-MAX_VALUE_BYTES = 1_000
 MAX_SQL_BYTES = 20_000
 # Until a connection is locked for untrusted queries: the context's DDL (a CREATE TABLE of 100
 # columns is a schema row over 1,000 bytes) and the rows scoring draws are trusted, may be longer,
 # and queries can still read and compare them.
 TRUSTED_VALUE_BYTES = 1_000_000
-# Work of a function that the VM count sees as one instruction, charged to the statement's budget
-# (`ProgressMeter.charge`) as instructions: a Python call (SQLite's own function through the
-# wrapper below) costs some microseconds, and these built-ins compare up to len(a) * len(b) bytes
-# (instr, replace, LIKE, GLOB: a pattern or needle tried at every position). Upper bounds, so the
-# count stays deterministic and above the real work.
-CALL_INSTRUCTIONS = 50
-BYTES_PER_INSTRUCTION = 16
-HEAP_LIMIT_BYTES = 128 * 2**20
+# Scoring 300 answers of either shared data file peaks under 1 MiB of SQLite heap (issue #38); 32 MiB
+# ends the byte-heavy DISTINCT/UNION/GROUP BY keys and sorts that only memory bounds (a 990-byte key
+# per row) well inside a CPU second (reports/benchmarks/cpu/hostile_sql.txt).
+HEAP_LIMIT_BYTES = 32 * 2**20
 # Pragmas that only read the schema; every other pragma (including those that write a setting,
 # e.g. `query_only = 0`, or touch files, e.g. `wal_checkpoint`) is denied.
 _READ_ONLY_PRAGMAS = frozenset(
@@ -83,6 +73,11 @@ _READ_ONLY_PRAGMAS = frozenset(
 )
 # Functions that reach outside the database or could be compiled in on some builds.
 _DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+# Functions an untrusted query may not call: the JSON family parses or builds values near the cap in
+# one instruction (99 `json_quote` of a 490-byte value per row ran 4.6 CPU s within a budget meant as
+# one) and cannot be charged through a wrapper without changing results (a Python function drops the
+# JSON subtype that nested JSON functions read). Text-to-SQL answers on these datasets never use it.
+_UNCHARGEABLE_PREFIXES = ("json", "->")
 # Action codes an untrusted query may need; everything else (writes, schema changes, transactions,
 # ATTACH/DETACH, ANALYZE, savepoints, virtual tables) is denied.
 _QUERY_ACTIONS = frozenset(
@@ -225,94 +220,10 @@ def _query_authorizer(
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() not in _READ_ONLY_PRAGMAS:
         return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
+    function = (arg2 or "").lower() if action == sqlite3.SQLITE_FUNCTION else ""
+    if function in _DENIED_FUNCTIONS or function.startswith(_UNCHARGEABLE_PREFIXES):
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
-
-
-_PRINTF_SPEC = re.compile(r"%[-+ 0#,!]*(\*|\d+)?(?:\.(\*|\d+))?(?:ll|l)?(.)", re.DOTALL)
-_helper = threading.local()
-
-
-def _printf_helper() -> sqlite3.Connection:
-    """A plain connection that still has SQLite's own printf, instr, LIKE..., under the same limits."""
-    conn = getattr(_helper, "conn", None)
-    if conn is None:
-        conn = sqlite3.connect(":memory:")
-        for limit, value in {**_LIMITS, sqlite3.SQLITE_LIMIT_LENGTH: MAX_VALUE_BYTES}.items():
-            conn.setlimit(limit, value)
-        _helper.conn = conn
-    return conn
-
-
-def _int_arg(value: object) -> int:
-    try:
-        return abs(int(float(value)))  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        return 0  # SQLite reads a non-number width as 0
-
-
-def _safe_printf(*args: object) -> object:
-    """SQLite's printf, refusing a width or precision above MAX_VALUE_BYTES (see the module docstring)."""
-    if not args or args[0] is None:
-        return None
-    fmt = args[0] if isinstance(args[0], str) else str(args[0])
-    next_arg = 1
-    _charge(CALL_INSTRUCTIONS + len(fmt) // BYTES_PER_INSTRUCTION)
-    for spec in _PRINTF_SPEC.finditer(fmt):
-        width, precision, conversion = spec.groups()
-        for part in (width, precision):
-            if part == "*":
-                size = _int_arg(args[next_arg]) if next_arg < len(args) else 0
-                next_arg += 1
-            else:
-                size = int(part) if part else 0
-            if size > MAX_VALUE_BYTES:
-                raise ValueError(f"printf width or precision {size} over the {MAX_VALUE_BYTES} cap")
-        next_arg += conversion != "%"
-    marks = ", ".join("?" * len(args))
-    result = _printf_helper().execute(f"SELECT printf({marks})", args).fetchone()[0]
-    _charge(_text_length(result) // BYTES_PER_INSTRUCTION)
-    return result
-
-
-_running = threading.local()  # the meter of the statement this thread runs now (`run_query`)
-
-
-class _OverBudget(Exception):
-    """Raised inside a charged function: SQLite stops the statement, `run_query` names the budget."""
-
-
-def _charge(instructions: int) -> None:
-    meter = getattr(_running, "meter", None)
-    if meter is not None and not meter.charge(instructions):
-        raise _OverBudget
-
-
-def _text_length(value: object) -> int:
-    return len(value) if isinstance(value, str | bytes) else 24  # a number as text: at most 24 characters
-
-
-def _product_cost(args: tuple[object, ...]) -> int:
-    """instr(h, n), replace(x, y, z), like(p, x), glob(p, x): the second argument (or the first for
-    instr's haystack) tried at every position of the other."""
-    a, b = (_text_length(v) for v in args[:2])
-    rest = sum(_text_length(v) for v in args[2:])
-    return CALL_INSTRUCTIONS + (max(1, a) * max(1, b) + rest) // BYTES_PER_INSTRUCTION
-
-
-def _charged_builtin(name: str, n_args: int) -> Callable[..., object]:
-    """SQLite's own `name` (run by the helper connection, same semantics), charged first."""
-    sql = f"SELECT {name}({', '.join('?' * n_args)})"
-
-    def call(*args: object) -> object:
-        _charge(_product_cost(args))
-        return _printf_helper().execute(sql, args).fetchone()[0]
-
-    return call
-
-
-_CHARGED_BUILTINS = (("instr", 2), ("replace", 3), ("like", 2), ("like", 3), ("glob", 2))
 
 
 def _connect(uri: str = ":memory:") -> sqlite3.Connection:
@@ -326,10 +237,7 @@ def _connect(uri: str = ":memory:") -> sqlite3.Connection:
         conn.enable_load_extension(False)
     for limit, value in _LIMITS.items():
         conn.setlimit(limit, value)
-    for name in ("printf", "format"):
-        conn.create_function(name, -1, _safe_printf, deterministic=True)
-    for name, n_args in _CHARGED_BUILTINS:
-        conn.create_function(name, n_args, _charged_builtin(name, n_args), deterministic=True)
+    charges.register(conn, _LIMITS)
     conn.set_authorizer(_setup_authorizer)
     return conn
 
@@ -525,7 +433,7 @@ def run_query(
         )
     meter = budget.progress_handler()
     conn.set_progress_handler(meter, TICK)
-    _running.meter = meter
+    charges.set_meter(meter)
     cursor: sqlite3.Cursor | None = None
     try:
         cursor = conn.execute(sql)
@@ -544,7 +452,7 @@ def run_query(
         if cursor is not None:
             cursor.close()  # an unfinished statement would keep its shared-cache table locks
         conn.set_progress_handler(None, 0)
-        _running.meter = None
+        charges.set_meter(None)
         meter.settle()
 
 
