@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from harness import settings
-from harness.backends import hf
+from harness.backends import answer_loss, hf
 from harness.backends.grouped_attention import grouped_eager
 from harness.backends.lean_lora import lean_lora_forward
 from harness.config import load_setup
@@ -39,7 +39,8 @@ from harness.tasks.sql.data import load_split
 
 
 def _answer_loss(trainer, on: bool) -> contextlib.AbstractContextManager:
-    os.environ[settings.ANSWER_LOSS.name] = "1" if on else "0"
+    # A budget of 0 bytes sends every batch to TRL's chunked path (the switch itself was removed, issue #37).
+    answer_loss.LOGITS_BUDGET_BYTES = 256 * 2**20 if on else 0
     return contextlib.nullcontext()
 
 
@@ -48,7 +49,11 @@ SWITCHES = {
     "answer-loss": ("TRL chunked", "answer-token", _answer_loss),
     "lean-lora": ("PEFT forward", "lean forward", lambda trainer, on: lean_lora_forward(trainer.model, on)),
     # recipe.compile = "layers" (torch.compile of every decoder layer, dynamic shapes); the first "on" step compiles.
-    "compiled-layers": ("eager layers", "compiled", lambda trainer, on: hf.compiled_layers(trainer.model, on)),
+    "compiled-layers": (
+        "eager layers",
+        "compiled",
+        lambda trainer, on: hf.compiled_layers(trainer.model, on),
+    ),
     "cpu-autocast": ("fp32 LoRA", "autocast", lambda trainer, on: _cpu_autocast(trainer, on)),
     "grouped-attention": ("repeat_kv", "grouped", lambda trainer, on: _grouped(trainer, on)),
 }
@@ -78,7 +83,9 @@ def one_step(trainer, batch, items, on: bool, switch: str) -> tuple[float, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--switch", choices=sorted(SWITCHES), default="answer-loss")
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
@@ -87,13 +94,17 @@ def main() -> None:
     setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [*settings.data_source_sets(), *args.sets])
     runtime = resolve_setup_runtime(setup)
     model, tokenizer = hf.load(setup, resolve_model(setup.model).path, runtime)
-    trainer = hf.build_trainer(hf.wrap_lora(model, setup), tokenizer, load_split(setup.data).train, setup, runtime, [])
+    trainer = hf.build_trainer(
+        hf.wrap_lora(model, setup), tokenizer, load_split(setup.data).train, setup, runtime, []
+    )
     trainer.model.train()
     batches = iter(trainer.get_train_dataloader())
     times: dict[bool, list[float]] = {True: [], False: []}
     ratios, differences = [], []
     off_name, on_name, _ = SWITCHES[args.switch]
-    print(f"runtime: {runtime.device} {runtime.precision} {runtime.attention}, threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.2f}")
+    print(
+        f"runtime: {runtime.device} {runtime.precision} {runtime.attention}, threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.2f}"
+    )
     for index in range(args.warmup + args.batches):
         samples, items = trainer.get_batch_samples(batches, 1, trainer.args.device)
         batch = trainer._prepare_inputs(samples[0])
@@ -107,9 +118,13 @@ def main() -> None:
                 times[on].append(measured[on][0])
             ratios.append(measured[False][0] / measured[True][0])
             differences.append(abs(measured[False][1] - measured[True][1]))
-    print(f"\n{args.batches} batches after {args.warmup} warm-up, alternating, load {os.getloadavg()[0]:.2f} at the end")
+    print(
+        f"\n{args.batches} batches after {args.warmup} warm-up, alternating, load {os.getloadavg()[0]:.2f} at the end"
+    )
     for on, name in ((False, off_name), (True, on_name)):
-        print(f"{name:13} median {statistics.median(times[on]):.3f} s/step  range {min(times[on]):.3f}–{max(times[on]):.3f}")
+        print(
+            f"{name:13} median {statistics.median(times[on]):.3f} s/step  range {min(times[on]):.3f}–{max(times[on]):.3f}"
+        )
     print(f"{off_name} / {on_name}, median of per-batch ratios: {statistics.median(ratios):.3f}×"
           f" (range {min(ratios):.3f}–{max(ratios):.3f}); largest loss difference {max(differences):.2e}")  # fmt: skip
 

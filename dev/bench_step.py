@@ -37,7 +37,7 @@ from harness import settings
 from harness.results import find_records, load_record
 
 # Before: the CPU defaults until issue #20 (fp32, SDPA, one padded batch); after: the defaults now.
-DEFAULT_VARIANTS = ("before=precision=fp32,model.attention=sdpa,recipe.micro_batches=1", "defaults=")
+DEFAULT_VARIANTS = ("before=precision=fp32,model.attention=sdpa", "defaults=")
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def interleaved_steps(
     print(f"{'variant':<12} {'ran as':<20} {'s/step':>7} {'range':>15} {'speedup':>8}")
     for name in names:
         runtime = built[name][1]
-        ran_as = f"{runtime.precision}/{runtime.attention}/mb{runtime.micro_batches}"
+        ran_as = f"{runtime.precision}/{runtime.attention}"
         ratio = statistics.median(r / t for r, t in zip(ref, times[name], strict=True))
         t = times[name]
         print(

@@ -27,16 +27,13 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
-from harness import settings
+from harness import catalog, settings
 from harness.errors import ConfigError
-from harness.tasks import catalog
 from harness.yamlsafe import load_yaml
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-# What a setup that names no task runs, and reads when it names no data (harness/tasks/catalog.py):
-# defaults of the schema, so a setup that leaves them out keeps its fingerprint.
-DEFAULT_TASK = catalog.default_task()
 
 
 # The meaning of the fingerprint payload (see SetupConfig.fingerprint_payload and
@@ -186,6 +183,21 @@ class LoraConfig(Frozen):
 
 
 class RecipeConfig(Frozen):
+    @model_validator(mode="before")
+    @classmethod
+    def _retired_micro_batches(cls, data: Any) -> Any:
+        # recipe.micro_batches was removed (issue #37: two micro-batches stepped no faster, 2.876 against
+        # 2.816 s; reports/benchmarks/cpu/bench_step_defaults.txt). Records made before it hold "auto":
+        # what every run does now, so they still read.
+        if isinstance(data, dict) and "micro_batches" in data:
+            if data["micro_batches"] not in ("auto", 1):
+                raise ValueError(
+                    f"micro_batches = {data['micro_batches']!r} was removed (one batch per step is the only "
+                    "path); delete the line"
+                )
+            data = {k: v for k, v in data.items() if k != "micro_batches"}
+        return data
+
     steps: int = Field(300, gt=0, le=MAX_STEPS)
     batch_size: int = Field(8, gt=0, le=MAX_BATCH, description="per device")
     grad_accum: int = Field(1, gt=0, le=MAX_BATCH)
@@ -215,14 +227,6 @@ class RecipeConfig(Frozen):
         "logits are never materialised), RMSNorm, RoPE, SwiGLU. Same math, other rounding; the record's "
         "train.kernels names what ran. none = the model's own modules",
     )
-    micro_batches: PositiveInt | Literal["auto"] = Field(
-        "auto",
-        description="run each batch as up to this many micro-batches of rows of similar length, each padded "
-        "only to its own longest row: the same rows per step and the same loss and gradients (up to rounding), "
-        "less padding (harness/backends/microbatch.py). auto = 1 everywhere: on the 2-core CPU machine two "
-        "micro-batches stepped no faster (reports/benchmarks/cpu/bench_step_defaults.txt); on a GPU a small "
-        "model's step is bound by kernel launches, and graphed layers want few shapes",
-    )
     packing: Literal["none", "wrapped"] = Field(
         "none",
         description="wrapped = TRL's 'wrapped' packing: every row's tokens concatenated and cut into rows of "
@@ -239,15 +243,17 @@ class RecipeConfig(Frozen):
         ge=0,
         description="save the adapter, optimizer, scheduler, RNG states and data position every N steps beside "
         "the results (<results>/.checkpoints/), so a stopped seed resumes from its last checkpoint with the same "
-        "result (harness/run/checkpoint.py); 0 = never. Not in the fingerprint: it changes when, not what",
+        "result (harness/backends/checkpoint.py); 0 = never. Not in the fingerprint: it changes when, not what",
     )
 
 
 class DataConfig(Frozen):
     """The story's split: shuffle with `split_seed`, last `test_size` rows = test, first `train_size` of the rest = train."""
 
+    # What a setup that names no task or data reads (harness/catalog.py): defaults of the schema, so a setup
+    # that leaves them out keeps its fingerprint; asked for when a setup is built, never at import.
     source: str = Field(
-        catalog.default_source(DEFAULT_TASK),
+        default_factory=lambda: catalog.default_source(catalog.default_task()),
         description="hub dataset id, or a local .jsonl/.json/.parquet file; default: the task's own data",
     )
     split_seed: int = Field(42, ge=0, le=SEED_MAX)
@@ -325,8 +331,8 @@ class DivergenceConfig(Frozen):
 
 
 class ChecksConfig(Frozen):
-    smoke: SmokeConfig = SmokeConfig()
-    divergence: DivergenceConfig = DivergenceConfig()
+    smoke: SmokeConfig = Field(default_factory=SmokeConfig)
+    divergence: DivergenceConfig = Field(default_factory=DivergenceConfig)
     preflight: bool = True
     dead_adapters: bool = True
 
@@ -337,7 +343,8 @@ class SetupConfig(Frozen):
     name: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=MAX_NAME)
     experiment: str = Field("adhoc", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=MAX_NAME)
     task: str = Field(
-        DEFAULT_TASK, description="what the model is asked and how it is scored: a folder of harness/tasks/"
+        default_factory=catalog.default_task,
+        description="what the model is asked and how it is scored: a folder of harness/tasks/",
     )
     backend: Literal["hf", "unsloth"] = "hf"
     precision: Literal["auto", "fp32", "bf16", "fp16", "4bit"] = Field(
@@ -357,12 +364,12 @@ class SetupConfig(Frozen):
         "($LORABENCH_RDZV_ENDPOINT or torchrun's $PET_RDZV_ENDPOINT; see harness/run/launch.py), never from "
         "the setup: where the nodes meet is not part of what the run is",
     )
-    model: ModelConfig = ModelConfig()
-    lora: LoraConfig = LoraConfig()
-    recipe: RecipeConfig = RecipeConfig()
-    data: DataConfig = DataConfig()
-    eval: EvalConfig = EvalConfig()
-    checks: ChecksConfig = ChecksConfig()
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    recipe: RecipeConfig = Field(default_factory=RecipeConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    checks: ChecksConfig = Field(default_factory=ChecksConfig)
 
     @field_validator("task")
     @classmethod
@@ -454,7 +461,6 @@ class SetupConfig(Frozen):
             ),
             ("precision", self.precision, self.precision == "4bit", "'bf16'"),
             ("device", self.device, self.device == "cpu", "'cuda'"),
-            ("recipe.micro_batches", recipe.micro_batches, recipe.micro_batches not in ("auto", 1), "'auto'"),
         ]
         return [(name, value, fix) for name, value, conflicting, fix in candidates if conflicting]
 
@@ -480,6 +486,7 @@ class SetupConfig(Frozen):
         )
 
 
+# Any values: a setup file's tables as read (TOML or YAML), any shape until SetupConfig validates them.
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a TOML or YAML file into a plain dict (no validation yet): the one reader of config files, for
     setups, bench setups and the guard's thresholds alike, so each fault reads the same whichever it is."""
@@ -546,6 +553,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
+# Any values: the same unvalidated tables, overrides set into them before validation.
 def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict[str, Any]:
     """`data` with each override set, in order (a later one wins)."""
     merged = json.loads(json.dumps(data))
@@ -563,7 +571,7 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict
     return merged
 
 
-def _describe(error: dict[str, Any], model: type[BaseModel]) -> str:
+def _describe(error: ErrorDetails, model: type[BaseModel]) -> str:
     loc = ".".join(str(p) for p in error["loc"])
     if error["type"] == "extra_forbidden":
         return f"{loc}: unknown field, got {error['input']!r}; allowed here: {', '.join(_fields_at(model, error['loc'][:-1]))}"
@@ -595,6 +603,7 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return sorted(current.model_fields) if hasattr(current, "model_fields") else []
 
 
+# Any values: unvalidated setup tables: validating them is this function's job.
 def validate_setup(data: dict[str, Any], source: str = "setup") -> SetupConfig:
     try:
         return SetupConfig.model_validate(data)

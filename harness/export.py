@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import atomic, settings
 from harness.errors import UserError
+from harness.json_types import JsonObject
 from harness.run.adapter import find_adapter, read_adapter
 from harness.tasks.registry import Example, task_module
 
@@ -54,7 +55,7 @@ class ExportResult:
     def is_identical(self) -> bool:
         return not self.mismatches
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         data = asdict(self)
         data.update(
             out_dir=str(self.out_dir),

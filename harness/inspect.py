@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.json_types import JsonObject
 
 TOWERS = ("language", "vision", "audio", "projector")
 KINDS = ("embedding", "linear", "norm", "conv", "other")
@@ -65,7 +66,7 @@ class Inspection:
             counts[key] = counts.get(key, 0) + 1
         return [(name, type_name, n) for (name, type_name), n in counts.items()]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "source": self.source,
             "model_type": self.model_type,

@@ -11,13 +11,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import psutil
 
 from harness import settings, stack_name
 from harness.cpuinfo import bf16_flag, cpu_flags, isa_tier, model_name, read_cpuinfo
 from harness.gpu.facts import collect_gpus
+from harness.json_types import JsonObject
+from harness.origin import Provenance
 from harness.results import slug
 
 PACKAGES = (
@@ -41,12 +42,12 @@ PACKAGES = (
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def collect_cpu(cpuinfo: str | None = None) -> dict[str, Any]:
+def collect_cpu(cpuinfo: str | None = None) -> JsonObject:
     """Arch, cores, model name, and what decides CPU speed and kernels: the instruction tier and the
     flag that gives bf16 in hardware (both from /proc/cpuinfo, which psutil does not report; `cpuinfo` = its
     text, for tests)."""
     text = read_cpuinfo() if cpuinfo is None else cpuinfo
-    info: dict[str, Any] = {"arch": platform.machine(), "logical_cores": os.cpu_count()}
+    info: JsonObject = {"arch": platform.machine(), "logical_cores": os.cpu_count()}
     if name := model_name(text):
         info["model"] = name
     if text:
@@ -56,7 +57,7 @@ def collect_cpu(cpuinfo: str | None = None) -> dict[str, Any]:
     return info
 
 
-def collect_memory() -> dict[str, Any]:
+def collect_memory() -> JsonObject:
     """Total RAM (psutil: MemTotal of /proc/meminfo on Linux, and the other systems' own counters)."""
     try:
         return {"ram_bytes": psutil.virtual_memory().total}
@@ -64,18 +65,18 @@ def collect_memory() -> dict[str, Any]:
         return {}
 
 
-def collect_os() -> dict[str, Any]:
+def collect_os() -> JsonObject:
     return {"kernel": platform.release(), "system": platform.system(), "python": platform.python_version()}
 
 
-def collect_host() -> dict[str, Any]:
+def collect_host() -> JsonObject:
     host = {"cpu": collect_cpu(), **collect_memory(), **collect_os(), **collect_gpus()}
     host["id"] = host_id(host)
     host["kind"] = host_kind(host)
     return host
 
 
-def host_id(host: dict[str, Any]) -> str:
+def host_id(host: JsonObject) -> str:
     """A short, stable label: the GPU model (×count in the machine), else the CPU model and core count."""
     gpus = host.get("gpus") or []
     if gpus:
@@ -86,7 +87,7 @@ def host_id(host: dict[str, Any]) -> str:
     return slug(f"cpu-{cpu.get('model', platform.machine())}-{cpu.get('logical_cores', '')}c")
 
 
-def host_kind(host: dict[str, Any]) -> str:
+def host_kind(host: JsonObject) -> str:
     """The kind of host a record answers for (the fingerprint's host; see the stand-in rule in
     harness/suite/cache.py): what decides a run's numbers and what `auto` resolves to. A GPU host: its
     id (GPU model × count). A CPU host: architecture, logical cores (torch's threads, so the order of its
@@ -117,11 +118,11 @@ def _file_sha256(path: Path) -> str | None:
         return None
 
 
-def collect_stack(stack: str) -> dict[str, Any]:
+def collect_stack(stack: str) -> JsonObject:
     """The software stack: its name, installed versions, lockfile hash and image digest (when in an image)."""
     lockfile = str(settings.LOCKFILE.get() or REPO_ROOT / "lockfiles" / f"{stack}.txt")
     # pinned: a stack of lockfiles/stacks.toml; false for a venv named by what it is (harness/stack_name.py).
-    info: dict[str, Any] = {
+    info: JsonObject = {
         "name": stack,
         "pinned": stack_name.is_pinned(stack),
         "packages": collect_packages(),
@@ -142,7 +143,7 @@ def collect_stack(stack: str) -> dict[str, Any]:
     return info
 
 
-def collect_image() -> dict[str, Any]:
+def collect_image() -> JsonObject:
     """A run inside one of lorabench's images says so: what the Dockerfile set at build time (image name, its
     base by digest, git sha), the image id compose passes at run time (LORABENCH_IMAGE_DIGEST, from
     scripts/host_env.sh; an image cannot know its own id), and whether the guard could see the host."""
@@ -152,7 +153,7 @@ def collect_image() -> dict[str, Any]:
     from harness.guard.hostview import host_view
 
     view = host_view()
-    info: dict[str, Any] = {
+    info: JsonObject = {
         "name": image,
         "digest": settings.IMAGE_DIGEST.get(),
         "base": settings.BASE_IMAGE.get(),
@@ -164,7 +165,7 @@ def collect_image() -> dict[str, Any]:
     return info
 
 
-def collect_git() -> dict[str, Any]:
+def collect_git() -> JsonObject:
     def git(*args: str) -> str | None:
         try:
             out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
@@ -231,9 +232,13 @@ def default_stack() -> str:
     return stack_name.default_stack()
 
 
-def collect_provenance(stack: str) -> dict[str, Any]:
-    provenance = {
-        "host": collect_host(),
+def collect_provenance(stack: str, hidden_gpus: str | None = None) -> Provenance:
+    """The record's provenance; `hidden_gpus`: what the run hid from HIP before torch looked (the finding line)."""
+    host = collect_host()
+    if hidden_gpus:
+        host["hidden_gpus"] = hidden_gpus
+    provenance: JsonObject = {
+        "host": host,
         "stack": collect_stack(stack),
         "git": collect_git(),
         "environment": collect_environment(),
@@ -241,4 +246,4 @@ def collect_provenance(stack: str) -> dict[str, Any]:
     }
     if image := collect_image():
         provenance["image"] = image
-    return provenance
+    return Provenance.model_validate(provenance)

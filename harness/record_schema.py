@@ -14,9 +14,10 @@ import copy
 import json
 from pathlib import Path
 
+from harness import catalog
+from harness.config import SetupConfig
 from harness.json_types import JsonObject
 from harness.results import FORMAT_VERSION, SUPPORTED_VERSIONS, RunRecord
-from harness.tasks import catalog
 
 SCHEMAS = Path(__file__).resolve().parent / "report" / "schemas"
 # What format 1 called each field format 2 renamed, per metrics model.
@@ -39,6 +40,22 @@ def _with_task_metrics(schema: JsonObject) -> JsonObject:
     return {**schema, "$defs": defs}
 
 
+def _with_setup(schema: JsonObject) -> JsonObject:
+    """The record's setup as the setup model's schema: the record writes the fields it was given (a field
+    it predates stays out, see `harness.results.as_written`), which its serializer cannot tell a schema."""
+    setup = SetupConfig.model_json_schema(mode="serialization")
+    sections = {**setup.pop("$defs", {}), "SetupConfig": setup}
+    # A setting a later lorabench removed (its switch deleted with its code) stays in the records made
+    # before, and the reader leaves it out (`harness.results.known_fields`): the schema lets it stand.
+    sections = {
+        name: {k: v for k, v in section.items() if k != "additionalProperties"}
+        for name, section in sections.items()
+    }
+    defs = {**schema["$defs"], **sections}
+    properties = {**schema["properties"], "setup": {"$ref": "#/$defs/SetupConfig"}}
+    return {**schema, "$defs": defs, "properties": properties}
+
+
 def _as_format_1(schema: JsonObject) -> JsonObject:
     older = copy.deepcopy(schema)
     for name, definition in older["$defs"].items():
@@ -55,12 +72,18 @@ def record_schema(version: int = FORMAT_VERSION) -> JsonObject:
     """The JSON Schema of a record of format `version` (one of SUPPORTED_VERSIONS)."""
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(f"record format version {version} has no schema; known: {SUPPORTED_VERSIONS}")
-    schema = _with_task_metrics(RunRecord.model_json_schema(mode="serialization"))
+    schema = _with_setup(_with_task_metrics(RunRecord.model_json_schema(mode="serialization")))
     if version == 1:
         schema = _as_format_1(schema)
     title = f"lorabench run record, format {version}"
     properties = {**schema["properties"], "format_version": {"const": version, "title": "Format Version"}}
-    return {**schema, "title": title, "properties": properties, "required": sorted(schema["required"])}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **schema,
+        "title": title,
+        "properties": properties,
+        "required": sorted(schema["required"]),
+    }
 
 
 def schema_text(version: int = FORMAT_VERSION) -> str:

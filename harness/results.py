@@ -21,19 +21,24 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    PrivateAttr,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_serializer,
+    field_validator,
     model_serializer,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from harness import atomic
+from harness import atomic, catalog
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.tasks import catalog
+from harness.json_types import JsonObject
+from harness.origin import Provenance
 
 # Changelog of the record format. Bump FORMAT_VERSION on any change readers must know about,
 # and teach `upgrade_record` to lift older versions.
@@ -52,6 +57,10 @@ from harness.tasks import catalog
 #     harness/tasks/<name>/metrics.py adds the task's): a record's scores hold its task's fields only, so a
 #     verdict record no longer carries the SQL task's fields as null (older ones load, those nulls dropped);
 #     every SQL record reads and writes byte for byte as before.
+#     Later still (2026-12-03, issues 37 and 38): provenance.environment (allocator and runtime variables as
+#     set, harness/provenance.py ENVIRONMENT) and memory.before_training_peak_vram_bytes (peak_vram_bytes is
+#     training's alone since); the record's setup is read as the setup model and its provenance as
+#     harness/origin.py's, each writing back the keys it was read with. Schemas: harness/record_schema.py.
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
@@ -96,8 +105,8 @@ class Metrics(Record):
     )
 
     @model_serializer(mode="wrap")
-    def _in_key_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
+    def _in_key_order(self, handler: SerializerFunctionWrapHandler) -> JsonObject:
+        data: JsonObject = handler(self)
         return {**{key: data[key] for key in self.json_key_order if key in data}, **data}
 
     @classmethod
@@ -217,11 +226,11 @@ class CheckVerdict(Record):
 
     verdict: Literal["pass", "fail", "skipped", "error"]
     detail: str = ""
-    evidence: dict[str, Any] = Field(default_factory=dict)
+    evidence: JsonObject = Field(default_factory=dict)
     seconds: float | None = Field(None, description="preflight checks: what the check took")
 
     def __init__(
-        self, verdict: str, detail: str = "", evidence: dict[str, Any] | None = None, **fields: Any
+        self, verdict: str, detail: str = "", evidence: JsonObject | None = None, **fields: Any
     ) -> None:
         # Positional, as the checks write them: CheckVerdict("fail", "why", {...}).
         super().__init__(verdict=verdict, detail=detail, evidence=evidence or {}, **fields)
@@ -248,7 +257,7 @@ class ModelInfo(Record):
         "(harness/runtime.py)",
         exclude_if=lambda value: value is None,
     )
-    adapter: dict[str, Any] | None = Field(
+    adapter: JsonObject | None = Field(
         None,
         description="eval.adapter runs: the adapter scored (path, base model, precision it was trained in)",
     )
@@ -296,12 +305,57 @@ class NodeInfo(Record):
     ranks: list[int] = Field(default_factory=list, description="global ranks it ran")
     status: NodeStatus = "ok"
     detail: str | None = None
-    guard: dict[str, Any] | None = Field(
+    guard: JsonObject | None = Field(
         None, description="timed runs: its pre-check, sampler verdict and timed lock"
     )
 
 
-class RecordHeader(Record):
+def as_written(model: BaseModel, data: JsonObject) -> JsonObject:
+    """`data` (the model's dump) with only the fields that were set, at every depth: a record read from
+    JSON writes back the keys it was read with, byte for byte, not a field it predates at its default."""
+    out: JsonObject = {}
+    for key, value in data.items():
+        if key in model.model_fields_set:
+            inner = getattr(model, key)
+            out[key] = (
+                as_written(inner, value)
+                if isinstance(inner, BaseModel) and isinstance(value, dict)
+                else value
+            )
+    return out
+
+
+class WithSetup(Record):
+    """A record part that carries the run's setup as the setup model (RecordHeader, RunRecord)."""
+
+    # The setup as read from JSON, settings a later lorabench removed included: written back as it was.
+    _setup_read: JsonObject | None = PrivateAttr(None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_setup(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        record = handler(data)
+        setup = data.get("setup") if isinstance(data, dict) else None
+        if isinstance(setup, dict):
+            record._setup_read = setup
+        return record
+
+    @field_validator("setup", mode="before", check_fields=False)
+    @classmethod
+    def _setup_in_full(cls, value: Any) -> Any:
+        # A setup handed over as the model is the run's own: every field counts as set, so each is written.
+        if isinstance(value, SetupConfig):
+            return value.model_dump(mode="json")
+        return known_fields(value, SetupConfig) if isinstance(value, dict) else value
+
+    @field_serializer("setup", mode="wrap", check_fields=False)
+    def _setup_as_written(self, setup: SetupConfig, handler: SerializerFunctionWrapHandler) -> JsonObject:
+        written = as_written(setup, handler(setup))
+        read = self._setup_read
+        return read if read is not None and known_fields(read, SetupConfig) == written else written
+
+
+class RecordHeader(WithSetup):
     """A record's fields known when its run starts (design step 1): built once by the parent, kept in the
     work folder (`run.json`), and carried to the record, whoever writes it (the parent, the lead node, a
     later run's sweep). `RunRecord` spells these fields again rather than inheriting them: a record's
@@ -316,8 +370,8 @@ class RecordHeader(Record):
     stack: str
     host: str
     fingerprint: str
-    setup: dict[str, Any]
-    provenance: dict[str, Any]
+    setup: SetupConfig
+    provenance: Provenance = Provenance()
 
     def record_path(self, results_dir: Path) -> Path:
         return seed_record_path(
@@ -325,7 +379,7 @@ class RecordHeader(Record):
         )
 
 
-class RunRecord(Record):
+class RunRecord(WithSetup):
     format_version: int = FORMAT_VERSION
     run_id: str
     status: Status
@@ -337,8 +391,8 @@ class RunRecord(Record):
     stack: str
     host: str
     fingerprint: str
-    setup: dict[str, Any]
-    provenance: dict[str, Any]
+    setup: SetupConfig
+    provenance: Provenance = Provenance()
     data: DataInfo | None = None
     model: ModelInfo | None = None
     # Typed by the record's task (see `_scores_of_its_task`), written with the task model's fields.
@@ -348,7 +402,7 @@ class RunRecord(Record):
     memory: MemoryStats | None = None
     timings: Timings = Timings()
     checks: dict[str, CheckVerdict] = Field(default_factory=dict)
-    guard: dict[str, Any] = Field(
+    guard: JsonObject = Field(
         default_factory=dict, description="timed?, pre-check, sampler verdict and readings"
     )
     predictions_file: str | None = None
@@ -373,7 +427,11 @@ class RunRecord(Record):
         if not isinstance(data, dict):
             return data
         setup = data.get("setup")
-        task = catalog.task_of(setup if isinstance(setup, dict) else {})
+        task = (
+            setup.task
+            if isinstance(setup, SetupConfig)
+            else catalog.task_of(setup if isinstance(setup, dict) else {})
+        )
         if task not in catalog.task_names():
             raise catalog.UnknownTask(task)
         return {
@@ -387,7 +445,12 @@ class RunRecord(Record):
 
     @property
     def task(self) -> str:
-        return catalog.task_of(self.setup)
+        return self.setup.task
+
+    @property
+    def setup_as_written(self) -> JsonObject:
+        """The setup's fields this record names (read with it, or given): not those it predates."""
+        return as_written(self.setup, self.setup.model_dump(mode="json"))
 
     @classmethod
     def from_header(cls, header: RecordHeader, **ending: Any) -> RunRecord:
@@ -503,7 +566,7 @@ def previous_path(record_file: Path, old_created: str) -> Path:
     return candidate
 
 
-def write_predictions(record_file: Path, rows: Iterable[dict[str, Any]]) -> Path:
+def write_predictions(record_file: Path, rows: Iterable[JsonObject]) -> Path:
     path = predictions_path(record_file)
     atomic.write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     return path
@@ -532,7 +595,7 @@ def write_record(results_dir: Path, record: RunRecord, *, path: Path | None = No
     return path
 
 
-def upgrade_record(data: dict[str, Any], source: str) -> dict[str, Any]:
+def upgrade_record(data: JsonObject, source: str) -> JsonObject:
     version = data.get("format_version")
     if version not in SUPPORTED_VERSIONS:
         shown = version if isinstance(version, int) and not isinstance(version, bool) else repr(version)
@@ -550,6 +613,8 @@ def upgrade_record(data: dict[str, Any], source: str) -> dict[str, Any]:
                 lifted = dict(metrics)
                 lifted["well_formed"] = lifted.pop("executes")
                 data[phase] = lifted
+    # A removed setting (recipe.micro_batches, issue #37: every run steps one batch, as "auto" and 1 did)
+    # is left out when the setup is read (`known_fields`) and written back as it was read.
     setup = data.get("setup")
     model = setup.get("model") if isinstance(setup, dict) else None
     if isinstance(model, dict) and "attention" not in model:
@@ -557,6 +622,22 @@ def upgrade_record(data: dict[str, Any], source: str) -> dict[str, Any]:
         # ("auto") the record would claim a setting it never had.
         data = {**data, "setup": {**setup, "model": {**model, "attention": "sdpa"}}}
     return data
+
+
+def known_fields(tables: JsonObject, model: type[BaseModel]) -> JsonObject:
+    """`tables` without the keys `model` no longer has, at every depth. The record's setup is the setup
+    model; a setting a later lorabench removed (a switch deleted with its code) is left out on read, so
+    every published record still reads (what the run did is in its fingerprint and figures)."""
+    out: JsonObject = {}
+    for key, value in tables.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            continue
+        inner = field.annotation
+        if isinstance(value, dict) and isinstance(inner, type) and issubclass(inner, BaseModel):
+            value = known_fields(value, inner)
+        out[key] = value
+    return out
 
 
 def load_record(path: Path) -> RunRecord:

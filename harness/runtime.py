@@ -24,13 +24,11 @@ CPU_EVIDENCE = "reports/benchmarks/cpu/bench_step_defaults.txt"
 
 @dataclass(frozen=True)
 class Runtime:
-    """The resolved device, precision, attention and micro-batches per batch; `reasons` says why for each
-    setting left to auto."""
+    """The resolved device, precision and attention; `reasons` says why for each setting left to auto."""
 
     device: str
     precision: str
     attention: str = "sdpa"
-    micro_batches: int = 1
     reasons: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -43,7 +41,6 @@ def resolve_runtime(
     device: str,
     precision: str,
     attention: str = "sdpa",
-    micro_batches: int | str = 1,
     *,
     cpuinfo: str | None = None,
 ) -> Runtime:
@@ -58,16 +55,12 @@ def resolve_runtime(
         precision, reasons["precision"] = _auto_precision(device, bf16_in_hardware)
     if attention == "auto":
         attention, reasons["attention"] = _auto_attention(device, precision)
-    if micro_batches == "auto":
-        micro_batches, reasons["micro_batches"] = _auto_micro_batches(device)
-    return Runtime(device, precision, attention, int(micro_batches), reasons)
+    return Runtime(device, precision, attention, reasons)
 
 
 def resolve_setup_runtime(setup: SetupConfig, *, cpuinfo: str | None = None) -> Runtime:
     """Every setting of `setup` that resolves per host."""
-    return resolve_runtime(
-        setup.device, setup.precision, setup.model.attention, setup.recipe.micro_batches, cpuinfo=cpuinfo
-    )
+    return resolve_runtime(setup.device, setup.precision, setup.model.attention, cpuinfo=cpuinfo)
 
 
 def _auto_precision(device: str, bf16_in_hardware: str | None) -> tuple[str, str]:
@@ -88,15 +81,6 @@ def _auto_attention(device: str, precision: str) -> tuple[str, str]:
     if device == "cpu" and precision == "bf16":
         return "eager", f"bf16 on a CPU: eager attention's backward beat SDPA's CPU kernel ({CPU_EVIDENCE})"
     return "sdpa", "transformers' default (SDPA)"
-
-
-def _auto_micro_batches(device: str) -> tuple[int, str]:
-    # Two length-sorted micro-batches per step cut the padded tokens by a fifth on Exp A's data, yet stepped
-    # no faster on the 2-core CPU machine (2.88 s against 2.82 s, interleaved step by step): the smaller
-    # matmuls lose what the padding saved. So auto is one batch everywhere; set the number to try it.
-    if device == "cpu":
-        return 1, f"two micro-batches measured no faster on a CPU ({CPU_EVIDENCE})"
-    return 1, "a GPU step of a small model is bound by kernel launches, not by padded tokens"
 
 
 def runtime_of(model: torch.nn.Module) -> Runtime:

@@ -26,8 +26,7 @@ scalar coercions and one small parser for sizes, the only type pydantic does not
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterable, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
@@ -162,25 +161,6 @@ def snapshot(declared: Iterable[Setting[object]], environ: Mapping[str, str] | N
     return {s.name: raw for s in declared if (raw := s.raw(environ)) is not None}
 
 
-@contextmanager
-def for_children(setting: Setting[T], value: object | None) -> Generator[None]:
-    """`setting` set to `value` (None: unset) in this process's environment for the block, so the child
-    processes started in it inherit it; the value before is restored after."""
-    before = os.environ.get(setting.name)
-    _put(setting.name, None if value is None else str(value))
-    try:
-        yield
-    finally:
-        _put(setting.name, before)
-
-
-def _put(name: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
-
-
 def lookup(name: str) -> Setting[object]:
     """The declaration of `name` (KeyError: not declared)."""
     return REGISTRY[name]
@@ -270,46 +250,18 @@ BYTECODE_CACHE = declare(
     default="1",
     example="0",
 )
-METADATA_CACHE = declare(
-    "LORABENCH_METADATA_CACHE",
-    _flag,
-    "the trainer child answers transformers' and TRL's packages_distributions() (every installed "
-    "distribution's metadata read at import) from a file under the cache folder while the installation is "
-    "unchanged (harness/run/distributions.py); 0 turns that off",
-    "you",
-    default="1",
-    example="0",
-)
-SCORING_WORKER = declare(
-    "LORABENCH_SCORING_WORKER",
-    _adapted(Literal["auto", "1", "0"], "auto, 1 or 0"),
-    "the baseline's answers are scored in a second process while the run trains, the final answers in "
-    "the same one (harness/run/aside.py): auto where the machine has 4 or more CPUs, 1 always, 0 never",
-    "you",
-    default="auto",
-    example="0",
-)
-ANSWER_LOSS = declare(
-    "LORABENCH_ANSWER_LOSS",
-    _flag,
-    "the hf backend computes the training loss once over the answer tokens in place of TRL's chunked, "
-    "recomputed cross-entropy where their logits fit 256 MiB (harness/backends/answer_loss.py; same loss); "
-    "0 leaves TRL's own path",
-    "you",
-    default="1",
-    example="0",
-)
 
-LEAN_LORA = declare(
-    "LORABENCH_LEAN_LORA",
-    _flag,
-    "the hf backend's training span and unmerged eval skip PEFT's LoRA passes that cannot change the result "
-    "(a scaling of exactly 1.0, an input cast autocast undoes; harness/backends/lean_lora.py); 0 keeps "
-    "PEFT's own forward",
-    "you",
-    default="1",
-    example="0",
-)
+# Switches removed once their measurement decided (issue #37): the path that won is the only one. The
+# measurements that decided them still name them (README, benchmarks/gpu/); setting one does nothing.
+RETIRED = {
+    "LORABENCH_ANSWER_LOSS": "the answer-token loss is the only path (CPU step 1.055x and 1.079x faster)",
+    "LORABENCH_LEAN_LORA": "the lean LoRA forward is the only path (H200 graphed step 30.9/32.0 against 35.4/35.6 ms)",
+    "LORABENCH_METADATA_CACHE": "the trainer always caches packages_distributions() (5.1 s a seed on the H200)",
+    "LORABENCH_SCORING_WORKER": "the scoring worker runs where 4 or more CPUs are spare, never elsewhere",
+    # Parent -> child state travels in the run plan (harness/run/plan.py), not the environment.
+    "LORABENCH_CHECKPOINT_DIR": "the run plan's checkpoints",
+    "LORABENCH_PROGRESS_FILE": "the run plan's progress_file",
+}
 GGUF_CONVERTER = declare(
     "LORABENCH_GGUF_CONVERTER",
     _path,
@@ -425,15 +377,6 @@ PARENT = declare(
     "LORABENCH_PARENT",
     _text,
     "the run's parent process; the trainer ends itself when it is gone",
-    "harness",
-)
-PROGRESS_FILE = declare(
-    "LORABENCH_PROGRESS_FILE", _path, "where a trainer under pytest writes its progress lines", "harness"
-)
-CHECKPOINT_DIR = declare(
-    "LORABENCH_CHECKPOINT_DIR",
-    _path,
-    "the folder for this run's resumable checkpoints (the suite sets it per run)",
     "harness",
 )
 NODE = declare("LORABENCH_NODE", _count, "this node's index in a several-node run", "harness", default="0")

@@ -65,7 +65,7 @@ def test_the_runtime_environment_that_changes_a_figure_is_recorded(monkeypatch: 
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     monkeypatch.setenv("LORABENCH_UNRELATED_TO_A_FIGURE", "x")
     monkeypatch.delenv("LD_PRELOAD", raising=False)
-    environment = collect_provenance("cpu")["environment"]
+    environment = collect_provenance("cpu").environment or {}
     assert environment["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
     assert environment["OMP_NUM_THREADS"] == "2"
     assert "LD_PRELOAD" not in environment  # unset is left out, not recorded as empty

@@ -143,9 +143,7 @@ def test_a_record_from_before_model_attention_reads_as_sdpa(tmp_path: Path) -> N
     )
     raw = json.loads(committed.read_text())
     assert "attention" not in raw["setup"]["model"]
-    assert load_record(committed).setup["model"]["attention"] == "sdpa"
+    assert load_record(committed).setup.model.attention == "sdpa"
     raw["setup"]["model"]["attention"] = "eager"
     (tmp_path / "seed-42.json").write_text(json.dumps(raw))
-    assert (
-        load_record(tmp_path / "seed-42.json").setup["model"]["attention"] == "eager"
-    )  # a recorded value stays
+    assert load_record(tmp_path / "seed-42.json").setup.model.attention == "eager"  # a recorded value stays

@@ -23,8 +23,8 @@ Measured on the 2-core EPYC, Exp A's real batches, one step each way in turn on 
 median of per-batch ratios 1.055× (12 batches) and 1.079× (24 batches), the losses equal to the printed
 digits. Not measured on a GPU (no device time was left in the round that wrote it).
 
-`install()` puts it in TRL's module, where TRL's patched forward looks the function up at each call;
-`LORABENCH_ANSWER_LOSS=0` (harness/settings.py) leaves TRL's own path for every call.
+`install()` puts it in TRL's module, where TRL's patched forward looks the function up at each call.
+It is the only path (issue #37: the switch back to TRL's path was removed; the figures above stay).
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-
-from harness import settings
 
 LOGITS_BUDGET_BYTES = 256 * 2**20
 
@@ -62,7 +60,7 @@ def answer_tokens_loss(
     lm_head_bias: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """TRL's `_chunked_cross_entropy_loss` contract (loss, correct, entropy sum, valid count); correct and
-    entropy are zeros here. `original`: TRL's function, for what does not fit the budget or is switched off."""
+    entropy are zeros here. `original`: TRL's function, for what does not fit the budget."""
     args = (hidden_states, lm_head_weight, chunk_size)
     kwargs = {
         "labels": labels,
@@ -72,8 +70,6 @@ def answer_tokens_loss(
         "final_logit_softcapping": final_logit_softcapping,
         "lm_head_bias": lm_head_bias,
     }
-    if not settings.ANSWER_LOSS.value():
-        return original(*args, **kwargs)
     hidden, flat = _rows(hidden_states, labels, shift_labels)
     valid = flat != -100
     n_valid = valid.sum()

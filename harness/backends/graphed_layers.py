@@ -73,6 +73,7 @@ def decoder_layers(model: Any, setting: str) -> list[torch.nn.Module]:
     return layers
 
 
+# Any values: a decoder layer's keyword arguments: tensors, caches and flags by name.
 def _split_kwargs(kwargs: dict[str, Any]) -> tuple[list[str], list[torch.Tensor], tuple]:
     """Tensor arguments become graph inputs (copied in at every replay); the rest is part of the shape
     key, since a capture bakes them in. A tuple of tensors (rotary cos, sin) counts as its tensors."""
@@ -89,6 +90,7 @@ def _split_kwargs(kwargs: dict[str, Any]) -> tuple[list[str], list[torch.Tensor]
     return names, tensors, tuple(fixed)
 
 
+# Any values: a decoder layer's keyword arguments: tensors, caches and flags by name.
 def _join_kwargs(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> dict[str, Any]:
     kwargs, at = {}, 0
     for name in names:

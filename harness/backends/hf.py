@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from harness import checks
-from harness.backends import microbatch
+from harness.backends import checkpoint
 from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome, count_params
 from harness.backends.graphed_layers import (
     PAD_MULTIPLE,
@@ -34,7 +34,6 @@ from harness.backends.lean_steps import lean_module_walks
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.results import CheckVerdict
-from harness.run import checkpoint
 from harness.runtime import Runtime
 from harness.tasks.encoding import tokenize_examples
 from harness.tasks.registry import Example
@@ -221,8 +220,6 @@ def build_trainer(
     weakref.finalize(trainer, shutil.rmtree, scratch, ignore_errors=True)
     # Trainer prints every log dict to stdout when tqdm is off; lorabench shows its own progress on stderr.
     trainer.remove_callback(PrinterCallback)
-    # Same rows per step, less padding (on a CPU a step costs what its padded tokens cost).
-    microbatch.install(trainer, runtime.micro_batches)
     return trainer
 
 
@@ -231,7 +228,7 @@ def training_args(setup: SetupConfig, runtime: Runtime, output_dir: Path, checkp
     from trl import SFTConfig
 
     recipe = setup.recipe
-    # Rotation is harness.run.checkpoint's: the older checkpoint goes only once the newer is complete.
+    # Rotation is harness.backends.checkpoint's: the older checkpoint goes only once the newer is complete.
     saving = (
         {"save_strategy": "steps", "save_steps": recipe.checkpoint_every, "save_total_limit": None}
         if checkpointed
@@ -332,6 +329,8 @@ def train(
     setup: SetupConfig,
     runtime: Runtime,
     observers: Sequence[StepObserver] = (),
+    *,
+    checkpoints: Path | None = None,
 ) -> TrainOutcome:
     started = time.time()
     kernels = fused_kernels(model, setup, runtime)
@@ -339,7 +338,7 @@ def train(
     if setup.recipe.gradient_checkpointing:
         model.enable_input_require_grads()
     lora_s = time.time() - started
-    outcome = run_sft(model, tokenizer, examples, setup, runtime, observers)
+    outcome = run_sft(model, tokenizer, examples, setup, runtime, observers, checkpoints)
     outcome.phases = {"lora": lora_s, **outcome.phases}
     outcome.kernels = kernels
     return outcome
@@ -390,8 +389,10 @@ def run_sft(
     setup: SetupConfig,
     runtime: Runtime,
     observers: Sequence[StepObserver],
+    checkpoints: Path | None = None,
 ) -> TrainOutcome:
-    """Train an already LoRA-wrapped model with SFTTrainer and time it (shared with the unsloth backend).
+    """Train an already LoRA-wrapped model with SFTTrainer and time it (shared with the unsloth backend);
+    `checkpoints`: the run plan's folder for resumable checkpoints (None: none are saved).
 
     Preflight checks audit this very trainer before its first step; a failed one stops the run there.
     The dead-adapter tracker rides along every optimizer step."""
@@ -404,7 +405,7 @@ def run_sft(
     if tracker:
         callbacks.append(tracker.callback())
     # Resumable: checkpoints every recipe.checkpoint_every steps; the newest complete one is resumed from.
-    checkpoints = checkpoint.checkpoint_root(setup)
+    checkpoints = checkpoints if checkpoint.is_resumable(setup) else None
     resume = checkpoint.latest(checkpoints)
     saves = checkpoint.SaveTracker(outcome, resume[1] if resume else None) if checkpoints else None
     if saves:

@@ -33,8 +33,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from harness import settings
-
 
 def _lean_forward(
     layer: Any, adapter: str, peft_forward: Callable[..., torch.Tensor]
@@ -78,9 +76,9 @@ def lean_layers(model: nn.Module) -> list[tuple[nn.Module, str]]:
 @contextmanager
 def lean_lora_forward(model: nn.Module, enabled: bool = True) -> Generator[int]:
     """For the span: the lean forward on every layer `lean_layers` finds (an instance attribute, removed
-    on the way out). Yields how many layers took it. `LORABENCH_LEAN_LORA=0` keeps PEFT's forward (to measure
-    one against the other)."""
-    layers = lean_layers(model) if enabled and settings.LEAN_LORA.value() else []
+    on the way out). Yields how many layers took it. `enabled=False` keeps PEFT's forward (to measure one
+    against the other)."""
+    layers = lean_layers(model) if enabled else []
     for layer, adapter in layers:
         vars(layer)["forward"] = _lean_forward(layer, adapter, type(layer).forward.__get__(layer))
     try:

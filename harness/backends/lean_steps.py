@@ -40,6 +40,7 @@ class LeanSteps:
     _lean_n_params: int | None = None
     _lean_trainable: list[nn.Parameter] | None = None
 
+    # Any values: Trainer's model inputs: tensors and flags by name (transformers' signature).
     def floating_point_ops(self, inputs: dict[str, Any]) -> int:
         model: Any = self.model  # type: ignore[attr-defined]
         main = getattr(model, "main_input_name", "input_ids")

@@ -36,8 +36,11 @@ class Backend(Protocol):
         setup: SetupConfig,
         runtime: Runtime,
         observers: Sequence[StepObserver] = (),
+        *,
+        checkpoints: Path | None = None,
     ) -> TrainOutcome:
-        """LoRA onto `model`, then the recipe's steps, each reported to `observers` (a reason stops it)."""
+        """LoRA onto `model`, then the recipe's steps, each reported to `observers` (a reason stops it);
+        resumable checkpoints saved in and resumed from `checkpoints` (None: none)."""
 
     def attach_adapter(self, model: Model, adapter_dir: Path) -> Model:
         """A trained adapter put onto this base, for scoring only (`eval.adapter`)."""

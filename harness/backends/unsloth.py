@@ -65,6 +65,8 @@ def train(
     setup: SetupConfig,
     runtime: Runtime,
     observers: Sequence[StepObserver] = (),
+    *,
+    checkpoints: Path | None = None,
 ) -> TrainOutcome:
     fast = _fast_language_model()
     model = fast.get_peft_model(
@@ -79,7 +81,7 @@ def train(
         random_state=setup.recipe.seed,
     )
     fast.for_training(model)
-    outcome = run_sft(model, tokenizer, examples, setup, runtime, observers)
+    outcome = run_sft(model, tokenizer, examples, setup, runtime, observers, checkpoints)
     fast.for_inference(outcome.model)
     return outcome
 

@@ -31,6 +31,7 @@ def _grad_norm(model: Any) -> float:
     return float(torch.stack(norms).norm()) if norms else 0.0
 
 
+# Any values: model inputs as transformers' collators make them: tensors and flags by name.
 def _accumulated(trainer: Any, batches: list[dict[str, Any]]) -> tuple[float, float]:
     """Loss (as the Trainer logs it: the sum of micro-step losses) and gradient norm after len(batches) micro-steps."""
     model = trainer.model

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from harness.json_types import JsonObject
 from harness.results import CheckVerdict
 
 # Prefixes that wrappers put in front of the base model's module names (DDP, PEFT): PEFT matches
@@ -131,7 +132,7 @@ class DeadAdapterTracker:
             if watched_grads
             else []
         )
-        evidence: dict[str, Any] = {
+        evidence: JsonObject = {
             "n_modules": len(self.names),
             "n_dead": len(dead),
             "steps_observed": self.observations,

@@ -28,13 +28,13 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from statistics import fmean
-from typing import Any
 
 import torch
 from torch import nn
 
 from harness.checks.adapters import MAX_NAMED, lora_parameters
 from harness.config import DivergenceConfig
+from harness.json_types import JsonObject
 from harness.results import CheckVerdict
 
 RECENT_STEPS = 10  # losses shown in the evidence before the step that diverged
@@ -67,7 +67,7 @@ class DivergenceObserver:
         if self.verdict is not None:
             return None
         self.steps += 1
-        evidence: dict[str, Any] = {
+        evidence: JsonObject = {
             "step": step,
             "loss": as_evidence(loss),
             "grad_norm": as_evidence(grad_norm),
@@ -101,7 +101,7 @@ class DivergenceObserver:
         self.running_min = min(self.running_min, fmean(self.window))
         return None
 
-    def _fail(self, detail: str, evidence: dict[str, Any]) -> str:
+    def _fail(self, detail: str, evidence: JsonObject) -> str:
         self.verdict = CheckVerdict("fail", detail, evidence)
         return self.REASON_PREFIX + detail
 
@@ -110,7 +110,7 @@ class DivergenceObserver:
             return self.verdict
         if self.steps == 0:
             return CheckVerdict("skipped", "no training step was logged")
-        evidence: dict[str, Any] = {
+        evidence: JsonObject = {
             "steps": self.steps,
             "spike_ratio": self.config.spike_ratio,
             "spike_window": self.config.spike_window,
@@ -139,7 +139,7 @@ def check_adapter_weights(model: nn.Module) -> CheckVerdict:
     tensors = [t.detach() for pair in params.values() for t in pair]
     finite = torch.stack([t.isfinite().all().to(tensors[0].device) for t in tensors]).tolist()
     bad = [name for name, ok in zip(names, finite, strict=True) if not ok]
-    evidence: dict[str, Any] = {
+    evidence: JsonObject = {
         "n_weights": len(names),
         "n_non_finite": len(bad),
         "non_finite": bad[:MAX_NAMED],
@@ -159,7 +159,7 @@ def check_answers(answers: Sequence[str], base_answers: Sequence[str] | None = N
     model (this run's baseline, when it has one) answered nothing either: then training broke nothing
     (a random-init test model says nothing from the start)."""
     empty = sum(1 for a in answers if not a.strip())
-    evidence: dict[str, Any] = {"n": len(answers), "n_empty": empty}
+    evidence: JsonObject = {"n": len(answers), "n_empty": empty}
     if base_answers is not None:
         evidence["n_empty_before_training"] = sum(1 for a in base_answers if not a.strip())
     if not answers:

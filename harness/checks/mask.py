@@ -17,6 +17,7 @@ from itertools import islice
 from typing import Any
 
 from harness.checks.isolation import untouched
+from harness.json_types import JsonObject
 from harness.results import CheckVerdict
 from harness.tasks.encoding import tokenize_examples
 from harness.tasks.registry import Example
@@ -97,7 +98,7 @@ class _Tally:
 
 def _dataset_evidence(
     trainer: Any, examples: Sequence[Example], expected: list[Expected], max_length: int | None
-) -> dict[str, Any]:
+) -> JsonObject:
     """What truncation does to the whole example set, before any batch is looked at."""
     too_long = [row for row in expected if max_length is not None and row.full_length > max_length]
     return {
@@ -146,7 +147,7 @@ def _check_batch(batch: Any, by_ids: dict[tuple[int, ...], Expected], tokenizer:
 
 
 def _verdict(
-    tally: _Tally, expected: list[Expected], n_examples: int, max_length: int | None, evidence: dict[str, Any]
+    tally: _Tally, expected: list[Expected], n_examples: int, max_length: int | None, evidence: JsonObject
 ) -> CheckVerdict:
     """Fail on no matched row, on any wrong or unmatched row, or on answers cut for the dataset; else pass."""
     checked, unmatched, failures, reasons = tally.checked, tally.unmatched, tally.failures, tally.reasons

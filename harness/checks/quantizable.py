@@ -11,10 +11,10 @@ the CUDA context are not counted.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from torch import nn
 
+from harness.json_types import JsonObject
 from harness.results import CheckVerdict
 
 BF16_BYTES = 2.0
@@ -65,7 +65,7 @@ def quantizable_fraction(model: nn.Module) -> CheckVerdict:
     bytes_bf16 = base * BF16_BYTES
     bytes_nf4 = bytes_bf16 - linear * (BF16_BYTES - NF4_BYTES)
     saving = bytes_bf16 - bytes_nf4
-    evidence: dict[str, Any] = {
+    evidence: JsonObject = {
         "params": counts,
         "base_params": base,
         "fractions": {k: round(v / base, 4) for k, v in counts.items() if k != "adapter"} if base else {},

@@ -55,11 +55,11 @@ def checks_setup(setup: SetupConfig) -> SetupConfig:
 
 def run_checks(setup: SetupConfig) -> Outcome:
     """The one recipe, in this process, in a scratch folder; its outcome carries every check's verdict."""
-    from harness.run.child import execute_job
-    from harness.run.outcome import Job
+    from harness.run.child import execute_plan
+    from harness.run.plan import RunPlan
 
     with tempfile.TemporaryDirectory(prefix="lorabench-checks-") as work_dir:
-        return execute_job(Job(setup=checks_setup(setup), work_dir=Path(work_dir)))
+        return execute_plan(RunPlan(setup=checks_setup(setup), work_dir=Path(work_dir)))
 
 
 def render_table(outcome: Outcome) -> str:

@@ -108,7 +108,7 @@ def render(changes: list[MetricChange], unlike: bool = False) -> str:
 
 
 def _side(paths: Path, loaded: tuple[LoadedRecord, ...]) -> SideOut:
-    kinds = sorted({str(i.record.provenance.get("host", {}).get("kind") or i.record.host) for i in loaded})
+    kinds = sorted({str(i.record.provenance.host.kind or i.record.host) for i in loaded})
     return SideOut(
         paths=[public(str(paths))],
         records=len(loaded),

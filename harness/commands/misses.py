@@ -10,11 +10,11 @@ from typing import Any
 
 from tabulate import tabulate
 
+from harness import catalog
 from harness.commands._output import add_output_arguments, write_outputs
 from harness.config import DATA_ENV
 from harness.errors import UserError
 from harness.results import RunRecord, load_record
-from harness.tasks import catalog
 from harness.tasks.registry import MissReport, task_module
 
 _PREDICTIONS_SUFFIX = ".predictions.jsonl"

@@ -82,13 +82,12 @@ def plan(sources: list[Path], to: Path) -> list[Copy]:
 
 
 def _what_changed(old: RunRecord, new: RunRecord) -> str:
-    from harness.config import SetupConfig
 
     try:
-        setup = SetupConfig.model_validate(new.setup)
+        setup = new.setup
     except ValueError:
         return "the new record's setup does not validate"
-    kind = str(new.provenance.get("host", {}).get("kind"))
+    kind = str(new.provenance.host.kind)
     return fingerprint_changes(old, setup, new.stack, kind)
 
 

@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from harness import settings
+from harness import catalog, settings
 from harness.commands._output import add_json_argument
 from harness.config import DATA_ENV, Override, load_setup, read_config_file
 from harness.errors import UserError
@@ -17,7 +17,6 @@ from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
 from harness.run.parent import RunOptions, summary_line
 from harness.run.start import run_on_hosts
-from harness.tasks import catalog
 
 EXIT_CODES = {"ok": 0, "refused": 3}
 

@@ -15,11 +15,11 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness import settings
 from harness.gpu.arch import KFD_NODES, read_kfd_gfx
 from harness.gpu.visibility import parse_rocminfo
+from harness.json_types import JsonObject
 
 # The variables that change what a GPU run sees; doctor reads only these (and ours, through settings).
 ENV_VARS = (
@@ -326,7 +326,7 @@ def _meminfo() -> dict[str, int]:
         return {}
 
 
-def to_dict(facts: HostFacts) -> dict[str, Any]:
+def to_dict(facts: HostFacts) -> JsonObject:
     """The facts for --json: what a maintainer attaches to an issue."""
     from dataclasses import asdict
 

@@ -13,13 +13,14 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from harness import settings
 from harness.doctor import gpu, host
 from harness.doctor.facts import HostFacts, collect_facts, to_dict
 from harness.doctor.result import MARK, Check
 from harness.guard.verdict import GuardVerdict
+from harness.json_types import JsonObject
 from harness.stack_name import default_stack
 from harness.stacks import Problem, Stack, load_stacks, verify_environment
 
@@ -40,7 +41,7 @@ class Diagnosis:
     def exit_status(self) -> int:
         return BLOCKED if self.blocking else 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         b = self.blocking
         return {
             "ok": b is None,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from harness.json_types import JsonObject
 
 Status = Literal["ok", "fail", "skip"]
 MARK = {"ok": "✓", "fail": "✗", "skip": "–"}
@@ -20,7 +22,7 @@ class Check:
     fix: str | None = None
     blocking: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.origin import GpuFacts, HostFacts
 from harness.results import CheckVerdict, RunRecord
 
 FindingStatus = Literal[
@@ -66,14 +67,14 @@ class Evidence:
         return cls(tuple(sorted(records, key=lambda r: (r.experiment, r.setup_name, r.seed, r.created))))
 
     @property
-    def host(self) -> dict[str, Any]:
-        return self.records[0].provenance.get("host", {}) if self.records else {}
+    def host(self) -> HostFacts:
+        return self.records[0].provenance.host if self.records else HostFacts()
 
     @property
     def packages(self) -> dict[str, str]:
         """Installed versions; the newest record wins when the stack changed between runs."""
         newest = max(self.records, key=lambda r: r.created, default=None)
-        return dict(newest.provenance.get("stack", {}).get("packages", {})) if newest else {}
+        return dict(newest.provenance.stack.packages) if newest else {}
 
     def version(self, package: str) -> tuple[int, ...] | None:
         return parse_version(self.packages.get(package))
@@ -81,15 +82,15 @@ class Evidence:
     @property
     def runtime(self) -> str:
         """'hip', 'cuda' or 'cpu' (what torch was built for)."""
-        return str(self.host.get("runtime") or "cpu")
+        return str(self.host.runtime or "cpu")
 
     @property
-    def gpus(self) -> list[dict[str, Any]]:
-        return list(self.host.get("gpus") or [])
+    def gpus(self) -> list[GpuFacts]:
+        return list(self.host.gpus)
 
     @property
     def archs(self) -> list[str]:
-        return [str(g.get("arch") or "") for g in self.gpus]
+        return [str(g.arch or "") for g in self.gpus]
 
     def label(self, record: RunRecord) -> str:
         return f"{record.experiment}/{record.setup_name} seed {record.seed}"
@@ -99,10 +100,10 @@ class Evidence:
 
     def where(self, **setup: Any) -> list[RunRecord]:
         """Records whose setup has these top-level values (e.g. backend='unsloth', precision='4bit')."""
-        return [r for r in self.records if all(r.setup.get(k) == v for k, v in setup.items())]
+        return [r for r in self.records if all(getattr(r.setup, k) == v for k, v in setup.items())]
 
     def multi_gpu(self) -> list[RunRecord]:
-        return [r for r in self.records if int(r.setup.get("gpus") or 1) > 1]
+        return [r for r in self.records if r.setup.gpus > 1]
 
     def ok(self, records: Iterable[RunRecord] | None = None) -> list[RunRecord]:
         return [r for r in (self.records if records is None else records) if r.status == "ok"]

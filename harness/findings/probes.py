@@ -110,7 +110,7 @@ def integrated_gpu(ev: Evidence) -> ProbeResult:
         return ProbeResult(
             "caught", f"integrated GPU ({', '.join(visible)}) visible to torch as an extra GPU"
         )
-    hidden = ev.host.get("hidden_gpus")
+    hidden = ev.host.hidden_gpus
     if hidden:
         return ProbeResult("works with a workaround", f"hidden from HIP: {hidden}")
     return ProbeResult("works as-is", f"only {', '.join(ev.archs) or 'no GPU'} visible; nothing to hide")
@@ -230,7 +230,7 @@ def model_type_too_new(ev: Evidence) -> ProbeResult:
 
 
 def unsloth_barrier(ev: Evidence) -> ProbeResult:
-    runs = [r for r in ev.multi_gpu() if r.setup.get("backend") == "unsloth"]
+    runs = [r for r in ev.multi_gpu() if r.setup.backend == "unsloth"]
     if not runs:
         return not_used("no multi-GPU Unsloth setup ran")
     hung = ev.reason_matches(r"barrier|timed out|timeout", runs)
@@ -273,8 +273,7 @@ def gguf_eos(ev: Evidence) -> ProbeResult:
     gguf = [
         r
         for r in ev.records
-        if "gguf" in (r.model.resolved if r.model else "").lower()
-        or "smollm2" in r.setup.get("model", {}).get("source", "")
+        if "gguf" in (r.model.resolved if r.model else "").lower() or "smollm2" in r.setup.model.source
     ]
     verdicts = ev.verdicts(END_OF_TURN)
     if not verdicts:

@@ -14,7 +14,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+from harness.json_types import JsonObject
 
 
 def gpu_runtime() -> str:
@@ -38,7 +39,7 @@ def visible_devices_var() -> str:
     return "HIP_VISIBLE_DEVICES" if gpu_runtime() == "hip" else "CUDA_VISIBLE_DEVICES"
 
 
-def collect_gpus() -> dict[str, Any]:
+def collect_gpus() -> JsonObject:
     """The runtime and every visible GPU (name, arch, VRAM, multiprocessors); on CUDA also the driver
     and the machine's GPU count."""
     if "torch" not in sys.modules and (told := nvidia_gpus_without_torch()) is not None:
@@ -48,7 +49,7 @@ def collect_gpus() -> dict[str, Any]:
     except ImportError:
         return {}
     runtime = gpu_runtime()
-    info: dict[str, Any] = {
+    info: JsonObject = {
         "runtime": runtime,
         "runtime_version": torch.version.hip or torch.version.cuda,
         "gpus": [],
@@ -122,7 +123,7 @@ def torch_build() -> tuple[str, str | None] | None:
     return ("cuda", found["cuda"]) if found["cuda"] else ("cpu", None)
 
 
-def nvidia_gpus_without_torch() -> dict[str, Any] | None:
+def nvidia_gpus_without_torch() -> JsonObject | None:
     """collect_gpus's answer without torch: a CPU build's (no GPUs), or from one nvidia-smi query for a
     CUDA build on an NVIDIA host; None
     (ask torch) where it cannot answer the same: no such build or tool, or CUDA_VISIBLE_DEVICES naming
@@ -170,7 +171,7 @@ def nvidia_gpus_without_torch() -> dict[str, Any] | None:
         }
         for position, row in enumerate(chosen)
     ]
-    info: dict[str, Any] = {"runtime": "cuda", "runtime_version": cuda, "gpus": gpus}
+    info: JsonObject = {"runtime": "cuda", "runtime_version": cuda, "gpus": gpus}
     if by_index:
         info["driver"] = rows[0][4]
         info["machine_gpus"] = len(rows)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
 
 from harness.guard.config import GuardConfig
 from harness.guard.lock import timed_lock
 from harness.guard.precheck import precheck
 from harness.guard.verdict import ALLOW_NOISY_FIX
+from harness.json_types import JsonObject
 from harness.locks import LockBusy
 
 
@@ -26,9 +26,9 @@ class NodeGuard:
     ok: bool
     reason: str | None = None
     lock: str | None = None  # "held", or why it could not be taken
-    precheck: dict[str, Any] | None = None
+    precheck: JsonObject | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "timed": self.timed,
             "ok": self.ok,
@@ -38,7 +38,7 @@ class NodeGuard:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NodeGuard:
+    def from_dict(cls, data: JsonObject) -> NodeGuard:
         return cls(**data)
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from harness.guard.verdict import Reading
+from harness.json_types import JsonObject
 
 PROC = Path("/proc")
 CONTAINER_MARKERS = (Path("/.dockerenv"), Path("/run/.containerenv"))
@@ -45,7 +45,7 @@ class HostView:
             return f"the host from a container (host pid namespace; network counters from {self.net_dev})"
         return "this container only: host processes and host network traffic are invisible"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {**asdict(self), "sees_host": self.sees_host}
 
 

@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
 
 from harness.guard.config import GuardConfig
 from harness.guard.readings import Snapshot, excluded_pids, gpu_readings, take_snapshot, windowed_readings
 from harness.guard.verdict import RERUN_FIX, GuardVerdict, Reading
+from harness.json_types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class NoisySample:
     end: float
     readings: tuple[Reading, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"start": self.start, "end": self.end, "readings": [r.to_dict() for r in self.readings]}
 
 
@@ -41,7 +41,7 @@ class SamplerReport:
     cost_cpu_percent: float  # of one core, over the sampler's lifetime
     window: tuple[float, float] | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "valid": self.valid,
             "reason": self.reason,

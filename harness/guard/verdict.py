@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from harness.json_types import JsonObject
 
 ALLOW_NOISY_FIX = "use --allow-noisy to record an untimed run"
 RERUN_FIX = "re-run the timing on a quiet machine"
@@ -24,7 +25,7 @@ class Reading:
     ok: bool
     detail: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
@@ -35,7 +36,7 @@ class GuardVerdict:
     ok: bool
     reason: str | None
     readings: tuple[Reading, ...]
-    host_view: dict[str, Any] | None = None  # what the guard could see (guard/hostview.py), kept in records
+    host_view: JsonObject | None = None  # what the guard could see (guard/hostview.py), kept in records
 
     @classmethod
     def from_readings(
@@ -43,7 +44,7 @@ class GuardVerdict:
         readings: Iterable[Reading],
         prefix: str = "refused to time",
         fix: str = ALLOW_NOISY_FIX,
-        host_view: dict[str, Any] | None = None,
+        host_view: JsonObject | None = None,
     ) -> GuardVerdict:
         readings = tuple(readings)
         failed = [r for r in readings if not r.ok]
@@ -54,7 +55,7 @@ class GuardVerdict:
     def failed(self) -> tuple[Reading, ...]:
         return tuple(r for r in self.readings if not r.ok)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         out = {"ok": self.ok, "reason": self.reason, "readings": [r.to_dict() for r in self.readings]}
         if self.host_view is not None:
             out["host_view"] = self.host_view
@@ -69,13 +70,13 @@ class GuardRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     timed: bool | None = None  # unset: not known (a run recovered by a later run's sweep from what it left)
-    precheck: dict[str, Any] | None = None
-    sampler: dict[str, Any] | None = None
+    precheck: JsonObject | None = None
+    sampler: JsonObject | None = None
     timing_valid: bool | None = None
     timing_invalid_reason: str | None = None
-    nodes: list[dict[str, Any]] | None = None  # a multi-node run refused before training: every node's guard
+    nodes: list[JsonObject] | None = None  # a multi-node run refused before training: every node's guard
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> JsonObject:
         return self.model_dump(mode="json", exclude_unset=True)
 
 

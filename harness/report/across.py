@@ -24,9 +24,9 @@ def platform_of(records: Sequence[RunRecord]) -> str:
     """The GPU platform the records ran on, from their provenance: 'CUDA 13.0', 'ROCm (HIP 7.2.26015)', 'CPU'."""
     seen: dict[str, None] = {}
     for record in records:
-        host = record.provenance.get("host", {})
-        runtime = str(host.get("runtime") or "cpu")
-        version = host.get("runtime_version")
+        host = record.provenance.host
+        runtime = str(host.runtime or "cpu")
+        version = host.runtime_version
         name = RUNTIMES.get(runtime, runtime)
         if version and runtime == "hip":
             name = f"{name} (HIP {version})"

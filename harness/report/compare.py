@@ -126,7 +126,7 @@ def _change(
 
 
 def _kinds(loaded: Sequence[LoadedRecord]) -> str:
-    kinds = {str(i.record.provenance.get("host", {}).get("kind") or i.record.host) for i in loaded}
+    kinds = {str(i.record.provenance.host.kind or i.record.host) for i in loaded}
     return " / ".join(sorted(kinds))
 
 

@@ -82,17 +82,14 @@ def _span(record: RunRecord) -> tuple[float, float] | None:
 
 
 def _machine(record: RunRecord) -> str:
-    host = record.provenance.get("host", {})
-    return str(host.get("id") or record.host)
+    return str(record.provenance.host.id or record.host)
 
 
 def _devices_known(record: RunRecord) -> bool:
-    host = record.provenance.get("host", {})
-    if not host.get("gpus"):
+    host = record.provenance.host
+    if not host.gpus:
         return True  # a CPU run: the CPU is the device every run on the host shares
-    machine = host.get("machine_gpus")
-    used = int(record.setup.get("gpus") or 1)
-    return machine is not None and int(machine) <= used
+    return host.machine_gpus is not None and host.machine_gpus <= record.setup.gpus
 
 
 def survey(records: Iterable[RunRecord]) -> dict[str, Sharing]:
@@ -115,9 +112,9 @@ def survey(records: Iterable[RunRecord]) -> dict[str, Sharing]:
 
 
 def commit(record: RunRecord) -> str:
-    git = record.provenance.get("git", {})
-    sha = str(git.get("sha") or "–")[:7]
-    return f"{sha} (dirty)" if git.get("dirty") else sha
+    git = record.provenance.git
+    sha = str(git.sha or "–")[:7]
+    return f"{sha} (dirty)" if git.dirty else sha
 
 
 def window(record: RunRecord) -> str:

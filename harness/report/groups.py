@@ -122,7 +122,7 @@ def _changed(
 ) -> dict[str, str]:
     """The file's settings these runs changed, with their values. A field the records predate (filled with
     its default, the behaviour they had) is no change: the file may name it since (recipe.compile = "auto")."""
-    asked = set().union(*(_asked(m.record.setup) for m in members))
+    asked = set().union(*(_asked(m.record.setup_as_written) for m in members))
     return {
         key: settings[key]
         for key, value in reference.items()
@@ -193,7 +193,7 @@ class ReportGroup:
     def stack_label(self) -> str:
         """The stack as a scorecard names it: `(unpinned)` after an environment no lockfile pins (its records
         say `provenance.stack.pinned: false`, harness/stack_name.py), beside the pinned stacks."""
-        unpinned = any(r.provenance.get("stack", {}).get("pinned") is False for r in self.records)
+        unpinned = any(r.provenance.stack.pinned is False for r in self.records)
         return f"{self.stack} (unpinned)" if unpinned else self.stack
 
     @property

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.errors import UserError
+from harness.json_types import JsonObject
 from harness.report.conditions import LEGEND
 from harness.report.scorecard import SUMMARY_FILE, ReportSummary
 from harness.report.tables import NONE, table
@@ -48,7 +48,7 @@ def missing_platforms(summaries: list[ReportSummary]) -> list[str]:
     ]
 
 
-def render_index(out_dir: Path, across: dict[str, Any] | None = None) -> Path:
+def render_index(out_dir: Path, across: JsonObject | None = None) -> Path:
     """The index; `across`: the sections across scorecards (setups on several hosts, stacks compared),
     from the records of this report only."""
     summaries = sorted(read_summaries(out_dir), key=lambda s: (s.platform or NONE, s.stack, s.host))

@@ -73,8 +73,7 @@ UNSET = "unset"
 
 
 def _environment(record: RunRecord) -> Mapping[str, str] | None:
-    environment = record.provenance.get("environment")
-    return environment if isinstance(environment, Mapping) else None
+    return record.provenance.environment
 
 
 def _environment_values(records: Sequence[RunRecord], name: str) -> list[str]:

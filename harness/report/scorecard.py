@@ -13,6 +13,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.findings import Assessment, assess_findings
+from harness.json_types import JsonObject
 from harness.report import charts, likeness, tables
 from harness.report.across import platform_of
 from harness.report.claim_table import ClaimResult, claim_counts, claims_table, evaluate_claims
@@ -118,8 +119,7 @@ REFERENCE_EXPERIMENT = "exp_a"
 
 
 def _model_and_task(setup: SetupRuns) -> tuple[Any, Any]:
-    first = setup.records[0].setup
-    return (first.get("model") or {}).get("source"), setup.records[0].task
+    return setup.records[0].setup.model.source, setup.records[0].task
 
 
 def reference_pairs(group: ReportGroup, experiment: str, setups: Sequence[SetupRuns]) -> list[tables.Pair]:
@@ -139,7 +139,7 @@ def reference_pairs(group: ReportGroup, experiment: str, setups: Sequence[SetupR
 
 def _experiment_context(
     group: ReportGroup, experiment: str, img_dir: Path, made_images: list[Path]
-) -> dict[str, Any]:
+) -> JsonObject:
     setups = group.setups(experiment)
     made = [
         charts.loss_chart(experiment, setups, img_dir / f"{slug(experiment)}-loss.png"),

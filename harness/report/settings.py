@@ -1,7 +1,7 @@
 """What differs between two setups' runs, setting by setting, so a comparison says what it compares.
 
-Read from the records: each record's setup with the schema's defaults filled in for fields it predates
-(a field added later defaults to the old behaviour, as `SetupConfig.fingerprint_payload` promises), and
+Read from the records: each record's setup (the setup model: fields it predates read as their defaults,
+which keep the old behaviour, as `SetupConfig.fingerprint_payload` promises), and
 "auto" settings shown as what the run resolved them to where the record says so (precision and device
 from `model`, recipe.compile = auto from `train.graphs`). Also the data split and the lorabench commit.
 
@@ -15,10 +15,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache
 from typing import Any
 
-from harness.config import SetupConfig
 from harness.results import RunRecord
 from harness.suite.catalogue import compile_mode
 
@@ -26,6 +24,7 @@ from harness.suite.catalogue import compile_mode
 IDENTITY = frozenset({"name", "experiment", "recipe.seed"})
 
 
+# Any values: setting values of every type the setup model has (numbers, strings, lists, None).
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
@@ -34,11 +33,6 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[f"{prefix}{key}"] = value
     return out
-
-
-@cache
-def _defaults() -> dict[str, Any]:
-    return _flatten(SetupConfig().model_dump(mode="json"))
 
 
 # An absolute path (POSIX or Windows, or ~user) not inside a URL or a relative path: what `public` hides.
@@ -91,7 +85,7 @@ def _text(value: Any) -> str:
 def raw_settings(record: RunRecord) -> dict[str, str]:
     """Setting → value as the setup asked for it ("auto" left as is), data by content where the record
     names its split, without the run's name, experiment and seed."""
-    flat = {**_defaults(), **_flatten(record.setup)}
+    flat = _flatten(record.setup.model_dump(mode="json"))
     out = {key: _text(value) for key, value in flat.items() if key not in IDENTITY}
     if record.data is not None:
         out.pop("data.source", None)
@@ -119,8 +113,8 @@ def settings(record: RunRecord) -> dict[str, str]:
                 out[key] = f"{resolved} (auto)"
     if out.get("recipe.compile") == "auto" and record.status == "ok":
         out["recipe.compile"] = f"{compile_mode(record)} (auto)"
-    git = record.provenance.get("git", {})
-    out["lorabench commit"] = f"{str(git.get('sha') or '–')[:7]}{' (dirty)' if git.get('dirty') else ''}"
+    git = record.provenance.git
+    out["lorabench commit"] = f"{str(git.sha or '–')[:7]}{' (dirty)' if git.dirty else ''}"
     return out
 
 

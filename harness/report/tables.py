@@ -14,6 +14,7 @@ from tabulate import tabulate
 
 from harness import stats
 from harness.findings import Assessment
+from harness.origin import GitFacts, HostFacts, StackFacts
 from harness.report import likeness, pairs, settings
 from harness.report.groups import ReportGroup, SetupRuns
 from harness.results import RunRecord
@@ -98,7 +99,7 @@ def tokens_per_s(r: RunRecord) -> float | None:
 
 def n_gpus(r: RunRecord) -> int:
     """GPUs in the run: `gpus` per node on each of `nodes` hosts."""
-    return int(r.setup.get("gpus") or 1) * int(r.setup.get("nodes") or 1)
+    return r.setup.world_size
 
 
 # The FLOP convention, written beside every MFU figure (harness/run/mfu.py).
@@ -117,7 +118,7 @@ def mfu_percent(r: RunRecord) -> float | None:
     has no steady step time (its conditions then say "whole run")."""
     if r.train is None:
         return None
-    gpus = r.provenance.get("host", {}).get("gpus") or []
+    gpus = r.provenance.host.gpus
     rate = steady(r)
     seconds = train_seconds(r)
     if rate is not None:
@@ -126,11 +127,11 @@ def mfu_percent(r: RunRecord) -> float | None:
         tokens_per_s = r.train.tokens / seconds if r.train.tokens and seconds else None
     if not (gpus and tokens_per_s and r.train.total_params and r.train.trainable_params is not None):
         return None if r.train.mfu is None or rate is not None else 100 * r.train.mfu
-    checkpointing = bool(r.setup.get("recipe", {}).get("gradient_checkpointing"))
+    checkpointing = r.setup.recipe.gradient_checkpointing
     flops = mfu_table.training_flops(
         r.train.total_params, r.train.trainable_params, tokens_per_s, checkpointing
     )
-    value = mfu_table.mfu(flops, str(gpus[0].get("name", "")), n_gpus(r))
+    value = mfu_table.mfu(flops, gpus[0].name, n_gpus(r))
     return None if value is None else 100 * value
 
 
@@ -448,20 +449,17 @@ def _distinct(records: Sequence[RunRecord], getter: Callable[[RunRecord], Any]) 
     return "; ".join(f"{k} ({n} runs)" for k, n in sorted(seen.items()))
 
 
-def _host(r: RunRecord) -> dict[str, Any]:
-    return r.provenance.get("host", {})
+def _host(r: RunRecord) -> HostFacts:
+    return r.provenance.host
 
 
-def _stack(r: RunRecord) -> dict[str, Any]:
-    return r.provenance.get("stack", {})
+def _stack(r: RunRecord) -> StackFacts:
+    return r.provenance.stack
 
 
 def _gpus(r: RunRecord) -> str:
-    gpus = _host(r).get("gpus") or []
-    return (
-        ", ".join(f"{g.get('name')} ({g.get('arch')}, {g.get('vram_bytes', 0) / GIB:.0f} GiB)" for g in gpus)
-        or "none"
-    )
+    gpus = _host(r).gpus
+    return ", ".join(f"{g.name} ({g.arch}, {(g.vram_bytes or 0) / GIB:.0f} GiB)" for g in gpus) or "none"
 
 
 def provenance_table(group: ReportGroup) -> str:
@@ -472,45 +470,42 @@ def provenance_table(group: ReportGroup) -> str:
             "runtime",
             _distinct(
                 records,
-                lambda r: " ".join(filter(None, [_host(r).get("runtime"), _host(r).get("runtime_version")])),
+                lambda r: " ".join(filter(None, [_host(r).runtime, _host(r).runtime_version])),
             ),
         ],
-        ["driver", _distinct(records, lambda r: _host(r).get("driver"))],
-        ["kernel", _distinct(records, lambda r: _host(r).get("kernel"))],
-        ["CPU", _distinct(records, lambda r: _host(r).get("cpu", {}).get("model"))],
+        ["driver", _distinct(records, lambda r: _host(r).driver)],
+        ["kernel", _distinct(records, lambda r: _host(r).kernel)],
+        ["CPU", _distinct(records, lambda r: _host(r).cpu.model)],
         [
             "RAM",
             _distinct(
                 records,
-                lambda r: f"{_host(r)['ram_bytes'] / GIB:.0f} GiB" if _host(r).get("ram_bytes") else None,
+                lambda r: f"{_host(r).ram_bytes / GIB:.0f} GiB" if _host(r).ram_bytes else None,
             ),
         ],
-        ["image", _distinct(records, lambda r: _stack(r).get("image"))],
-        ["image digest", _distinct(records, lambda r: _stack(r).get("image_digest"))],
-        ["lockfile", _distinct(records, lambda r: _stack(r).get("lockfile"))],
-        ["lockfile sha256", _distinct(records, lambda r: _stack(r).get("lockfile_sha256"))],
-        ["git", _distinct(records, lambda r: _git(r.provenance.get("git", {})))],
+        ["image", _distinct(records, lambda r: _stack(r).image)],
+        ["image digest", _distinct(records, lambda r: _stack(r).image_digest)],
+        ["lockfile", _distinct(records, lambda r: _stack(r).lockfile)],
+        ["lockfile sha256", _distinct(records, lambda r: _stack(r).lockfile_sha256)],
+        ["git", _distinct(records, lambda r: _git(r.provenance.git))],
     ]
     return table(rows, ["what", "value"])
 
 
-def _git(git: dict[str, Any]) -> str | None:
-    if not git.get("sha"):
+def _git(git: GitFacts) -> str | None:
+    if not git.sha:
         return None
-    return f"{str(git['sha'])[:12]}{' (dirty)' if git.get('dirty') else ''}"
+    return f"{git.sha[:12]}{' (dirty)' if git.dirty else ''}"
 
 
 def packages_table(group: ReportGroup) -> str:
-    names = sorted({name for r in group.records for name in _stack(r).get("packages", {})})
-    rows = [
-        [name, _distinct(group.records, lambda r, n=name: _stack(r).get("packages", {}).get(n))]
-        for name in names
-    ]
+    names = sorted({name for r in group.records for name in _stack(r).packages})
+    rows = [[name, _distinct(group.records, lambda r, n=name: _stack(r).packages.get(n))] for name in names]
     return table(rows, ["package", "version"])
 
 
 def peaks_used_table(group: ReportGroup) -> str | None:
-    names = sorted({str(g.get("name")) for r in group.records for g in _host(r).get("gpus") or []})
+    names = sorted({g.name for r in group.records for g in _host(r).gpus})
     rows = []
     for name in names:
         peak = mfu_table.find_peak(name)

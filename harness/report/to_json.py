@@ -62,7 +62,7 @@ def conditions_out(runs: Runs) -> ConditionsOut:
         sharing=list(dict.fromkeys(_sharing(s) for _, s in runs)),  # type: ignore[misc]
         runs_at_once=max((s.others + 1 for _, s in runs if s is not None), default=1),
         commits=list(dict.fromkeys(commit_of(r).removesuffix(" (dirty)") for r in records)),
-        dirty=any(r.provenance.get("git", {}).get("dirty") for r in records),
+        dirty=any(r.provenance.git.dirty for r in records),
         window=metrics.windows(trained),
         steady_steps=_steady_steps(records),
         marks=found.marks,

@@ -8,7 +8,7 @@ started when the answers are ready, and the run collects it after training (the 
 the baseline_score phase). The final scoring goes to the same worker, so a task that remembers the
 scores it computed (the SQL task does) does not score the baseline's answers a second time.
 
-By default only where the machine has cores to spare (at least `MIN_CPUS`; LORABENCH_SCORING_WORKER): on a 2-core CPU host training uses both,
+Only where the machine has cores to spare (at least `MIN_CPUS`): on a 2-core CPU host training uses both,
 and a second process would take its time from the steps. Elsewhere the same calls run in this process.
 The worker ends with this process: it exits when its parent is gone (a SIGKILLed trainer leaves no worker).
 """

@@ -1,7 +1,7 @@
 """The trainer child: one process (one per rank under DDP) that runs design steps 3–9 for one run.
 
 `python -m harness.run.child JOB.json`. It runs in its own process so a memory cap or watchdog can kill
-it without killing the run: the parent then still writes a record. A typed `Job` comes in, a typed
+it without killing the run: the parent then still writes a record. A typed `RunPlan` comes in (harness/run/plan.py), a typed
 `Outcome` goes out (`harness.run.outcome`); the recipe itself is `harness.run.recipe`, imported only
 here, in the child: it pulls in torch, which the parent never imports.
 """
@@ -21,7 +21,8 @@ from harness.errors import InputRefused, RunStopped, UserError, describe_os_erro
 from harness.results import MemoryStats
 from harness.run.distributions import remember_distributions
 from harness.run.lifeline import watch_parent
-from harness.run.outcome import EVENTS_FILE, Events, Job, Outcome, unwritten_exit, write_outcome
+from harness.run.outcome import EVENTS_FILE, Events, Outcome, unwritten_exit, write_outcome
+from harness.run.plan import RunPlan
 from harness.run.progress import Progress
 from harness.run.ranks import bind_local_gpu, is_main_process, rank_name
 from harness.run.timeline import add_phase, process_started
@@ -33,11 +34,11 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def execute_job(job: Job, started_at: float | None = None) -> Outcome:
+def execute_plan(plan: RunPlan, started_at: float | None = None) -> Outcome:
     """Run steps 3–9; never raises for run failures — they become the outcome's status and reason.
     `started_at`: this process's start (wall clock) when it is the trainer child, for the record's phases."""
     began = time.time()
-    if job.setup.backend == "unsloth":
+    if plan.setup.backend == "unsloth":
         # Unsloth patches transformers, PEFT and TRL at import: it must come first.
         with contextlib.suppress(ImportError):
             import unsloth  # ruff: ignore[unused-import]
@@ -47,15 +48,17 @@ def execute_job(job: Job, started_at: float | None = None) -> Outcome:
     # Rank 0 keeps what it has computed in the work folder as it goes: a killed run's record keeps it.
     outcome = Outcome(started_at=started_at)
     if main_process:
-        outcome.keep_in(job.work_dir)
-    events = Events(job.work_dir / (EVENTS_FILE if main_process else f"events-{rank_name()}.jsonl"))
-    progress = Progress(quiet=job.quiet or not main_process)
+        outcome.keep_in(plan.work_dir)
+    events = Events(plan.work_dir / (EVENTS_FILE if main_process else f"events-{rank_name()}.jsonl"))
+    progress = Progress(
+        quiet=plan.quiet or not main_process, events_file=plan.progress_file if main_process else None
+    )
     try:
         # The interpreter and the heavy imports (torch, transformers, PEFT, TRL) as one phase, so the load
         # phase times loading (inline, under tests: only the imports this call made).
-        recipe.preload(job.setup)
+        recipe.preload(plan.setup)
         add_phase(outcome, "child_start", time.time() - (started_at if started_at is not None else began))
-        recipe.run_phases(job.setup, job.work_dir, outcome, events, progress)
+        recipe.run_phases(plan, outcome, events, progress)
     except UserError as exc:
         outcome.status, outcome.reason = "failed", str(exc)
         outcome.refused_input = isinstance(exc, InputRefused)
@@ -81,16 +84,16 @@ def main(argv: list[str]) -> int:
     started_at = process_started()
     # First, before torch loads: a trainer whose parent is gone must not train on unwatched.
     watch_parent()
-    job = Job.model_validate_json(Path(argv[0]).read_text(encoding="utf-8"))
+    plan = RunPlan.read(Path(argv[0]))
     if is_main_process():
-        mark_trainer(job.work_dir)
+        mark_trainer(plan.work_dir)
     bind_local_gpu()
     # Before transformers and TRL are imported: each reads every installed distribution's metadata.
-    remember_distributions(settings.CACHE.value(), enabled=settings.METADATA_CACHE.value())
-    outcome = execute_job(job, started_at)
+    remember_distributions(settings.CACHE.value())
+    outcome = execute_plan(plan, started_at)
     if is_main_process():
         try:
-            write_outcome(outcome, job.work_dir)
+            write_outcome(outcome, plan.work_dir)
         except OSError as exc:  # the exit status tells the parent why (see harness.run.outcome)
             print(
                 f"lorabench trainer: could not write its outcome: {describe_os_error(exc)}", file=sys.stderr

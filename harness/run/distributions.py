@@ -12,7 +12,6 @@ So the trainer child answers that call from a file under lorabench's cache, writ
 used again while the installation is unchanged: the key holds each import-path folder's modification time
 (installing, upgrading or removing a distribution adds or removes its .dist-info folder there, which
 changes it), the interpreter and the import path itself. Within one process the map is computed once.
-The setting in harness/settings.py turns it off (passed in as `enabled`).
 """
 
 from __future__ import annotations
@@ -63,11 +62,9 @@ def cached_map(cache_file: Path, compute: Callable[[], Distributions], key: str)
     return fresh
 
 
-def remember_distributions(cache_root: Path, *, enabled: bool = True) -> bool:
+def remember_distributions(cache_root: Path) -> None:
     """From now on in this process, `importlib.metadata.packages_distributions()` answers from the cache
-    (callers that look it up through the module, as transformers and TRL do). Returns whether it does."""
-    if not enabled:
-        return False
+    (callers that look it up through the module, as transformers and TRL do)."""
     original = importlib.metadata.packages_distributions
     cache_file = cache_root / "distributions" / f"{sys.implementation.cache_tag}.json"
 
@@ -79,4 +76,3 @@ def remember_distributions(cache_root: Path, *, enabled: bool = True) -> bool:
     importlib.metadata.packages_distributions = lambda: {
         k: list(v) for k, v in packages_distributions().items()
     }
-    return True

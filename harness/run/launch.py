@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import atomic, settings
+from harness import settings
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.models import cache_dir
@@ -28,7 +28,7 @@ from harness.results import setup_digest
 from harness.run.bytecode import child_bytecode_env
 from harness.run.capped import ChildOutcome, run_capped
 from harness.run.lifeline import lifeline_env
-from harness.run.outcome import Job
+from harness.run.plan import RunPlan
 
 ENDPOINT_ENVS = (settings.RDZV_ENDPOINT, "PET_RDZV_ENDPOINT")  # torchrun's own name is read too
 ID_ENVS = (settings.RDZV_ID, "PET_RDZV_ID")
@@ -95,8 +95,8 @@ def rendezvous_from_env(setup: SetupConfig, stack: str) -> Rendezvous:
     return Rendezvous(host, port, named[1] if named else default_run_id(setup, stack), timeout_s)
 
 
-def trainer_command(setup: SetupConfig, job_file: Path, rendezvous: Rendezvous | None = None) -> list[str]:
-    child = ["-m", "harness.run.child", str(job_file)]
+def trainer_command(setup: SetupConfig, plan_file: Path, rendezvous: Rendezvous | None = None) -> list[str]:
+    child = ["-m", "harness.run.child", str(plan_file)]
     torchrun = [sys.executable, "-m", "torch.distributed.run"]
     if setup.nodes > 1:
         if rendezvous is None:
@@ -121,8 +121,12 @@ def trainer_command(setup: SetupConfig, job_file: Path, rendezvous: Rendezvous |
     return [sys.executable, *child]
 
 
-def trainer_env(setup: SetupConfig, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+def trainer_env(
+    setup: SetupConfig, extra_env: dict[str, str] | None = None, visible_gpus: tuple[str, str] | None = None
+) -> dict[str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
+    if visible_gpus is not None:  # the plan's GPUs (the suite's worker's), for the trainer only
+        env[visible_gpus[0]] = visible_gpus[1]
     # Every trainer process (torchrun's ranks too) watches the parent that started the run and ends itself
     # when it is gone (harness.run.lifeline).
     env.update(lifeline_env())
@@ -141,18 +145,18 @@ def trainer_env(setup: SetupConfig, extra_env: dict[str, str] | None = None) -> 
 
 
 def start_trainer(
-    job: Job,
+    plan: RunPlan,
     *,
     cap_bytes: int | None,
     floor_bytes: int | None,
     extra_env: dict[str, str] | None = None,
     rendezvous: Rendezvous | None = None,
 ) -> ChildOutcome:
-    """Run the trainer for `job` to its end under the memory cap and watchdog (harness.run.capped)."""
-    job_file = atomic.write_text(job.work_dir / "job.json", job.model_dump_json())
+    """Run the trainer for `plan` to its end under the memory cap and watchdog (harness.run.capped)."""
+    plan_file = plan.write()
     return run_capped(
-        trainer_command(job.setup, job_file, rendezvous),
-        env=trainer_env(job.setup, extra_env),
+        trainer_command(plan.setup, plan_file, rendezvous),
+        env=trainer_env(plan.setup, extra_env, plan.visible_gpus),
         cwd=None,
         cap_bytes=cap_bytes,
         floor_bytes=floor_bytes,

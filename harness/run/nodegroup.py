@@ -23,6 +23,7 @@ from typing import Any
 
 from harness import settings
 from harness.errors import UserError
+from harness.json_types import JsonObject
 from harness.run.launch import Rendezvous
 
 BEAT_S = 1.0
@@ -153,7 +154,7 @@ class Liveness(threading.Thread):
         group: NodeGroup,
         *,
         on_lost: Callable[[int, str], None],
-        on_ended: Callable[[int, dict[str, Any]], None],
+        on_ended: Callable[[int, JsonObject], None],
         on_record: Callable[[], None],
         ranks: Callable[[], list[int]],
     ) -> None:
@@ -161,7 +162,7 @@ class Liveness(threading.Thread):
         self.group = group
         self.on_lost, self.on_ended, self.on_record, self.ranks = on_lost, on_ended, on_record, ranks
         self.lost: dict[int, str] = {}
-        self.ended: dict[int, dict[str, Any]] = {}
+        self.ended: dict[int, JsonObject] = {}
         self.posted_ranks: list[int] = []
         self.stop = threading.Event()
         self.store = group.client()

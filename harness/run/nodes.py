@@ -24,7 +24,6 @@ A copy of the single-host recipe in harness.run.parent, with the differences abo
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import signal
 import socket
@@ -32,7 +31,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psutil
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,12 +40,13 @@ from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.guard import GuardRecord, Sampler, offline_env
 from harness.guard.agreement import NodeGuard, guard_this_node, refusal
+from harness.json_types import JsonObject
 from harness.results import MemoryStats, NodeInfo, NodeStatus, RecordHeader, RunRecord, setup_digest
 from harness.run.capped import ChildOutcome
 from harness.run.landing import land, land_run
 from harness.run.launch import Rendezvous, rendezvous_from_env, start_trainer
 from harness.run.nodegroup import LeadLost, Liveness, NodeGroup
-from harness.run.outcome import Job, Outcome, read_outcome
+from harness.run.outcome import Outcome, read_outcome, train_window
 from harness.run.parent import (
     STOP_CAUSES,
     RunOptions,
@@ -57,6 +56,7 @@ from harness.run.parent import (
     stop_signals_raise,
     summary_line,
 )
+from harness.run.plan import PLAN_FILE, RunPlan
 from harness.run.ranks import NODE_ENV
 from harness.run.workdir import create_work_dir, remove_work_dir
 
@@ -91,7 +91,7 @@ class NodeEnd(BaseModel):
     stopped: bool = False  # stopped from outside (a signal), not failed
     guard: GuardRecord | None = None  # timed runs: this node's sampler and whether its timing holds
 
-    def to_post(self) -> dict[str, Any]:
+    def to_post(self) -> JsonObject:
         # Only what was set, so the guard read back on the lead writes what this node's did.
         return self.model_dump(mode="json", exclude_unset=True)
 
@@ -145,7 +145,7 @@ def hello(
         hostname=socket.gethostname(),
         host=header.host,
         stack=options.stack,
-        gpus=[str(g.get("name")) for g in header.provenance["host"].get("gpus") or []],
+        gpus=[g.name for g in header.provenance.host.gpus],
         setup=setup_digest(setup),
         guard=guard,
     )
@@ -194,36 +194,36 @@ def train_and_record(run: NodeRun, rendezvous: Rendezvous) -> tuple[RunRecord, P
     writes the record from every node's end; a node that lost the lead writes its own."""
     group = run.group
     work_dir = create_work_dir(run.options.results_dir, run.header)
-    job = Job(setup=run.setup, work_dir=work_dir.resolve(), quiet=run.options.quiet or not group.is_lead)
-    stopper = TrainerStopper(job.work_dir / "job.json")
+    plan = RunPlan(setup=run.setup, work_dir=work_dir.resolve(), quiet=run.options.quiet or not group.is_lead)
+    stopper = TrainerStopper(plan.work_dir / PLAN_FILE)
     liveness = Liveness(
         group,
         on_lost=lambda node, why: stopper.stop(),
         on_ended=lambda node, end: stopper.stop(),
         on_record=stopper.stop,
-        ranks=lambda: local_ranks(job.work_dir),
+        ranks=lambda: local_ranks(plan.work_dir),
     )
     liveness.start()
-    child, interrupted, ended = train_here(run, job, rendezvous)
+    child, interrupted, ended = train_here(run, plan, rendezvous)
     if group.is_lead and 0 not in liveness.lost:
         # The others stop at once when the lead's trainer ended badly, instead of waiting in a collective.
         group.post("end/0", ended.to_post())
     try:
         if not group.is_lead:
-            return follower_ends(run, job, liveness, ended, interrupted)
+            return follower_ends(run, plan, liveness, ended, interrupted)
         ends = wait_for_ends(group, liveness)
     except LeadLost as exc:
         liveness.lost.setdefault(0, str(exc))
         return lead_lost_record(run, liveness.lost[0], ended)
     finally:
         liveness.close()
-    outcome = lead_outcome(job.work_dir, child, interrupted)
+    outcome = lead_outcome(plan.work_dir, child, interrupted)
     nodes, guard = lead_verdict(run, outcome, ends, liveness.lost, ended)
     outcome.add_timings(total_s=round(time.perf_counter() - run.started, 2))
     record, path = landed(
-        land_run(run.options.results_dir, run.header, outcome, guard, job.work_dir, nodes=nodes)
+        land_run(run.options.results_dir, run.header, outcome, guard, plan.work_dir, nodes=nodes)
     )
-    remove_work_dir(job.work_dir)
+    remove_work_dir(plan.work_dir)
     publish(group, record, path)
     if interrupted is not None:
         print(summary_line(record, path), file=sys.stderr)
@@ -232,7 +232,7 @@ def train_and_record(run: NodeRun, rendezvous: Rendezvous) -> tuple[RunRecord, P
 
 
 def train_here(
-    run: NodeRun, job: Job, rendezvous: Rendezvous
+    run: NodeRun, plan: RunPlan, rendezvous: Rendezvous
 ) -> tuple[ChildOutcome | None, BaseException | None, NodeEnd]:
     """This node's torchrun to its end (or a stop from outside), and how it ended, for the lead."""
     env = {NODE_ENV: str(run.group.index), **(offline_env() if run.options.timed else {})}
@@ -242,7 +242,7 @@ def train_here(
     try:
         with Sampler(run.options.guard) if run.options.timed else contextlib.nullcontext() as sampler:
             child = start_trainer(
-                job,
+                plan,
                 cap_bytes=run.options.memory_cap_bytes,
                 floor_bytes=run.options.memory_floor_bytes,
                 extra_env=env,
@@ -250,18 +250,18 @@ def train_here(
             )
     except (Stopped, KeyboardInterrupt) as exc:
         interrupted = exc
-    return child, interrupted, node_end(child, interrupted, run.guard, sampler, job.work_dir)
+    return child, interrupted, node_end(child, interrupted, run.guard, sampler, plan.work_dir)
 
 
 def follower_ends(
-    run: NodeRun, job: Job, liveness: Liveness, ended: NodeEnd, interrupted: BaseException | None
+    run: NodeRun, plan: RunPlan, liveness: Liveness, ended: NodeEnd, interrupted: BaseException | None
 ) -> tuple[RunRecord, Path]:
     """A node other than the lead: posts how its trainer ended and returns the lead's record."""
     if 0 in liveness.lost:
         raise LeadLost(liveness.lost[0])
     run.group.post(f"end/{run.group.index}", ended.to_post())
     record, path = received_record(run.group)
-    shutil.rmtree(job.work_dir, ignore_errors=True)  # what its ranks wrote; the record is the lead's
+    shutil.rmtree(plan.work_dir, ignore_errors=True)  # what its ranks wrote; the record is the lead's
     if interrupted is not None:  # the stop goes on up, as on one host: a shell loop stops too
         print(summary_line(record, path), file=sys.stderr)
         raise KeyboardInterrupt(str(interrupted)) from interrupted
@@ -354,19 +354,6 @@ def local_ranks(work_dir: Path) -> list[int]:
         p.name.removeprefix("events-rank").removesuffix(".jsonl") for p in work_dir.glob("events-rank*.jsonl")
     )
     return sorted(int(n) for n in found if n.isdigit())
-
-
-def train_window(work_dir: Path) -> tuple[float, float] | None:
-    """This node's train phase in wall-clock time, from any of its ranks' event journals."""
-    for events_file in sorted(work_dir.glob("events*.jsonl")):
-        stamps = {}
-        for line in events_file.read_text(encoding="utf-8").splitlines():
-            event = json.loads(line)
-            if event["phase"] == "train":
-                stamps[event["event"]] = event["t"]
-        if {"start", "end"} <= stamps.keys():
-            return stamps["start"], stamps["end"]
-    return None
 
 
 def node_end(

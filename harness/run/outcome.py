@@ -1,4 +1,4 @@
-"""What crosses the process boundary of a run: the `Job` the parent hands the trainer child, the
+"""What crosses the process boundary of a run besides the `RunPlan` the parent hands the trainer child (plan.py): the
 `Outcome` it reports (the record's own models, filled as phases complete, written as `outcome.json`),
 and `Events`, the journal of phases with wall-clock stamps (`events.jsonl`; the guard's sampler reads
 the timed window from it). Plain data: importing this module loads no torch.
@@ -35,8 +35,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from harness import atomic
-from harness.config import SetupConfig
 from harness.guard.verdict import GuardRecord
+from harness.json_types import JsonObject
 from harness.results import (
     CheckVerdict,
     DataInfo,
@@ -60,16 +60,6 @@ RESERVE_FILE = "reserve"
 RESERVE_BYTES = 1 << 20
 # A trainer that could not write its outcome exits with this plus the errno (ENOSPC: 92).
 UNWRITTEN_EXIT = 64
-
-
-class Job(BaseModel):
-    """What the parent asks of the child: one setup, the folder to work in."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    setup: SetupConfig
-    work_dir: Path
-    quiet: bool = False
 
 
 class Outcome(BaseModel):
@@ -210,15 +200,26 @@ def read_ended(work_dir: Path) -> tuple[Outcome, GuardRecord, str | None] | None
     return Outcome.model_validate(body["outcome"]), guard, body.get("unwritten")
 
 
-def read_events(work_dir: Path) -> list[dict[str, Any]]:
-    """The journal's lines; a line cut short by a kill is skipped."""
-    path = work_dir / EVENTS_FILE
+def read_events(work_dir: Path, path: Path | None = None) -> list[JsonObject]:
+    """The journal's lines (rank 0's, or the one at `path`); a line cut short by a kill is skipped."""
+    path = path or work_dir / EVENTS_FILE
     events = []
     with contextlib.suppress(FileNotFoundError):
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             with contextlib.suppress(ValueError):
                 events.append(json.loads(line))
     return events
+
+
+def train_window(work_dir: Path) -> tuple[float, float] | None:
+    """The train phase's wall-clock start and end, as the trainer stamped them: rank 0's journal first,
+    else any rank's (a node of a several-node run that holds no rank 0 has only those)."""
+    journals = [work_dir / EVENTS_FILE, *sorted(work_dir.glob("events-*.jsonl"))]
+    for path in journals:
+        stamps = {e["event"]: e["t"] for e in read_events(work_dir, path) if e.get("phase") == "train"}
+        if {"start", "end"} <= stamps.keys():
+            return stamps["start"], stamps["end"]
+    return None
 
 
 def recordable_losses(raw: list[float]) -> list[float]:

@@ -21,28 +21,29 @@ from pathlib import Path
 from typing import Any
 
 from harness import settings
+from harness.backends.checkpoint import is_resumable, latest, remove
 from harness.config import SetupConfig
 from harness.errors import UserError, describe_os_error
 from harness.gpu.visibility import hide_integrated_gpus
 from harness.guard import GuardConfig, GuardRecord, GuardVerdict, Sampler, offline_env, precheck, timed_lock
 from harness.provenance import collect_provenance, default_stack
 from harness.results import MemoryStats, RecordHeader, RunRecord, run_fingerprint
-from harness.run.child import execute_job
+from harness.run.child import execute_plan
 from harness.run.inputs import check_inputs
 from harness.run.landing import land_run
 from harness.run.launch import start_trainer
 from harness.run.memory_env import check_memory_settings, name_the_cap
 from harness.run.outcome import (
-    Job,
     Outcome,
     mark_unwritten,
-    read_events,
     read_outcome,
     read_partial,
     train_progress,
+    train_window,
     unwritten_error,
     write_ended,
 )
+from harness.run.plan import RunPlan, checkpoint_folder
 from harness.run.timeline import bracket_trainer, close_books, command_started, prepend_phases, trainer_window
 from harness.run.workdir import create_work_dir, keep_ended, remove_work_dir, sweep_stale_runs
 
@@ -62,6 +63,9 @@ class RunOptions:
     memory_floor_bytes: int | None = field(default_factory=settings.MEMORY_FLOOR.get)
     # Free space the results folder needs before a run starts (adapter, predictions, record).
     min_free_bytes: int | None = field(default_factory=settings.MIN_FREE.get)
+    # Resumable checkpoints under <results>/.checkpoints (untimed runs of one process; harness/run/plan.py).
+    checkpoints: bool = True
+    progress_file: Path | None = None  # the trainer's progress lines, for a follower (the suite's)
 
 
 def new_run_id(created: datetime, fp: str, seed: int) -> str:
@@ -74,20 +78,49 @@ def check_and_sweep(setup: SetupConfig, options: RunOptions) -> None:
     """Before anything starts: every input checked (a UserError, no record, in a second instead of after
     the model has loaded), and the work folders of runs that ended without a record recorded."""
     check_memory_settings(options.memory_cap_bytes, options.memory_floor_bytes)
+    refuse_unused_checkpoints(setup, options)
     check_inputs(setup, options.results_dir, options.min_free_bytes)
     for swept in sweep_stale_runs(options.results_dir):
         print(f"lorabench: {swept}", file=sys.stderr)
+
+
+def refuse_unused_checkpoints(setup: SetupConfig, options: RunOptions) -> None:
+    """A `recipe.checkpoint_every` the user set that this run cannot honour is refused, not ignored."""
+    every = setup.recipe.checkpoint_every
+    if "checkpoint_every" not in setup.recipe.model_fields_set or not every:
+        return
+    why = (
+        "a timed run saves no checkpoints (the saves would be in its time)"
+        if options.timed
+        else "a run of several processes (gpus or nodes > 1) is not resumable"
+        if not is_resumable(setup)
+        else "this run saves no checkpoints"
+        if not options.checkpoints
+        else None
+    )
+    if why:
+        raise UserError(f"recipe.checkpoint_every = {every} cannot take effect: {why}; leave it out")
+
+
+def checkpoints_of(setup: SetupConfig, options: RunOptions, header: RecordHeader) -> Path | None:
+    """Where this run keeps its resumable checkpoints (None: none); says so when it resumes from one."""
+    if options.timed or not options.checkpoints or not is_resumable(setup):
+        return None
+    folder = checkpoint_folder(options.results_dir, header.stack, header.host, setup, header.fingerprint)
+    if resumes := latest(folder):
+        print(
+            f"lorabench: resuming from step {resumes[1].step} of {setup.recipe.steps} (checkpoint {resumes[0]})",
+            file=sys.stderr,
+        )
+    return folder.resolve()
 
 
 def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
     """Step 1, the provenance snapshot (host, stack, git; an iGPU is hidden from HIP first, before torch
     looks), and the record's fields known at the start: run id, fingerprint, setup."""
     created = datetime.now(UTC)
-    hidden = hide_integrated_gpus()
-    provenance = collect_provenance(options.stack)
-    if hidden:
-        provenance["host"]["hidden_gpus"] = hidden
-    fp = run_fingerprint(setup, options.stack, provenance["host"]["kind"])
+    provenance = collect_provenance(options.stack, hidden_gpus=hide_integrated_gpus())
+    fp = run_fingerprint(setup, options.stack, str(provenance.host.kind))
     return RecordHeader(
         run_id=new_run_id(created, fp, setup.recipe.seed),
         created=created.isoformat(timespec="seconds"),
@@ -95,9 +128,9 @@ def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
         setup_name=setup.name,
         seed=setup.recipe.seed,
         stack=options.stack,
-        host=provenance["host"]["id"],
+        host=str(provenance.host.id),
         fingerprint=fp,
-        setup=setup.model_dump(mode="json"),
+        setup=setup,
         provenance=provenance,
     )
 
@@ -128,7 +161,15 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
 
     # From here on the run has started: whatever happens, it ends with a record.
     work_dir = create_work_dir(options.results_dir, header)
-    job = Job(setup=setup, work_dir=work_dir.resolve(), quiet=options.quiet)
+    plan = RunPlan(
+        setup=setup,
+        work_dir=work_dir.resolve(),
+        quiet=options.quiet,
+        run_id=header.run_id,
+        fingerprint=header.fingerprint,
+        checkpoints=checkpoints_of(setup, options, header),
+        progress_file=options.progress_file,
+    )
     stamps.append(time.time())
     before = {
         "startup": began - process_start if process_start is not None else 0.0,
@@ -136,7 +177,7 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         "provenance": stamps[1] - stamps[0],
         "work_dir": stamps[2] - stamps[1],
     }
-    ended = run_phases_in_child(job, options)
+    ended = run_phases_in_child(plan, options)
     outcome = ended.outcome
     if outcome.refused_input and ended.interrupted is None:
         # The trainer's input check refused the run before any work: an input error, no record.
@@ -154,6 +195,8 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
     prepend_phases(outcome, {**before, around: time.time() - stamps[2] - trainer_window(outcome)})
     close_books(outcome, process_start, began)
     record, path = land_record(options.results_dir, header, outcome, ended.guard, work_dir)
+    if plan.checkpoints and record.status != "killed":
+        remove(plan.checkpoints)  # a killed run keeps its checkpoint: the same command resumes from it
     if ended.interrupted is not None:
         # The record is written; the stop goes on up, so a suite or a shell loop stops too.
         print(summary_line(record, path), file=sys.stderr)
@@ -187,14 +230,14 @@ class Phases:
     interrupted: BaseException | None = None
 
 
-def run_phases_in_child(job: Job, options: RunOptions) -> Phases:
+def run_phases_in_child(plan: RunPlan, options: RunOptions) -> Phases:
     """Steps 2–9: the guard (timed runs) and the trainer child. Whatever happens, the result is the
     outcome to record: the run has started, so it ends with a record."""
     guard = GuardRecord(timed=options.timed)
     try:
         with stop_signals_raise():
             if not options.timed:
-                return Phases(run_trainer(job, options) if options.isolate else execute_job(job), guard)
+                return Phases(run_trainer(plan, options) if options.isolate else execute_plan(plan), guard)
             # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
             with timed_lock():
                 verdict = precheck(options.guard)
@@ -203,11 +246,11 @@ def run_phases_in_child(job: Job, options: RunOptions) -> Phases:
                     return Phases(Outcome(status="refused", reason=verdict.reason), guard)
                 # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
                 with Sampler(options.guard) as sampler:
-                    outcome = run_trainer(job, options, extra_env=offline_env())
-                return Phases(outcome, timing_verdict(verdict, sampler, job.work_dir))
+                    outcome = run_trainer(plan, options, extra_env=offline_env())
+                return Phases(outcome, timing_verdict(verdict, sampler, plan.work_dir))
     except (Stopped, KeyboardInterrupt, Exception) as exc:
         return Phases(
-            caught_outcome(exc, job.work_dir),
+            caught_outcome(exc, plan.work_dir),
             guard,
             exc if isinstance(exc, Stopped | KeyboardInterrupt) else None,
         )
@@ -288,12 +331,6 @@ def stop_signals_raise() -> Generator[None]:
             signal.signal(sig, handler)
 
 
-def train_window(work_dir: Path) -> tuple[float, float] | None:
-    """The train phase's wall-clock start and end, as the trainer child stamped them."""
-    stamps = {e["event"]: e["t"] for e in read_events(work_dir) if e.get("phase") == "train"}
-    return (stamps["start"], stamps["end"]) if {"start", "end"} <= stamps.keys() else None
-
-
 def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: Path) -> GuardRecord:
     """Whether the timing holds: a quiet pre-check and no noise while the train phase ran."""
     window = train_window(work_dir)
@@ -309,19 +346,19 @@ def timing_verdict(precheck_verdict: GuardVerdict, sampler: Sampler, work_dir: P
     )
 
 
-def run_trainer(job: Job, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:
+def run_trainer(plan: RunPlan, options: RunOptions, extra_env: dict[str, str] | None = None) -> Outcome:
     # One process, or torchrun on this host (harness.run.launch); several hosts: harness.run.nodes.
     launched = time.time()
     child = start_trainer(
-        job, cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes, extra_env=extra_env
+        plan, cap_bytes=options.memory_cap_bytes, floor_bytes=options.memory_floor_bytes, extra_env=extra_env
     )
     returned = time.time()
-    outcome = read_outcome(job.work_dir)
+    outcome = read_outcome(plan.work_dir)
     if outcome is None:
         # Died without a word: killed, with what it had computed so far; or it could not write its
         # outcome (a full disk), which its exit status names.
-        outcome = read_partial(job.work_dir) or Outcome()
-        error = unwritten_error(child.returncode, job.work_dir)
+        outcome = read_partial(plan.work_dir) or Outcome()
+        error = unwritten_error(child.returncode, plan.work_dir)
         outcome.status = "failed" if error else "killed"
         outcome.reason = (
             f"the trainer could not write its outcome: {describe_os_error(error)}" if error else None

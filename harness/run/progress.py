@@ -1,7 +1,7 @@
 """Progress on long phases (steps, loss, ETA) on stderr; quiet mode prints phase lines only (CI logs).
 
-Beside the text, every phase start and every step goes as one JSON line to the file named by
-$LORABENCH_PROGRESS_FILE, when it is set: a trainer child's stderr is captured under pytest, so the
+Beside the text, every phase start and every step goes as one JSON line to the run plan's progress
+file, when it names one (rank 0 only): a trainer child's stderr is captured under pytest, so the
 suite follows this file from the parent and shows the progress itself (harness/suite/progress.py).
 """
 
@@ -13,19 +13,12 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from harness import settings
-from harness.run.ranks import is_main_process
+from harness.terminal import fit, terminal_width
 
 
 def _clock(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60:d}:{seconds % 60:02d}"
-
-
-def progress_file_from_env() -> Path | None:
-    """The file named by $LORABENCH_PROGRESS_FILE, for rank 0 only (other DDP ranks would repeat it)."""
-    path = settings.PROGRESS_FILE.get()
-    return path if path and is_main_process() else None
 
 
 class Progress:
@@ -34,7 +27,7 @@ class Progress:
     ) -> None:
         self.quiet = quiet
         self.stream = stream or sys.stderr
-        self.events_file = events_file if events_file is not None else progress_file_from_env()
+        self.events_file = events_file
         self._phase = ""
         self._total = 0
         self._done = 0
@@ -45,7 +38,7 @@ class Progress:
         self._phase, self._total, self._done = name, total, 0
         self._started = self._last_print = time.monotonic()
         self._event()
-        print(f"[lorabench] {name}" + (f" ({total})" if total else ""), file=self.stream, flush=True)
+        self._print(f"[lorabench] {name}" + (f" ({total})" if total else ""))
 
     def advance(self, n: int = 1, **values: float) -> None:
         self._done += n
@@ -58,11 +51,15 @@ class Progress:
         elapsed = now - self._started
         eta = elapsed / self._done * (self._total - self._done) if self._done and self._total else 0
         shown = " ".join(f"{k} {v:.4g}" for k, v in values.items())
-        print(
-            f"  {self._phase}: {self._done}/{self._total} {shown} elapsed {_clock(elapsed)} eta {_clock(eta)}",
-            file=self.stream,
-            flush=True,
+        self._print(
+            f"  {self._phase}: {self._done}/{self._total} {shown} elapsed {_clock(elapsed)} eta {_clock(eta)}"
         )
+
+    def _print(self, text: str) -> None:
+        # On a terminal, wrapped at its width by whole words (harness/terminal.py); a log gets it as is.
+        width = terminal_width(self.stream)
+        for line in fit(text, width - 1, transient=False) if width else [text]:
+            print(line, file=self.stream, flush=True)
 
     def _event(self, **values: float) -> None:
         if self.events_file is None:

@@ -16,9 +16,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType  # a task module (harness.tasks.registry)
-from typing import Any
 
-from harness import atomic, settings
+from harness import atomic
 from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome, steady_step_seconds
 from harness.backends.registry import Backend, backend_for
 from harness.checks import DivergenceObserver, SmokeObserver, check_adapter_weights, check_answers
@@ -26,6 +25,7 @@ from harness.config import SetupConfig
 from harness.errors import RunStopped, UserError
 from harness.gpu.facts import visible_gpu_count
 from harness.gpu.peak import start_training_window
+from harness.json_types import JsonObject
 from harness.models import model_files, resolve_model
 from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
 from harness.run.adapter import AdapterSource, eval_adapter_source, save_adapter
@@ -34,6 +34,7 @@ from harness.run.evaluate import baseline_answers, decoded_in, merges_adapter, t
 from harness.run.inputs import check_model_inputs
 from harness.run.mfu import model_flops_utilisation
 from harness.run.outcome import Events, Outcome, recordable_losses
+from harness.run.plan import RunPlan
 from harness.run.progress import Progress
 from harness.run.ranks import gathered, is_main_process, load_windows, rank_facts, staggered_load
 from harness.run.seeding import rng_untouched, seed_run
@@ -61,6 +62,7 @@ class RecipeRun:
     events: Events
     progress: Progress
     main_process: bool
+    checkpoints: Path | None = None  # where resumable checkpoints go (the plan's); None: none saved
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,8 @@ class Loaded:
     tokenizer: Tokenizer
 
 
-def run_phases(
-    setup: SetupConfig, work_dir: Path, outcome: Outcome, events: Events, progress: Progress
-) -> None:
+def run_phases(plan: RunPlan, outcome: Outcome, events: Events, progress: Progress) -> None:
+    setup = plan.setup
     # The run's one seed, before anything draws from it (harness/run/seeding.py says what it decides).
     outcome.seeding = seed_run(setup.recipe.seed)
     with phase(outcome, "runtime"):
@@ -82,7 +83,15 @@ def run_phases(
         backend = backend_for(setup.backend)
         check_gpus(setup, runtime)
     run = RecipeRun(
-        setup, runtime, backend, work_dir, outcome, events, progress, main_process=is_main_process()
+        setup,
+        runtime,
+        backend,
+        plan.work_dir,
+        outcome,
+        events,
+        progress,
+        main_process=is_main_process(),
+        checkpoints=plan.checkpoints,
     )
     # 3. Data: the story's split, hashed so runs compare only on equal splits. The task reads and scores it.
     progress.phase("data")
@@ -98,7 +107,7 @@ def run_phases(
         n_test=len(test),
     )
     # Scores are computed beside training where cores are spare (harness/run/aside.py).
-    with scoring_aside(settings.SCORING_WORKER.value()) as aside:
+    with scoring_aside() as aside:
         # 4. Model through the backend; the untrained model scored the same way as the trained one will be.
         # Neither draws from the run's seed: the adapter's init is the same draw whatever came before.
         with rng_untouched(runtime.device):
@@ -189,7 +198,7 @@ class Baseline:
     """The untrained model's answers, and their scores (computed aside, or already done)."""
 
     answers: list[str]
-    scores: Future[dict[str, Any]]
+    scores: Future[JsonObject]
     seconds: float
     cached: bool
     landed: bool = False
@@ -271,18 +280,7 @@ def train_and_keep(
     """Steps 5–8, then the adapter saved for `lorabench export` (the parent decides whether it is kept
     beside the record)."""
     setup, runtime, outcome = run.setup, run.runtime, run.outcome
-    trained = train(
-        setup,
-        runtime,
-        loaded.model,
-        loaded.tokenizer,
-        split,
-        run.backend,
-        outcome,
-        run.progress,
-        run.events,
-        riders,
-    )
+    trained = train(run, loaded.model, loaded.tokenizer, split, riders)
     if setup.world_size > 1:  # the process group exists once training has set it up
         outcome.add_timings(load_windows=load_windows(gathered(load_window)))
         outcome.ranks = rank_facts(load_window, *device_facts(runtime))
@@ -329,20 +327,12 @@ def evaluate(
 
 
 def train(
-    setup: SetupConfig,
-    runtime: Runtime,
-    model: Model,
-    tokenizer: Tokenizer,
-    split: Split,
-    backend: Backend,
-    outcome: Outcome,
-    progress: Progress,
-    events: Events,
-    riders: Sequence[StepObserver] = (),
+    run: RecipeRun, model: Model, tokenizer: Tokenizer, split: Split, riders: Sequence[StepObserver] = ()
 ) -> Model:
     """Steps 5–8: preflight checks, training with the smoke and divergence observers riding along (and
     `riders`, which never stop it), post checks. Returns the trained model; a failed check, smoke or
     divergence stops the run (RunStopped)."""
+    setup, runtime, outcome, progress, events = run.setup, run.runtime, run.outcome, run.progress, run.events
     smoke = SmokeObserver(setup.checks.smoke) if setup.checks.smoke.enabled else None
     divergence = DivergenceObserver(setup.checks.divergence) if setup.checks.divergence.enabled else None
     progress.phase("train", total=setup.recipe.steps)
@@ -352,7 +342,9 @@ def train(
     # record keeps its progress (the diverged step included).
     observers = [o for o in (ProgressObserver(progress), events, *riders, divergence, smoke) if o]
     with events.span("train"):
-        trained = backend.train(model, tokenizer, split.train, setup, runtime, observers)
+        trained = run.backend.train(
+            model, tokenizer, split.train, setup, runtime, observers, checkpoints=run.checkpoints
+        )
     # The backend's spans (lora, trainer, preflight, graph_capture, steps), then what follows here.
     for name, seconds in trained.phases.items():
         add_phase(outcome, name, seconds)

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from harness import atomic
 from harness.errors import UserError, describe_os_error
 from harness.guard import GuardRecord
+from harness.json_types import JsonObject
 from harness.locks import lock_dir
 from harness.results import RecordHeader
 from harness.run.landing import land_run
@@ -120,7 +121,7 @@ def _owners(work_dir: Path) -> list[str] | None:
     return owners
 
 
-def _read_run(work_dir: Path) -> dict[str, Any]:
+def _read_run(work_dir: Path) -> JsonObject:
     """`run.json` as a table; ValueError naming what is wrong with it (a list, cut short, not JSON)."""
     path = work_dir / RUN_FILE
     if not path.is_file():
@@ -278,7 +279,7 @@ def _first_line(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text[0][:160] if text else ''}"
 
 
-def _known_header(base: dict[str, Any]) -> tuple[RecordHeader, list[str]]:
+def _known_header(base: JsonObject) -> tuple[RecordHeader, list[str]]:
     """The record's header from `run.json`, and the fields in it this version does not know.
 
     Fields another version wrote and this one does not know are left out (and said), not an error."""

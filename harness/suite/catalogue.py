@@ -105,6 +105,7 @@ def field_path(name: str, key: str | None = None) -> str:
     return f"claims.{quoted}" + (f".{key}" if key else "")
 
 
+# Any values: a claim's bounds: numbers, strings or lists, per claim kind.
 def _bounds(setup: BenchSetup, name: str, kind: c.Kind, table: Mapping[str, Any]) -> dict[str, Any]:
     given = {k: v for k, v in table.items() if k not in CLAIM_KEYS}
     allowed = (*kind.required, *kind.defaults)
@@ -246,7 +247,7 @@ def _check_unique(setups: Sequence[BenchSetup] | Any, claims: Sequence[Claim]) -
 
 def compile_mode(record: RunRecord) -> str:
     """The compile mode a run trained in: "auto" resolved by what the record says ran."""
-    mode = str((record.setup.get("recipe") or {}).get("compile", "none"))
+    mode = record.setup.recipe.compile
     if mode == "auto":
         return "graphs" if record.train is not None and record.train.graphs else "none"
     return mode

@@ -358,8 +358,8 @@ def check_loads_staggered(record: RunRecord) -> Outcome:
 @judged
 def check_packages_differ(one: RunRecord, other: RunRecord) -> Outcome:
     """Two stacks must differ in some installed package, or nothing was compared; the value is the diff."""
-    before = one.provenance.get("stack", {}).get("packages", {})
-    after = other.provenance.get("stack", {}).get("packages", {})
+    before = one.provenance.stack.packages
+    after = other.provenance.stack.packages
     diff = {
         name: (before.get(name), after.get(name))
         for name in sorted(set(before) | set(after))

@@ -51,7 +51,7 @@ def earlier_runs(
 def _questions(record: RunRecord, setup: SetupConfig) -> int:
     """How many questions this run decodes: the earlier run's count unless the limit changed."""
     done = record.trained.n if record.trained else 0
-    earlier_limit = (record.setup.get("eval") or {}).get("limit")
+    earlier_limit = record.setup.eval.limit
     if setup.eval.limit == earlier_limit:
         return done
     n_test = record.data.n_test if record.data else done

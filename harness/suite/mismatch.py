@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import ValidationError
-
 from harness.config import SetupConfig
 from harness.results import RunRecord, fingerprint_payload
 
@@ -20,6 +18,7 @@ MAX_SHOWN = 4  # fields named in one reason; the rest are counted
 MISSING = "(not a field)"
 
 
+# Any values: setting values of every type the setup model has.
 def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in tree.items():
@@ -30,6 +29,7 @@ def _flat(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+# Any values: flattened setup fields, values of every setting type.
 def _sides(setup: SetupConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the fields the fingerprint sees: those not at their default, data by content; every field's value)."""
     seen = _flat(json.loads(fingerprint_payload(setup)))
@@ -45,13 +45,7 @@ def _shown(value: Any) -> str:
 def setup_changes(record: RunRecord, setup: SetupConfig) -> list[str]:
     """`field recorded → now` for each setup field the fingerprint sees that differs (data by content)."""
     now_seen, now_all = _sides(setup)
-    try:
-        then_seen, then_all = _sides(SetupConfig.model_validate(record.setup))
-    except (ValidationError, TypeError, ValueError):
-        # A record of another lorabench whose setup no longer validates: its raw fields against today's.
-        then_all = _flat({k: v for k, v in record.setup.items() if k not in ("name", "experiment")})
-        then_seen = then_all
-        now_seen = {k: v for k, v in now_all.items() if k not in ("name", "experiment")}
+    then_seen, then_all = _sides(record.setup)
     changes = []
     for key in sorted(set(now_seen) | set(then_seen)):
         # A field at its default on one side is not in that side's fingerprint: its value is the default.
@@ -68,7 +62,7 @@ def setup_changes(record: RunRecord, setup: SetupConfig) -> list[str]:
 def fingerprint_changes(record: RunRecord, setup: SetupConfig, stack: str, host_kind: str) -> str:
     """One phrase: what differs between the record's fingerprint inputs and this run's."""
     parts: list[str] = []
-    kind = record.provenance.get("host", {}).get("kind")
+    kind = record.provenance.host.kind
     if kind is None:
         # Its fingerprint cannot match whatever the settings; those that differ too are named after it.
         parts.append("made before fingerprint version 3 (no host kind recorded)")

@@ -29,9 +29,10 @@ from harness.suite.cases import CaseRuns, ClaimCase, collect_cases, judge_case, 
 from harness.suite.catalogue import Catalogue, load_catalogue
 from harness.suite.claims import NotEvaluable
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
-from harness.suite.progress import Mode, ProgressView, Sink, fit, followed_run
+from harness.suite.progress import Mode, ProgressView, Sink, followed_run
 from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSettings, shown
 from harness.suite.setups import BenchSetup
+from harness.terminal import fit
 
 DEFAULT_SEEDS = "3407,42,1234"
 SETUPS_FOLDER = "setups"  # the built-in setups, beside the test module that asks for lorabench_claim

@@ -1,7 +1,7 @@
 """Live progress of the suite's runs, shown although pytest captures the trainer's output.
 
 pytest captures a test's output, the trainer child's stderr with it, so `make bench` printed nothing
-for an hour. The suite hands the child a progress file ($LORABENCH_PROGRESS_FILE, written by
+for an hour. The suite hands the child a progress file (in its run plan, `progress_file`; written by
 `harness.run.progress.Progress`: a JSON line per phase and per step), follows it from a thread, and
 writes lines through a sink that gets past the capture (see `harness.suite.plugin.terminal_sink`):
 
@@ -21,15 +21,14 @@ import contextlib
 import json
 import os
 import tempfile
-import textwrap
 import threading
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from harness import settings
+from harness.json_types import JsonObject
 
 Mode = Literal["live", "lines", "off"]
 # (text, transient): a transient line is replaced by the next one (live mode's status line).
@@ -57,7 +56,7 @@ class PhaseState:
     first: tuple[float, int] | None = None  # (t, done) of the first step
     last_t: float = 0.0
 
-    def update(self, event: dict[str, Any]) -> None:
+    def update(self, event: JsonObject) -> None:
         self.done, self.last_t = int(event.get("done", 0)), float(event["t"])
         self.values = {
             k: v for k, v in event.items() if k not in ("t", "phase", "done", "total")
@@ -136,32 +135,6 @@ class Estimate:
         return text + " (Ctrl-C stops; run it again to resume from the last checkpoint)"
 
 
-def fit(text: str, width: int, *, transient: bool) -> list[str]:
-    """`text` in lines of at most `width` columns, never cut inside a word (so never mid-number). A lasting
-    line wraps, its continuation indented; a transient status line (rewritten in place, one line) is
-    shortened by dropping words: first the run's label (after `[lorabench]`), then its last parts; `…`
-    marks what went. A single word wider than `width` is kept whole."""
-    if len(text) <= width:
-        return [text]
-    if not transient:
-        return textwrap.wrap(
-            text, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
-        )
-    head, *parts = text.split(" · ")
-    words = head.split(" ")
-    kept, shown = len(words), len(parts)
-
-    def joined() -> str:
-        label = " ".join(words[:kept]) + (" …" if kept < len(words) else "")
-        return " · ".join([label, *parts[:shown]] + (["…"] if shown < len(parts) else []))
-
-    while kept > 1 and len(joined()) > width:
-        kept -= 1
-    while shown > 0 and len(joined()) > width:
-        shown -= 1
-    return [joined()]
-
-
 class ProgressView:
     """Turns the child's events into lines for the sink, at the pace of its mode."""
 
@@ -179,12 +152,14 @@ class ProgressView:
         self.drain: Callable[[], None] = lambda: None
         # (load average, cores) when the estimate is made; a test sets its own.
         self.machine_load: Callable[[], tuple[float | None, int | None]] = lambda: (_load(), os.cpu_count())
+        # Set by `followed_run`: the file the trainer writes its events to (the runner puts it in the plan).
+        self.progress_file: Path | None = None
 
     def _write(self, text: str, *, transient: bool) -> None:
         self.sink(f"[lorabench] {self.label} · {text}", transient)
         self._transient = transient
 
-    def event(self, event: dict[str, Any]) -> None:
+    def event(self, event: JsonObject) -> None:
         name = str(event.get("phase", ""))
         if self._started is None:
             self._started = float(event["t"])
@@ -303,10 +278,8 @@ def followed_run(
             follower.stop
         )  # stopping twice is harmless: the thread has ended, the file is read to its end
         follower.start()
+        view.progress_file = path
         try:
-            with settings.for_children(
-                settings.PROGRESS_FILE, path
-            ):  # the child inherits the parent's environment
-                yield view
+            yield view
         finally:
             follower.stop()

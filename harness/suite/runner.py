@@ -12,17 +12,17 @@ import os
 import warnings
 from collections.abc import Callable, Generator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from harness import settings
+from harness.backends.checkpoint import is_resumable, latest
 from harness.config import Override, SetupConfig
 from harness.locks import exclusive_lock
-from harness.results import RunRecord, record_dir, record_lock_path, run_fingerprint
-from harness.run.checkpoint import is_resumable, latest, remove
+from harness.results import RunRecord, record_lock_path, run_fingerprint
+from harness.run.plan import checkpoint_folder
 from harness.suite.cache import (
     DEFAULT_RERUN,
     HostKey,
@@ -236,6 +236,7 @@ class SuiteRunner:
             allow_noisy=self.settings.allow_noisy,
             quiet=self.settings.quiet,
             isolate=not self.settings.inline,
+            checkpoints=not timed,
         )
         _ = self.host_key  # resolved before pinning a GPU (see `host_key`)
         label = f"{setup.experiment}/{setup.name} seed {setup.recipe.seed}"
@@ -256,12 +257,13 @@ class SuiteRunner:
             shown=shown,
         )
         follow = self.follow(label, header, self._seeds_after(setup)) if self.follow else nullcontext()
-        with self._pinned(), self._checkpoints_in(checkpoints), follow as view:
+        with self._pinned(), follow as view:
+            if view is not None:  # the trainer writes its progress lines where the view reads them
+                options = replace(options, progress_file=view.progress_file)
+            # The run removes its checkpoints once it has a record that is not `killed`.
             record, path = run_on_hosts(setup, options)
             if view is not None:
                 view.finish(summary_line(record, shown(path)))
-        if checkpoints and record.status != "killed":
-            remove(checkpoints)  # a killed seed keeps its checkpoint: the next session resumes from it
         if record.host != self.host:
             warnings.warn(
                 f"run_setup recorded host {record.host!r} but the suite looks records up under {self.host!r}: "
@@ -278,20 +280,7 @@ class SuiteRunner:
         """Where this run's resumable checkpoints live: beside the results, outside any work folder, keyed
         by the fingerprint (a checkpoint never resumes a run of other settings)."""
         fp = run_fingerprint(setup, self.settings.stack, self.host_key.kind)
-        where = record_dir(
-            self.settings.results_dir / ".checkpoints",
-            self.settings.stack,
-            self.host,
-            setup.experiment,
-            setup.name,
-        )
-        return where / f"s{setup.recipe.seed}-{fp}"
-
-    @contextmanager
-    def _checkpoints_in(self, folder: Path | None) -> Generator[None]:
-        # The trainer child inherits it (harness.run.checkpoint).
-        with settings.for_children(settings.CHECKPOINT_DIR, folder):
-            yield
+        return checkpoint_folder(self.settings.results_dir, self.settings.stack, self.host, setup, fp)
 
     @contextmanager
     def _pinned(self) -> Generator[None]:

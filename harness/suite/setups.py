@@ -41,7 +41,9 @@ MULTI_GPU = re.compile(r"^multi_gpu(?:\(n=(\d+)\))?$")
 @dataclass(frozen=True)
 class BenchSetup:
     path: Path
+    # Any values: a setup file's own tables, unvalidated until a seed and overrides are applied.
     fields: dict[str, Any]  # the setup table, not validated until a seed and overrides are applied
+    # Any values: claim tables as written, checked by their claim's kind later.
     claims: dict[str, dict[str, Any]] = field(default_factory=dict)  # claim name → its table, as written
     markers: tuple[str, ...] = ()
     adapter_from: Path | None = None  # the setup whose adapter of the same seed this one scores
@@ -91,6 +93,7 @@ def _suite(path: Path, table: Any) -> tuple[tuple[str, ...], Path | None]:
     return _markers(path, table.get("markers", [])), (path.parent / adapter).resolve() if adapter else None
 
 
+# Any values: claim tables as written in the setup file, checked by their claim's kind later.
 def _claim_tables(path: Path, table: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(table, dict):
         raise _fail(

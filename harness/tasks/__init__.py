@@ -1,2 +1,2 @@
 """Tasks: what the model is asked, and how its answers are scored. One package per task, found by
-`harness.tasks.catalog`; the contract each keeps is `harness.tasks.registry.Task`."""
+`harness.catalog`; the contract each keeps is `harness.tasks.registry.Task`."""

@@ -1,6 +1,6 @@
 """The contract every task keeps, and the task of a name.
 
-A task is a module `harness/tasks/<name>/task.py` (found by `harness.tasks.catalog`, imported when first
+A task is a module `harness/tasks/<name>/task.py` (found by `harness.catalog`, imported when first
 asked for) whose module-level names are those of `Task` below: a shared signature, no class tree, as
 the backends. Outside `harness/tasks/<name>/`, code knows a task's examples, splits, scores and miss
 analysis only through the protocols here, and asks for a task by the name its setup or record holds:
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from harness.tasks import catalog
+from harness import catalog
+from harness.json_types import JsonObject
 
 if TYPE_CHECKING:
     from harness.config import DataConfig
@@ -68,7 +69,7 @@ class MissReport(Protocol):
 
     def category_rows(self, *, shown: int, empty: str = "–") -> list[list[object]]: ...
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> JsonObject: ...
 
 
 class AnalyzeRuns(Protocol):
@@ -110,12 +111,12 @@ class Task(Protocol):
     def load_split(self, config: DataConfig) -> Split:
         """The data, split and hashed."""
 
-    def score(self, answers: Sequence[str], test: Sequence[Any]) -> dict[str, Any]:
+    def score(self, answers: Sequence[str], test: Sequence[Any]) -> JsonObject:
         """The fields of its metrics model for these answers to the test examples (of `load_split`)."""
 
     def score_with_rows(
         self, test: Sequence[Any], answers: Sequence[str], base_answers: Sequence[str] | None
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[JsonObject, list[JsonObject]]:
         """`score`'s fields and a predictions line per question (with `index` and `exact`, and `base_exact`
         when there are base answers), from one scoring pass."""
 

@@ -16,7 +16,9 @@ from harness.runtime import Runtime
 
 def _model(tiny_model_dir: Path, *settings: str) -> torch.nn.Module:
     setup = load_setup(None, [f"model.source={tiny_model_dir}", *settings])
-    model, _ = hf.load(setup, tiny_model_dir, Runtime("cpu", "bf16"))  # bf16 base: fp32 adapters, as a run has
+    model, _ = hf.load(
+        setup, tiny_model_dir, Runtime("cpu", "bf16")
+    )  # bf16 base: fp32 adapters, as a run has
     model = hf.wrap_lora(model, setup)
     model.config.use_cache = False
     model.train()
@@ -38,7 +40,9 @@ def _loss_and_grads(model: torch.nn.Module, autocast: bool) -> tuple[torch.Tenso
 
 @pytest.mark.parametrize("autocast", [True, False], ids=["autocast (GPU runs)", "no autocast (CPU runs)"])
 @pytest.mark.parametrize("alpha", ["16.0", "32.0"], ids=["scaling 1", "scaling 2"])
-def test_lean_forward_gives_peft_loss_and_gradients_bit_for_bit(tiny_model_dir: Path, autocast: bool, alpha: str) -> None:
+def test_lean_forward_gives_peft_loss_and_gradients_bit_for_bit(
+    tiny_model_dir: Path, autocast: bool, alpha: str
+) -> None:
     model = _model(tiny_model_dir, "lora.rank=16", f"lora.alpha={alpha}")
     assert next(p for p in model.parameters() if p.requires_grad).dtype == torch.float32
     peft_loss, peft_grads = _loss_and_grads(model, autocast)
@@ -46,18 +50,10 @@ def test_lean_forward_gives_peft_loss_and_gradients_bit_for_bit(tiny_model_dir: 
         assert lean == len(lean_layers(model)) == 7 * model.config.num_hidden_layers
         loss, grads = _loss_and_grads(model, autocast)
     assert torch.equal(loss, peft_loss)
-    assert len(grads) == len(peft_grads) and all(torch.equal(a, b) for a, b in zip(grads, peft_grads, strict=True))
+    assert len(grads) == len(peft_grads) and all(
+        torch.equal(a, b) for a, b in zip(grads, peft_grads, strict=True)
+    )
     assert all("forward" not in vars(layer) for layer, _ in lean_layers(model))  # put back
-
-
-def test_the_switch_off_keeps_pefts_forward(tiny_model_dir: Path, monkeypatch) -> None:
-    model = _model(tiny_model_dir)
-    monkeypatch.setenv("LORABENCH_LEAN_LORA", "0")
-    with lean_lora_forward(model) as lean:
-        assert lean == 0 and all("forward" not in vars(layer) for layer, _ in lean_layers(model))
-    monkeypatch.setenv("LORABENCH_LEAN_LORA", "1")
-    with lean_lora_forward(model) as lean:
-        assert lean == 7 * model.config.num_hidden_layers
 
 
 def test_layers_it_cannot_compute_exactly_keep_pefts_forward(tiny_model_dir: Path) -> None:
@@ -84,7 +80,9 @@ def test_eval_decodes_the_same_answers_through_the_lean_forward(tiny_model_dir: 
     from harness.run import evaluate
     from harness.tasks.encoding import end_of_turn, render_prompt
 
-    setup = load_setup(None, [f"model.source={tiny_model_dir}", "eval.merge_adapter=false", "eval.max_new_tokens=12"])
+    setup = load_setup(
+        None, [f"model.source={tiny_model_dir}", "eval.merge_adapter=false", "eval.max_new_tokens=12"]
+    )
     model, tokenizer = hf.load(setup, tiny_model_dir, Runtime("cpu", "bf16"))
     model = hf.wrap_lora(model, setup)
     for name, param in model.named_parameters():

@@ -19,6 +19,7 @@ import pytest
 from builders import HOST_AMD, STACK_ROCM, make_record, write
 
 from harness.cli import main
+from harness.config import DataConfig
 from harness.report.settings import machine_paths, public, public_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,7 +114,7 @@ def test_an_absolute_path_in_a_record_never_reaches_the_report(tmp_path: Path) -
     # The injected case: model and data named by machine paths; the report shows their last part only.
     record = make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp_x", setup_name="local", seed=3407,
                          created="2026-11-28T10:00:00+00:00", model="/home/someone/models/smollm2-135m", rows=None)  # fmt: skip
-    record = record.model_copy(update={"setup": {**record.setup, "data": {"source": "/srv/data/sql.jsonl"}}})
+    record = record.model_copy(update={"setup": record.setup.model_copy(update={"data": DataConfig(source="/srv/data/sql.jsonl")})})
     write(tmp_path / "results", record, None)
     assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports")]) == 0
     text = "".join(p.read_text(encoding="utf-8") for p in rendered_files(tmp_path / "reports"))

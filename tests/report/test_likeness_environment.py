@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from builders import HOST_AMD, STACK_ROCM, make_record
+import pytest
+from builders import HOST_AMD, SEEDS, STACK_ROCM, make_record, predictions, write
 
+from harness.cli import main
 from harness.report import likeness
 from harness.report.groups import LoadedRecord, SetupRuns
 from harness.report.tables import comparison_tables
@@ -78,3 +80,31 @@ def test_seeds_that_ran_in_different_environments_show_every_value() -> None:
     assert judged.differences == (
         "environment PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True / unset vs unset",
     )
+
+
+def write_side(results: Path, environment: dict[str, str]) -> Path:
+    for n, seed in enumerate(SEEDS):
+        rows = predictions(seed, 0)
+        record = make_record(
+            host=HOST_AMD,
+            stack=STACK_ROCM,
+            experiment="exp-c",
+            setup_name="packed-liger",
+            seed=seed,
+            created=f"2026-11-28T10:0{n}:00+00:00",
+            rows=rows,
+        )
+        data: dict[str, Any] = record.model_dump()
+        data["provenance"] = {**data["provenance"], "environment": environment}
+        write(results, RunRecord.model_validate(data), rows)
+    return results
+
+
+def test_compare_refuses_sides_that_ran_under_another_allocator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = write_side(tmp_path / "old", {}), write_side(tmp_path / "new", EXPANDABLE)
+    assert main(["compare", str(old), str(new)]) == 2
+    err = capsys.readouterr().err
+    assert "environment PYTORCH_CUDA_ALLOC_CONF: unset vs expandable_segments:True" in err
+    assert main(["compare", str(old), str(write_side(tmp_path / "same", {}))]) == 0  # the clean case

@@ -49,10 +49,12 @@ def test_a_broken_record_is_caught_by_the_schema() -> None:
     data = json.loads(RECORDS[0].read_text(encoding="utf-8"))
     data["status"] = "fine"
     data["train"]["loss"] = "low"
+    data["setup"]["recipe"]["steps"] = "many"
     del data["run_id"]
     found = errors(data, shipped(data["format_version"]))
     assert any("status" in e for e in found)
     assert any("loss" in e for e in found)
+    assert any("setup.recipe.steps" in e for e in found)
     assert any("missing 'run_id'" in e for e in found)
 
 
@@ -71,3 +73,14 @@ def test_a_newer_format_is_refused_in_one_line(tmp_path: Path) -> None:
     message = str(refused.value)
     assert f"record format version {FORMAT_VERSION + 1} not supported; this lorabench reads 1-2" in message
     assert "\n" not in message
+
+
+def test_a_setting_a_later_lorabench_removed_is_left_out_on_read(tmp_path: Path) -> None:
+    data = json.loads(RECORDS[0].read_text(encoding="utf-8"))
+    data["setup"]["recipe"]["a_removed_switch"] = "on"
+    data["setup"]["no_longer_a_section"] = {"x": 1}
+    path = tmp_path / "seed-1.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    record = load_record(path)
+    assert record.setup.recipe.steps == data["setup"]["recipe"]["steps"]
+    assert "a_removed_switch" not in record.setup.recipe.model_dump()

@@ -13,6 +13,7 @@ import pytest
 from builders import write_story_results
 
 from harness.cli import main
+from harness.config import SetupConfig
 from harness.report.pipeline import write_reports
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -108,7 +109,7 @@ def test_other_tasks_compare_without_the_sql_miss_analysis(tmp_path: Path) -> No
                                  created="2026-11-30T00:00:00+00:00", rows=rows)  # fmt: skip
             scores = {"semantic": None, "n_scorable": None, "n_unscorable": None}  # the SQL task's: not a verdict's
             record = record.model_copy(update={
-                "setup": {**record.setup, "task": "verdict"},
+                "setup": SetupConfig.model_validate({**record.setup.model_dump(exclude={"data"}), "task": "verdict"}),
                 "baseline": Metrics(**record.baseline.model_dump(exclude=set(scores))),
                 "trained": Metrics(**record.trained.model_dump(exclude=set(scores))),
             })  # fmt: skip

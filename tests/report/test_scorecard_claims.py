@@ -142,7 +142,7 @@ def test_comparisons_name_what_differs_and_like_for_like_comes_first(tmp_path: P
         rows = predictions(seed, skill=0)
         graphed = amd("exp_a", EXP_A_SETUP, seed, rows)
         graphed = graphed.model_copy(update={
-            "setup": {**graphed.setup, "recipe": {**graphed.setup["recipe"], "compile": "auto"}},
+            "setup": graphed.setup.model_copy(update={"recipe": graphed.setup.recipe.model_copy(update={"compile": "auto"})}),
             "train": graphed.train.model_copy(update={"graphs": {"shapes": 4}}),  # type: ignore[union-attr]
         })  # fmt: skip
         write(tmp_path / "results", graphed, rows)
@@ -204,7 +204,7 @@ def test_the_memory_claim_takes_the_bf16_run_of_the_4bit_runs_compile_mode(tmp_p
         rows = predictions(seed, skill=0)
         graphed = amd("exp_a", EXP_A_SETUP, seed, rows, vram_gib=2.91, checks=quantizable)
         graphed = graphed.model_copy(update={
-            "setup": {**graphed.setup, "recipe": {**graphed.setup["recipe"], "compile": "auto"}},
+            "setup": graphed.setup.model_copy(update={"recipe": graphed.setup.recipe.model_copy(update={"compile": "auto"})}),
             "train": graphed.train.model_copy(update={"graphs": {"shapes": 4}}),  # type: ignore[union-attr]
         })  # fmt: skip
         write(tmp_path / "results", graphed, rows)
@@ -216,7 +216,7 @@ def test_the_memory_claim_takes_the_bf16_run_of_the_4bit_runs_compile_mode(tmp_p
         rows = predictions(seed, skill=0)
         eager = amd("exp_a", EXP_A_SETUP, seed, rows, vram_gib=1.44, checks=quantizable)
         eager = eager.model_copy(update={"run_id": eager.run_id + "-eager", "created": "2026-11-29T10:00:00+00:00",
-                                         "setup": {**eager.setup, "recipe": {**eager.setup["recipe"], "compile": "none"}}})  # fmt: skip
+                                         "setup": eager.setup.model_copy(update={"recipe": eager.setup.recipe.model_copy(update={"compile": "none"})})})  # fmt: skip
         write(tmp_path / "more", eager, rows)
     out = tmp_path / "reports2"
     write_reports([tmp_path / "results", tmp_path / "more"], out, BENCHMARKS)

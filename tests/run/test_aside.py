@@ -51,7 +51,9 @@ def test_the_worker_dies_with_a_sigkilled_trainer(tmp_path: Path) -> None:
         "    print(aside.submit(os.getpid).result(timeout=60), flush=True)\n"
         "    time.sleep(120)\n"
     )
-    trainer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=Path.cwd())
+    trainer = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=Path.cwd()
+    )
     try:
         worker = psutil.Process(int(trainer.stdout.readline()))  # type: ignore[union-attr]
         assert worker.is_running()
@@ -63,7 +65,10 @@ def test_the_worker_dies_with_a_sigkilled_trainer(tmp_path: Path) -> None:
 
 
 def _record_numbers(record) -> dict:
-    rows = (record.baseline.model_dump(exclude={"eval_s", "cached"}), record.trained.model_dump(exclude={"eval_s"}))
+    rows = (
+        record.baseline.model_dump(exclude={"eval_s", "cached"}),
+        record.trained.model_dump(exclude={"eval_s"}),
+    )
     return json.loads(json.dumps(rows, sort_keys=True))
 
 
@@ -71,10 +76,11 @@ def test_scored_aside_or_here_the_record_says_the_same(
     tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     numbers, predictions = {}, {}
-    for choice in ("0", "1"):
-        monkeypatch.setenv("LORABENCH_SCORING_WORKER", choice)
+    for choice, cpus in (("0", 2), ("1", 16)):  # the automatic rule: a worker where cores are spare
+        monkeypatch.setattr("harness.run.aside.spare_cpus", lambda cpus=cpus: cpus)
         record, path = run_setup(
-            tiny_setup(tiny_model_dir, sql_rows_file, "recipe.steps=3"), RunOptions(results_dir=tmp_path / choice, isolate=False)
+            tiny_setup(tiny_model_dir, sql_rows_file, "recipe.steps=3"),
+            RunOptions(results_dir=tmp_path / choice, isolate=False),
         )
         assert record.status == "ok", record.reason
         assert "baseline_score" in record.timings.phases
@@ -87,9 +93,10 @@ def test_scored_aside_or_here_the_record_says_the_same(
 def test_a_run_stopped_in_training_keeps_the_baselines_scores(
     tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("LORABENCH_SCORING_WORKER", "1")
+    monkeypatch.setattr("harness.run.aside.spare_cpus", lambda: 16)
     record, _ = run_setup(
-        tiny_setup(tiny_model_dir, sql_rows_file, "recipe.lr=1e30"), RunOptions(results_dir=tmp_path, isolate=False)
+        tiny_setup(tiny_model_dir, sql_rows_file, "recipe.lr=1e30"),
+        RunOptions(results_dir=tmp_path, isolate=False),
     )
     assert record.status == "diverged"
     assert record.baseline is not None and record.baseline.n == 6

@@ -61,21 +61,23 @@ def test_a_sigkilled_parent_takes_its_trainer_along_and_the_next_run_records_it(
     killed = records["killed"]
     assert killed.run_id == stale[0]
     assert f"parent process (pid {parent.pid}) died without writing its record" in (killed.reason or "")
-    assert killed.train is not None and killed.train.steps_done >= 3 and len(killed.train.loss) == killed.train.steps_done
+    assert (
+        killed.train is not None
+        and killed.train.steps_done >= 3
+        and len(killed.train.loss) == killed.train.steps_done
+    )
     # Issue 29: what the trainer had computed stays (before: data, model, baseline, checks, load_s were null).
     assert killed.data is not None and killed.model is not None and killed.baseline is not None
     assert killed.checks and killed.timings.load_s is not None
     assert not (tmp_path / ".trainer-scratch").exists()  # Trainer's output folder is a temp folder now
 
 
-@pytest.mark.parametrize("scoring_worker", ["0", "1"])
 def test_a_sigtermed_run_is_recorded_as_killed_with_its_progress(
-    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, scoring_worker: str
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
 ) -> None:
-    # With the scoring worker the baseline's scores arrive during training: they land at a step.
     results = tmp_path / "results"
     args = cli_args(tiny_model_dir, sql_rows_file, results, steps=100_000)
-    with started_run(tmp_path, args, LORABENCH_SCORING_WORKER=scoring_worker) as parent:
+    with started_run(tmp_path, args) as parent:
         wait_for_steps(results, 3, parent)
         parent.send_signal(signal.SIGTERM)
         _, stderr = parent.communicate(timeout=120)
@@ -85,7 +87,9 @@ def test_a_sigtermed_run_is_recorded_as_killed_with_its_progress(
     assert record.data is not None and record.model is not None and record.baseline is not None  # issue 29
     # Before: train was empty; the steps done and their losses are what the run learned so far.
     assert record.train is not None and record.train.steps_done >= 3
-    assert len(record.train.loss) == record.train.steps_done and record.train.first_loss == record.train.loss[0]
+    assert (
+        len(record.train.loss) == record.train.steps_done and record.train.first_loss == record.train.loss[0]
+    )
     assert not find_trainers(tmp_path)
     assert not (results / ".work").exists()
 
@@ -112,7 +116,9 @@ def test_two_runs_started_in_the_same_second_both_leave_a_record(
             assert run.returncode == 0, stderr[-2000:]
             assert "Traceback" not in stderr
         records = [load_record(p) for p in results.rglob("seed-3407*.json")]
-        assert len(records) == 2 and all(r.status == "ok" for r in records), [(r.status, r.reason) for r in records]
+        assert len(records) == 2 and all(r.status == "ok" for r in records), [
+            (r.status, r.reason) for r in records
+        ]
         assert records[0].run_id != records[1].run_id
         assert not (results / ".work").exists()
         if records[0].created == records[1].created:

@@ -69,7 +69,7 @@ def test_two_nodes_on_loopback_train_one_run_and_the_record_names_both(
     assert record.train.steps_done == 6 and len(record.train.loss) == 6
     assert {record.checks[c].verdict for c in ("smoke", "mask_audit", "dead_adapters")} == {"pass"}
     assert record.trained.n == 6 and record.baseline.n == 6 and record.predictions_file
-    assert record.setup["nodes"] == 2 and record.guard == {"timed": False}
+    assert record.setup.nodes == 2 and record.guard == {"timed": False}
 
     # Both nodes trained: the tokens the Trainer counts over every process are twice one process's.
     one = load_setup(None, ["nodes=1", f"model.source={tiny_model_dir}", f"data.source={sql_rows_file}", "recipe.steps=6",
@@ -168,8 +168,8 @@ def test_a_busy_node_refuses_the_timed_run_on_every_node(
     assert f"is held by pid {os.getpid()}" in record.reason if busy == "lock" else ".incomplete" in record.reason
     assert [n.status for n in record.nodes] == ["busy" if n.node == busy_node else "ok" for n in record.nodes]
     assert record.nodes[1 - busy_node].guard["ok"] is True
-    # Refused before any trainer started: no training, no job handed to torchrun.
-    assert record.train is None and not list(a.results.glob(".work/*/job.json"))
+    # Refused before any trainer started: no training, no plan handed to torchrun.
+    assert record.train is None and not list(a.results.glob(".work/*/plan.json"))
     assert b.output().splitlines()[-1].startswith("refused | adhoc/adhoc seed 3407")
 
 

@@ -27,32 +27,47 @@ def tiny_setup(model: Path, data: Path, *extra: str):
     ])  # fmt: skip
 
 
-def test_inline_run_writes_a_complete_record(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
-    record, path = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), RunOptions(results_dir=tmp_path, isolate=False))
+def test_inline_run_writes_a_complete_record(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    record, path = run_setup(
+        tiny_setup(tiny_model_dir, sql_rows_file), RunOptions(results_dir=tmp_path, isolate=False)
+    )
     assert record.status == "ok", record.reason
     assert load_record(path) == record
     assert record.train.steps_done == 10 and len(record.train.loss) == 10
     assert record.train.tokens and record.train.tokens_per_s
     assert 0 < record.train.step_s < record.train.train_s
     assert record.timings.preflight_s and record.timings.preflight_s < record.timings.total_s
-    preflight = [record.checks[name].seconds for name in ("mask_audit", "accumulation_parity", "cache_parity")]
-    assert all(s is not None and s >= 0 for s in preflight) and sum(preflight) <= record.timings.preflight_s + 0.05  # each rounded to 0.01
+    preflight = [
+        record.checks[name].seconds for name in ("mask_audit", "accumulation_parity", "cache_parity")
+    ]
+    assert (
+        all(s is not None and s >= 0 for s in preflight)
+        and sum(preflight) <= record.timings.preflight_s + 0.05
+    )  # each rounded to 0.01
     assert record.checks["dead_adapters"].seconds is None  # rides along training: no time of its own
     assert record.trained.n == 6 and record.baseline.n == 6
     assert record.data.n_test == 6 and record.data.split_hash
     assert record.checks["smoke"].verdict == "pass"
-    assert record.seeding is not None and record.seeding.seed == record.seed == 3407  # seeded once, said where
-    assert {"mask_audit", "accumulation_parity", "cache_parity", "dead_adapters", "end_of_turn"} <= set(record.checks)
+    assert (
+        record.seeding is not None and record.seeding.seed == record.seed == 3407
+    )  # seeded once, said where
+    assert {"mask_audit", "accumulation_parity", "cache_parity", "dead_adapters", "end_of_turn"} <= set(
+        record.checks
+    )
     assert record.checks["mask_audit"].verdict == "pass", record.checks["mask_audit"]
     assert (path.parent / "seed-3407.adapter" / "adapter_config.json").is_file()
-    assert record.provenance["stack"]["packages"]["torch"]
+    assert record.provenance.stack.packages["torch"]
     rows = [json.loads(line) for line in predictions_path(path).read_text().splitlines()]
     assert len(rows) == 6 and {"row", "prediction", "base_prediction", "exact", "semantic"} <= set(rows[0])
     # The data's text is never copied into results: predictions name rows by hash.
     assert not {"question", "context", "gold"} & set(rows[0])
 
 
-def test_smoke_failure_stops_early_and_says_why(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+def test_smoke_failure_stops_early_and_says_why(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
     # A random-init model starts near ln(vocab) ≈ 10.8: far outside the pretrained band, as a broken mask would be.
     setup = tiny_setup(tiny_model_dir, sql_rows_file, "checks.smoke.first_loss_max=5", "recipe.steps=50")
     record, _ = run_setup(setup, RunOptions(results_dir=tmp_path, isolate=False))
@@ -73,7 +88,9 @@ def test_child_exception_becomes_a_failed_record(sql_rows_file: Path, tmp_path: 
     assert load_record(path).status == "failed"
 
 
-def test_killed_trainer_still_leaves_a_record(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+def test_killed_trainer_still_leaves_a_record(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
     def kill_worker() -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -86,14 +103,18 @@ def test_killed_trainer_still_leaves_a_record(tiny_model_dir: Path, sql_rows_fil
 
     killer = threading.Thread(target=kill_worker)
     killer.start()
-    record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file, "recipe.steps=2000"), RunOptions(results_dir=tmp_path))
+    record, _ = run_setup(
+        tiny_setup(tiny_model_dir, sql_rows_file, "recipe.steps=2000"), RunOptions(results_dir=tmp_path)
+    )
     killer.join()
     assert record.status == "killed"
     assert "killed by SIGKILL" in record.reason
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def test_cli_run_in_a_child_process(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
@@ -156,7 +177,9 @@ def test_noise_starting_mid_run_marks_the_timing_invalid(
 
     downloads = tmp_path / "hub-cache"
     downloads.mkdir()
-    guard = GuardConfig(checks=("downloads",), window_s=0.5, sample_interval_s=0.2, download_dirs=(str(downloads),))
+    guard = GuardConfig(
+        checks=("downloads",), window_s=0.5, sample_interval_s=0.2, download_dirs=(str(downloads),)
+    )
     stop = threading.Event()
 
     def download_when_training_starts() -> None:
@@ -186,7 +209,9 @@ def test_noise_starting_mid_run_marks_the_timing_invalid(
 def test_quiet_timed_run_is_valid(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
     from harness.guard import GuardConfig
 
-    guard = GuardConfig(checks=("downloads",), window_s=0.5, sample_interval_s=0.2, download_dirs=(str(tmp_path),))
+    guard = GuardConfig(
+        checks=("downloads",), window_s=0.5, sample_interval_s=0.2, download_dirs=(str(tmp_path),)
+    )
     options = RunOptions(results_dir=tmp_path / "r", isolate=False, timed=True, guard=guard)
     record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), options)
     assert record.status == "ok"
@@ -194,7 +219,9 @@ def test_quiet_timed_run_is_valid(tiny_model_dir: Path, sql_rows_file: Path, tmp
     assert record.guard["sampler"]["n_samples"] >= 1
 
 
-def test_a_run_stopped_from_outside_leaves_a_killed_record(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+def test_a_run_stopped_from_outside_leaves_a_killed_record(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
     """`timeout`, `docker stop` and cancelled CI jobs send SIGTERM to `lorabench run`: the trainer's
     process group goes with it, and a `killed` record says why (on the H200 one run left nothing)."""
     proc = subprocess.Popen(

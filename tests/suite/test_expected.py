@@ -24,13 +24,11 @@ EPYC = REPO / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora-bf16-
 
 
 def _setup_like(record: RunRecord, **recipe: object) -> SetupConfig:
-    fields = dict(record.setup)
-    fields["recipe"] = {**fields.get("recipe", {}), **recipe}
-    return SetupConfig.model_validate(fields)
+    return record.setup.model_copy(update={"recipe": record.setup.recipe.model_copy(update=recipe)})
 
 
 def _host(record: RunRecord) -> HostKey:
-    return HostKey(record.host, record.provenance["host"].get("kind", record.host))
+    return HostKey(record.host, record.provenance.host.kind or record.host)
 
 
 @pytest.fixture

@@ -141,4 +141,4 @@ def test_a_setup_that_scores_another_setups_adapter_runs_after_it(
     (trained,) = (pytester.path / "results").rglob("exp_t/tiny/seed-3407.json")
     (rescored,) = (pytester.path / "results").rglob("exp_t/tiny-rescored/seed-3407.json")
     again = load_record(rescored)
-    assert again.train is None and again.setup["eval"]["adapter"] == str(trained)
+    assert again.train is None and again.setup.eval.adapter == str(trained)

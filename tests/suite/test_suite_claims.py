@@ -121,7 +121,7 @@ def test_a_cost_claim_across_compile_modes_is_not_evaluable() -> None:
     saving = {"quantizable_fraction": CheckVerdict(verdict="pass", evidence={"max_saving_bytes": 2 * GiB})}
 
     def run(compile_mode: str, vram: int, graphs: bool = False, **extra: object) -> RunRecord:
-        base = record(vram=vram).model_copy(update={"setup": {"recipe": {"compile": compile_mode}}, **extra})
+        base = record(vram=vram).model_copy(update={"setup": validate_setup({"recipe": {"compile": compile_mode}}), **extra})
         return base.model_copy(update={"train": base.train.model_copy(update={"graphs": {"shapes": 2} if graphs else None})})
 
     assert claim.bounds == {"min_saving_share": 0.5}

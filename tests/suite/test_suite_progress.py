@@ -3,7 +3,9 @@ the same kind stand in for untimed claims, and records that cannot say why."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.run.progress import Progress
-from harness.suite.progress import ProgressView, clock, fit, followed_run, rough_reasons
+from harness.suite.progress import ProgressView, clock, followed_run, rough_reasons
+from harness.terminal import fit
 
 LABEL = "exp_t/tiny seed 3407"
 
@@ -124,9 +127,8 @@ def test_live_mode_rewrites_one_line_and_keeps_a_line_per_phase() -> None:
 def test_the_child_side_writes_json_lines_the_follower_reads(tmp_path: Path) -> None:
     shown: list[str] = []
     with followed_run(LABEL, lambda text, _: shown.append(text), "lines", every_s=0) as view:
-        import os
-
-        progress = Progress(quiet=True, events_file=Path(os.environ["LORABENCH_PROGRESS_FILE"]))
+        assert view is not None
+        progress = Progress(quiet=True, events_file=view.progress_file)
         progress.phase("train", total=2)
         progress.advance(loss=0.5)
         progress.advance(loss=0.25)
@@ -204,3 +206,24 @@ def test_a_line_that_fits_is_left_alone_and_estimates_say_when_they_are_rough() 
     assert fit(LINE, 200, transient=True) == [LINE] == fit(LINE, 200, transient=False)
     assert rough_reasons(5, 300, 9.3, 2) == ("machine busy (load 9.3 on 2 cores)", "5 of 300 steps timed")
     assert rough_reasons(5, 40, 1.2, 2) == ()  # a quiet machine and an eighth of the steps timed
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_lorabench_runs_own_lines_wrap_on_a_terminal_and_stay_whole_in_a_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    tty, log = _Terminal(), io.StringIO()
+    for stream in (tty, log):
+        progress = Progress(stream=stream, events_file=Path(os.devnull))
+        progress.phase("train", 1)
+        progress.advance(loss=0.41234, grad_norm=1.5, learning_rate=0.0002)
+    assert all(len(line) <= 39 for line in tty.getvalue().splitlines())
+    assert " ".join(line.strip() for line in tty.getvalue().splitlines()) == " ".join(
+        line.strip() for line in log.getvalue().splitlines()
+    )  # the same words, none cut
+    assert max(len(line) for line in log.getvalue().splitlines()) > 40  # a log is left as it is

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from harness import catalog
 from harness.results import Metrics, RunRecord, load_record
-from harness.tasks import catalog
 from harness.tasks.registry import Task, task_module
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,7 +36,11 @@ def docstrings(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 found.add(id(first.value))
     return found
 
@@ -99,7 +103,9 @@ def test_the_scan_finds_sql_names_in_code_and_not_in_prose(tmp_path: Path) -> No
 
 def missing_members(module: object) -> list[str]:
     """The names of the Task protocol a task module lacks."""
-    members = set(Task.__annotations__) | {n for n, v in vars(Task).items() if callable(v) and not n.startswith("_")}
+    members = set(Task.__annotations__) | {
+        n for n, v in vars(Task).items() if callable(v) and not n.startswith("_")
+    }
     return sorted(m for m in members if not hasattr(module, m))
 
 
@@ -108,7 +114,13 @@ def test_every_task_keeps_the_contract() -> None:
     assert catalog.default_task() == "sql"
     lacking = types.ModuleType("lacking")
     lacking.METRICS, lacking.COLUMNS = Metrics, ()  # type: ignore[attr-defined]
-    assert missing_members(lacking) == ["analyze_runs", "check_source", "load_split", "score", "score_with_rows"]
+    assert missing_members(lacking) == [
+        "analyze_runs",
+        "check_source",
+        "load_split",
+        "score",
+        "score_with_rows",
+    ]
     for name in catalog.task_names():
         task = task_module(name)
         assert missing_members(task) == []
@@ -154,7 +166,9 @@ def test_a_task_field_is_checked_by_the_task_of_the_record() -> None:
     sql = load_record(committed)
     assert type(sql.trained).__name__ == "SqlMetrics" and sql.task == "sql"
     as_verdict = {**raw, "setup": {**raw["setup"], "task": "verdict"}}
-    with pytest.raises(ValueError, match=r"baseline\.semantic: extra inputs are not permitted \(task 'verdict'\)"):
+    with pytest.raises(
+        ValueError, match=r"baseline\.semantic: extra inputs are not permitted \(task 'verdict'\)"
+    ):
         RunRecord.model_validate(as_verdict)
     # A verdict record written before the tasks owned their fields carries the SQL task's as null: it loads.
     old_verdict = {"exact_match": 50.0, "well_formed": 90.0, "semantic": None, "n": 16, "n_scorable": None,
@@ -170,7 +184,9 @@ def test_a_sql_record_keeps_its_key_order() -> None:
                       n_scorable=3, n_unscorable=0, n_clock_stopped=1)  # fmt: skip
     committed = next((REPO / "reports/results").rglob("seed-42.json"))
     raw = json.loads(committed.read_text(encoding="utf-8"))
-    keys = list(json.loads(RunRecord.model_validate({**raw, "trained": metrics}).model_dump_json())["trained"])
+    keys = list(
+        json.loads(RunRecord.model_validate({**raw, "trained": metrics}).model_dump_json())["trained"]
+    )
     assert keys == ["exact_match", "well_formed", "semantic", "n", "n_scorable", "n_unscorable", "n_clock_stopped",
                     "eval_s", "cached", "decoded_in"]  # fmt: skip
 
@@ -181,7 +197,8 @@ def long_functions(root: Path, limit: int = 60) -> list[str]:
         f"{path.relative_to(root)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
         for path in sorted(root.rglob("*.py"))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (node.end_lineno or 0) - node.lineno + 1 > limit
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (node.end_lineno or 0) - node.lineno + 1 > limit
     ]
 
 
@@ -207,5 +224,12 @@ def test_a_real_run_writes_its_tasks_scores_in_the_records_key_order(
     assert record.status == "ok", record.reason
     written = json.loads(path.read_text(encoding="utf-8"))
     for phase in ("baseline", "trained"):
-        assert list(written[phase])[:6] == ["exact_match", "well_formed", "semantic", "n", "n_scorable", "n_unscorable"]
+        assert list(written[phase])[:6] == [
+            "exact_match",
+            "well_formed",
+            "semantic",
+            "n",
+            "n_scorable",
+            "n_unscorable",
+        ]
     assert type(load_record(path).trained).__name__ == "SqlMetrics"

@@ -100,15 +100,15 @@ def test_config_defaults_the_verdict_data_and_leaves_sql_alone() -> None:
 
 def test_a_verdict_run_on_a_tiny_model(tiny_model_dir: Path, tmp_path: Path) -> None:
     from harness.results import Metrics
-    from harness.run.child import execute_job
-    from harness.run.outcome import Job
+    from harness.run.child import execute_plan
+    from harness.run.plan import RunPlan
     from harness.runtime import resolve_setup_runtime
 
     setup = load_setup(None, [
         "task=verdict", f"model.source={tiny_model_dir}", "recipe.steps=10", "recipe.batch_size=4",
         "eval.max_new_tokens=6", "eval.limit=6", "checks.smoke.first_loss_max=20", "checks.smoke.steps=10",
     ])  # fmt: skip
-    outcome = execute_job(Job(setup=setup, work_dir=tmp_path))
+    outcome = execute_plan(RunPlan(setup=setup, work_dir=tmp_path))
     assert outcome.status == "ok", outcome.reason
     assert outcome.data is not None and outcome.data.n_train == 46 and outcome.data.n_test == 6
     assert outcome.checks["mask_audit"].verdict == "pass", outcome.checks["mask_audit"]
@@ -131,5 +131,7 @@ def test_a_verdict_run_on_a_tiny_model(tiny_model_dir: Path, tmp_path: Path) -> 
     # The trainer child leaves the adapter in its work folder, with what an export needs.
     info = json.loads((tmp_path / "adapter" / "lorabench.json").read_text())
     # The precision the run resolved (auto: bf16 on a CPU with bf16 in hardware, else fp32).
-    assert (tmp_path / "adapter" / "adapter_config.json").is_file() and info["precision"] == resolve_setup_runtime(setup).precision
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file() and info[
+        "precision"
+    ] == resolve_setup_runtime(setup).precision
     assert info["setup"]["task"] == "verdict" and Path(info["base_model"]) == tiny_model_dir

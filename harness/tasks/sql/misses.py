@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.json_types import JsonObject
 from harness.tasks.sql.data import SqlExample, row_id
 from harness.tasks.sql.scoring import normalize_sql
 from harness.tasks.sql.semantic import semantic_match
@@ -38,7 +39,7 @@ REQUIRED_KEYS: Mapping[str, tuple[type, ...]] = {
 }
 
 
-def load_predictions(path: str | Path) -> list[dict[str, Any]]:
+def load_predictions(path: str | Path) -> list[JsonObject]:
     """Rows of one `*.predictions.jsonl`; raises UserError naming the line and key that is wrong."""
     path = Path(path)
     try:
@@ -47,7 +48,7 @@ def load_predictions(path: str | Path) -> list[dict[str, Any]]:
         raise UserError(
             f"predictions file {path}: cannot read it ({exc.strerror}); pass an existing *.predictions.jsonl"
         ) from exc
-    rows: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -115,7 +116,7 @@ class MissAnalysis:
     def category_rows(self, *, shown: int, empty: str = "–") -> list[CategoryRow]:
         return category_rows(self, shown=shown, empty=empty)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         data = asdict(self)
         data["format_version"] = (
             3  # 2: rows_resolved; gold may be null. 3: estimated_exact_match_ceiling gone

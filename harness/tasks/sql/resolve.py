@@ -56,7 +56,7 @@ def resolve_test_rows(setup: Mapping[str, Any], split_hash: str | None) -> tuple
 
 def record_test_rows(record: RunRecord, data: str | None = None) -> tuple[SqlExample, ...] | None:
     """The test rows a record's run was scored on; `data` names a local copy to try first."""
-    setup = dict(record.setup)
+    setup = record.setup.model_dump(mode="json")
     if data:
-        setup["data"] = {**dict(setup.get("data") or {}), "source": data}
+        setup["data"] = {**setup["data"], "source": data}
     return resolve_test_rows(setup, record.data.split_hash if record.data else None)

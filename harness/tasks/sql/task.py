@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from harness.json_types import JsonObject
 from harness.results import RunRecord
 from harness.tasks.sql.data import SqlExample, load_split, row_id
 from harness.tasks.sql.data import check_data_source as check_source
@@ -33,20 +33,20 @@ def _scored(answers: tuple[str, ...], questions: tuple[tuple[str, str], ...]) ->
     )
 
 
-def _metrics(scores: Sequence[QuestionScore]) -> dict[str, Any]:
+def _metrics(scores: Sequence[QuestionScore]) -> JsonObject:
     """The record's Metrics fields: a query that executes is the SQL task's well-formed answer."""
     rates = summarize(scores)
     rates["well_formed"] = rates.pop("executes")
     return rates
 
 
-def score(answers: Sequence[str], test: Sequence[SqlExample]) -> dict[str, Any]:
+def score(answers: Sequence[str], test: Sequence[SqlExample]) -> JsonObject:
     return _metrics(_scores(answers, test))
 
 
 def score_with_rows(
     test: Sequence[SqlExample], answers: Sequence[str], base_answers: Sequence[str] | None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[JsonObject, list[JsonObject]]:
     """The metrics and one predictions line per question, from one scoring pass (semantic match runs
     SQLite several times per question)."""
     scores = _scores(answers, test)

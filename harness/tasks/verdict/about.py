@@ -1,4 +1,4 @@
-"""What `harness.tasks.catalog` reads of this task without importing its code (validating a setup reads it)."""
+"""What `harness.catalog` reads of this task without importing its code (validating a setup reads it)."""
 
 DEFAULT_SOURCE = (
     "verdict-corpus"  # the corpus shipped in this folder (corpus.jsonl), read when a setup names no data

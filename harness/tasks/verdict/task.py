@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from harness.json_types import JsonObject
 from harness.tasks.registry import AnalyzeRuns
 from harness.tasks.verdict.data import VerdictExample, check_source, load_split
 from harness.tasks.verdict.metrics import COLUMNS, METRICS
@@ -19,19 +19,19 @@ def _scores(answers: Sequence[str], test: Sequence[VerdictExample]) -> list[Verd
     return [score_prediction(a, ex.answer) for a, ex in zip(answers, test, strict=True)]
 
 
-def _metrics(scores: Sequence[VerdictScore]) -> dict[str, Any]:
+def _metrics(scores: Sequence[VerdictScore]) -> JsonObject:
     """The record's metrics: judgment as `exact_match`, contract as `well_formed`, every gate rate in `gate`."""
     gate = summarize(scores)
     return {"exact_match": gate["judgment"], "well_formed": gate["contract"], "n": gate["n"], "gate": gate}
 
 
-def score(answers: Sequence[str], test: Sequence[VerdictExample]) -> dict[str, Any]:
+def score(answers: Sequence[str], test: Sequence[VerdictExample]) -> JsonObject:
     return _metrics(_scores(answers, test))
 
 
 def score_with_rows(
     test: Sequence[VerdictExample], answers: Sequence[str], base_answers: Sequence[str] | None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[JsonObject, list[JsonObject]]:
     """The metrics and one predictions line per question, from one scoring pass."""
     scores = _scores(answers, test)
     base_scores = _scores(base_answers, test) if base_answers else None

@@ -6,10 +6,11 @@ and, written last, `lorabench.json` with what the Trainer does not keep: each st
 the checks that ride along training see the whole run again), the training seconds and the token count so
 far. A checkpoint without that file was cut short and is never resumed from.
 
-Where: a folder the suite names per run ($LORABENCH_CHECKPOINT_DIR, set by `harness.suite.runner` to
+Where: the folder the run plan names (harness/run/plan.py, `checkpoint_folder`:
 `<results>/.checkpoints/<stack>/<host>/<experiment>/<setup>/s<seed>-<fingerprint>`), beside the results and
-outside the run's work folder, so a killed run's sweep keeps it; the suite removes it once the seed has a
+outside the run's work folder, so a killed run's sweep keeps it; the run removes it once the seed has a
 record that is not `killed`. Keyed by the fingerprint: a checkpoint never resumes a run of other settings.
+`lorabench run` and `lorabench bench` use the same folder.
 
 On CPU a resumed run gives the same losses and adapter, bit for bit, as one never stopped
 (tests/suite/test_bench_interrupt.py). Not covered: several processes (DDP, nodes), and timed runs (the
@@ -27,7 +28,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from harness import atomic, settings
+from harness import atomic
 
 STATE_FILE = "lorabench.json"
 PREFIX = "checkpoint-"
@@ -47,12 +48,6 @@ class SavedState:
 def is_resumable(setup: Any) -> bool:
     """Checkpoints are saved unless disabled (`recipe.checkpoint_every = 0`) or the run has several processes."""
     return setup.recipe.checkpoint_every > 0 and setup.world_size == 1 and getattr(setup, "nodes", 1) == 1
-
-
-def checkpoint_root(setup: Any) -> Path | None:
-    """This run's checkpoint folder, or None: not asked for (outside the suite) or not resumable."""
-    folder = settings.CHECKPOINT_DIR.get()
-    return folder if folder and is_resumable(setup) else None
 
 
 def _step_of(path: Path) -> int:

@@ -1,0 +1,52 @@
+"""The run plan: everything the trainer child is told, decided once in the parent (issue #37).
+
+The parent builds it after the provenance snapshot (the fingerprint and run id are computed there, once)
+and writes it as `plan.json` in the run's work folder; the child reads that file and nothing else of the
+parent's: no `LORABENCH_*` variable carries state across the process boundary. Where a value changes the
+math it is a setup field (in the fingerprint and the record); the plan adds only where things go.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from harness import atomic
+from harness.config import SetupConfig
+from harness.results import record_dir
+
+PLAN_FILE = "plan.json"
+
+
+class RunPlan(BaseModel):
+    """One run as the child carries it out: the setup, the folder to work in, where its resumable
+    checkpoints and its progress lines go (None: not saved, not followed), and the GPUs it may see."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    setup: SetupConfig
+    work_dir: Path
+    quiet: bool = False
+    run_id: str | None = None
+    fingerprint: str | None = None
+    checkpoints: Path | None = None
+    progress_file: Path | None = None
+    # (variable, value) for the trainer's environment, e.g. ("CUDA_VISIBLE_DEVICES", "1"): the suite's
+    # xdist worker's GPU; the parent itself never narrows what it sees.
+    visible_gpus: tuple[str, str] | None = None
+
+    def write(self) -> Path:
+        return atomic.write_text(self.work_dir / PLAN_FILE, self.model_dump_json())
+
+    @classmethod
+    def read(cls, path: Path) -> RunPlan:
+        return cls.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def checkpoint_folder(results_dir: Path, stack: str, host: str, setup: SetupConfig, fingerprint: str) -> Path:
+    """Where one setup × seed keeps its resumable checkpoints: beside the results, outside any work folder
+    (a killed run's sweep keeps them), keyed by the fingerprint (never resumed under other settings). The
+    same folder for `lorabench run` and `lorabench bench`: either resumes what the other left."""
+    where = record_dir(results_dir / ".checkpoints", stack, host, setup.experiment, setup.name)
+    return where / f"s{setup.recipe.seed}-{fingerprint}"
