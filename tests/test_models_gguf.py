@@ -8,7 +8,8 @@ import gguf
 import numpy as np
 import pytest
 
-from harness.models import _gguf_read_once
+from harness.config import ModelConfig
+from harness.models import _gguf_read_once, converted_dir, model_files, preset_gguf
 
 
 @pytest.fixture
@@ -39,3 +40,18 @@ def test_gguf_is_restored_after_the_conversion_even_when_it_fails(small_gguf: Pa
         raise RuntimeError("conversion failed")
     assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader_class, name_map)
     assert gguf.GGUFReader(small_gguf) is not gguf.GGUFReader(small_gguf)
+
+
+def test_inputs_are_read_from_the_converted_folder_once_it_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before conversion the checks read the GGUF's own metadata; after it, the written-out config and
+    tokenizer (the same ones), instead of parsing the GGUF again on every run."""
+    monkeypatch.setenv("LORABENCH_CACHE", str(tmp_path / "cache"))
+    gguf_path = preset_gguf("smollm2-135m")
+    config = ModelConfig(source="smollm2-135m")
+    assert model_files(config) == (gguf_path.parent, gguf_path.name)
+    converted = converted_dir(gguf_path)
+    converted.mkdir(parents=True)
+    (converted / "config.json").write_text("{}")
+    assert model_files(config) == (converted, None)
