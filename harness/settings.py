@@ -196,6 +196,14 @@ STACK = declare(
     "image",
     default_note="cpu where a command needs one",
 )
+INDEX_URL = declare(
+    "LORABENCH_INDEX_URL",
+    _text,
+    "the index scripts/install.sh fetches a stack's local-version pins from (a mirror of PyTorch's); "
+    "'none' leaves it to pip's own configuration",
+    "you",
+    default_note="the stack's index_url in lockfiles/stacks.toml",
+)
 LOCK_DIR = declare(
     "LORABENCH_LOCK_DIR",
     _path,

@@ -63,7 +63,7 @@ def test_ram_is_the_kernels_memtotal() -> None:
 def test_the_runtime_environment_that_changes_a_figure_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    monkeypatch.setenv("LORABENCH_UNRELATED_TO_A_FIGURE", "x")
+    monkeypatch.setenv("UNRELATED_TO_A_FIGURE", "x")
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     environment = collect_provenance("cpu").environment or {}
     assert environment["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"

@@ -80,8 +80,8 @@ class SetupOut(Output):
     runs: int
     ok: int
     figures: dict[str, Figure] = Field(
-        description=f"metric key → mean, min, max and n over ok runs; keys: {METRIC_KEYS}, and the task's scores "
-        "(semantic_pct for SQL)"
+        description=f"metric key → mean, min, max and n over ok runs; keys: {METRIC_KEYS}, and the task's own "
+        "scores (each task names its own, with the unit in the name)"
     )
     conditions: ConditionsOut
 
