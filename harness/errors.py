@@ -1,5 +1,8 @@
 """The one exception type for user mistakes: the CLI prints its message, never a traceback."""
 
+import os
+import re
+
 
 class UserError(Exception):
     """Bad input from the user: the message names the field, the value and the fix."""
@@ -54,3 +57,12 @@ def describe_os_error(exc: OSError) -> str:
     where = f"{exc.filename}: " if exc.filename else ""
     fix = _OS_FIXES.get(name, "check the path and the disk")
     return f"{where}{exc.strerror or exc} ({name or type(exc).__name__}); {fix}"
+
+
+def os_error_within(exc: BaseException, filename: str | None = None) -> OSError | None:
+    """The I/O fault behind an exception, or None. safetensors writes from Rust, so a full disk arrives
+    as SafetensorError("… (os error 28)") from an adapter or a checkpoint save, not as an OSError."""
+    if isinstance(exc, OSError):
+        return exc
+    code = re.search(r"os error (\d+)", str(exc))
+    return OSError(int(code[1]), os.strerror(int(code[1])), filename) if code else None

@@ -336,6 +336,10 @@ class WithSetup(Record):
     def _remember_setup(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         record = handler(data)
         setup = data.get("setup") if isinstance(data, dict) else None
+        if isinstance(setup, SetupConfig):
+            # A run's own setup, written in full: remembered as it will read back, so that a record
+            # equals its own read-back (pydantic compares private attributes too).
+            setup = setup.model_dump(mode="json")
         if isinstance(setup, dict):
             record._setup_read = setup
         return record

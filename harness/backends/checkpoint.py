@@ -115,6 +115,13 @@ class SaveTracker:
                     norm = logs.get("grad_norm")
                     tracker.grad_norms.append(float(norm) if norm is not None else None)
 
+            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+                # transformers saves once more at the last step; the adapter and the record follow at
+                # once, so that save would only cost its I/O (and, on a full disk, the run's train stats).
+                if state.global_step >= state.max_steps and state.global_step % args.save_steps:
+                    control.should_save = False
+                return control
+
             def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                 tracker.saved(Path(args.output_dir) / f"{PREFIX}{state.global_step}", state.global_step)
 

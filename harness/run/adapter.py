@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from harness import atomic
 from harness.config import SetupConfig
-from harness.errors import UserError
+from harness.errors import UserError, os_error_within
 from harness.results import beside
 
 ADAPTER_INFO = "lorabench.json"
@@ -45,12 +44,11 @@ def save_adapter(model: Any, target: Path, setup: SetupConfig, precision: str, b
         try:
             model.save_pretrained(str(tmp))
         except Exception as exc:
-            # safetensors writes from Rust: a full disk arrives as SafetensorError("… (os error 28)"), not as
-            # OSError; made one here so the run's reason names the file and the fix like any I/O fault.
-            code = re.search(r"os error (\d+)", str(exc))
-            if isinstance(exc, OSError) or code is None:
+            # Made an OSError here so the run's reason names the file and the fix like any I/O fault.
+            os_error = os_error_within(exc, str(target))
+            if isinstance(exc, OSError) or os_error is None:
                 raise
-            raise OSError(int(code[1]), os.strerror(int(code[1])), str(target)) from exc
+            raise os_error from exc
         info = {"base_model": str(base_path), "precision": precision, "setup": setup.model_dump(mode="json")}
         (tmp / ADAPTER_INFO).write_text(json.dumps(info, indent=1), encoding="utf-8")
 

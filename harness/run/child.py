@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 
 from harness import settings
-from harness.errors import InputRefused, RunStopped, UserError, describe_os_error
+from harness.errors import InputRefused, RunStopped, UserError, describe_os_error, os_error_within
 from harness.results import MemoryStats
 from harness.run.distributions import remember_distributions
 from harness.run.lifeline import watch_parent
@@ -70,8 +70,10 @@ def execute_plan(plan: RunPlan, started_at: float | None = None) -> Outcome:
     except RunStopped as exc:
         outcome.status, outcome.reason = exc.status, exc.reason
     except Exception as exc:
+        # An I/O fault in another exception's clothes (a checkpoint save on a full disk) reads as one.
+        os_error = os_error_within(exc)
         outcome.status = "failed"
-        outcome.reason = f"{type(exc).__name__}: {exc}"
+        outcome.reason = describe_os_error(os_error) if os_error else f"{type(exc).__name__}: {exc}"
         outcome.traceback = traceback.format_exc()
     device = outcome.model.device if outcome.model else "unknown"
     memory = outcome.memory or MemoryStats(device=device)

@@ -322,9 +322,10 @@ def terminal_sink(config: pytest.Config, worker: str | None) -> Sink:
                 if not transient:
                     print(f"[{worker}] {text}" if worker else text, file=sys.__stderr__, flush=True)
                 return
-            # Fitted to the terminal: a status line shortened by words, a lasting one wrapped, never cut
-            # mid-number (80 columns cut the estimate at "(20.65 s/").
-            first, *more = fit(text, reporter._tw.fullwidth - 1, transient=transient)
+            # Fitted to a terminal: a status line shortened by words, a lasting one wrapped, never cut
+            # mid-number (80 columns cut the estimate at "(20.65 s/"); a pipe or a CI log gets it whole.
+            tty = reporter.isatty()
+            first, *more = fit(text, reporter._tw.fullwidth - 1, transient=transient) if tty else [text]
             if transient or transient_shown:
                 if not transient_shown:
                     reporter.ensure_newline()
