@@ -28,7 +28,10 @@ def test_readers_get_attributes_not_dict_lookups() -> None:
     provenance = Provenance.model_validate(json.loads(h200.read_text(encoding="utf-8"))["provenance"])
     assert provenance.host.gpus[0].name == "NVIDIA H200"
     assert provenance.git.source == "image build"  # "from" in the JSON
-    assert provenance.environment is None  # made before the environment was recorded
+    assert provenance.environment == {}  # recorded there: none of the watched variables was set
+    older = next(p for p in PUBLISHED if "/cpu-intel-r-xeon-r-processor-2c/exp_a/" in p.as_posix())
+    made_before = Provenance.model_validate(json.loads(older.read_text(encoding="utf-8"))["provenance"])
+    assert made_before.environment is None  # made before the environment was recorded
 
 
 def test_nothing_unset_is_written_and_a_new_fact_is_kept() -> None:
