@@ -12,16 +12,8 @@ import pytest
 from harness.errors import UserError
 from harness.locks import LockBusy, exclusive_lock
 from harness.report.groups import load_records
-from harness.results import RunRecord, write_record
-
-
-def make_record(**changes: object) -> RunRecord:
-    base = {
-        "run_id": "r1", "status": "ok", "created": "2026-11-30T00:00:00+00:00", "experiment": "exp-a",
-        "setup_name": "smollm2", "seed": 3407, "stack": "cpu", "host": "cpu-test-2c", "fingerprint": "abc",
-        "setup": {}, "provenance": {},
-    }  # fmt: skip
-    return RunRecord(**{**base, **changes})
+from harness.results import write_record
+from tests.test_results import make_record
 
 
 def test_a_lock_wait_names_the_holder_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

