@@ -90,6 +90,9 @@ def bench_dir(
     generic module (benchmarks/test_setups.py) as test_claims.py."""
     for name in ("LORABENCH_DATA", "LORABENCH_STACK", "PYTEST_XDIST_WORKER"):
         monkeypatch.delenv(name, raising=False)
+    # A cache of the test's own: the baseline cache is keyed by the model's content, so another test's run of
+    # the same tiny model (CI shares one LORABENCH_CACHE) would otherwise answer this test's first baseline.
+    monkeypatch.setenv("LORABENCH_CACHE", str(pytester.path / "cache"))
     pytester.makeconftest('pytest_plugins = ["harness.suite.plugin"]')
     pytester.makepyfile(test_claims=CLAIM_MODULE)
 
