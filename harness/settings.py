@@ -241,6 +241,15 @@ MIN_FREE = declare(
     default="256m",
     example="1g",
 )
+WARM = declare(
+    "LORABENCH_WARM",
+    _flag,
+    "one warm trainer per lorabench process imports the stack once and forks each one-process run's "
+    "trainer (harness/run/warm.py); 0 spawns every trainer anew",
+    "you",
+    default="1",
+    example="0",
+)
 DEBUG = declare(
     "LORABENCH_DEBUG",
     _flag,

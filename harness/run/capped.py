@@ -29,6 +29,8 @@ from typing import Literal
 
 import psutil
 
+from harness.run.warm import ServerGone, WarmChild, close_server, warm_child
+
 CapMethod = Literal["systemd-run", "rlimit", "none"]
 MIB = 2**20
 
@@ -144,6 +146,24 @@ class _Watchdog(threading.Thread):
             self.stop.wait(self.poll_s)
 
 
+class SpawnedChild:
+    """A trainer started as a new process (`subprocess.Popen`), waited for as `run_capped` does."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+
+    def wait_exit(self) -> None:
+        # Without reaping, so the pid cannot be reused while the watchdog may still signal it.
+        os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+
+    def reap(self) -> tuple[int, int]:
+        """The exit code (as Popen gives it) and the peak RSS in KiB."""
+        _, status, usage = os.wait4(self.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from waiting on a reaped pid
+        return self.proc.returncode, usage.ru_maxrss
+
+
 def run_capped(
     cmd: list[str],
     *,
@@ -152,14 +172,23 @@ def run_capped(
     cap_bytes: int | None,
     floor_bytes: int | None,
     poll_s: float = 0.5,
+    warm_job: str | None = None,
 ) -> ChildOutcome:
     """Run `cmd` to completion in its own session (process group); stdout/stderr are inherited.
 
     The watchdog kills the group when available memory < `floor_bytes`; the outcome then says so with
     the reading. A cap hit shows as the child's own failure (MemoryError under rlimit, SIGKILL from the
-    cgroup OOM killer under systemd-run).
+    cgroup OOM killer under systemd-run). `warm_job`: `cmd` is the one-process trainer for this job file,
+    which this process's fork server (harness.run.warm) may fork instead of spawning it.
     """
     method = choose_cap_method(cap_bytes)
+    forked = None
+    if warm_job is not None and method != "systemd-run":
+        forked = warm_child(
+            warm_job, dict(os.environ if env is None else env), str(cwd or os.getcwd()), cap_bytes
+        )
+    if forked is not None:
+        return _watched(forked, floor_bytes, poll_s, method, cap_bytes)
     argv = list(cmd)
     preexec: Callable[[], None] | None = None
     if method == "systemd-run" and cap_bytes is not None:
@@ -169,22 +198,39 @@ def run_capped(
     # start_new_session: the child leads its own process group, so killpg reaches its workers (dataloader,
     # DDP ranks) and never this process.
     proc = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True, preexec_fn=preexec)
-    watchdog = _Watchdog(proc.pid, floor_bytes, poll_s)
+    return _watched(SpawnedChild(proc), floor_bytes, poll_s, method, cap_bytes)
+
+
+def _watched(
+    child: SpawnedChild | WarmChild,
+    floor_bytes: int | None,
+    poll_s: float,
+    method: CapMethod,
+    cap_bytes: int | None,
+) -> ChildOutcome:
+    watchdog = _Watchdog(child.pid, floor_bytes, poll_s)
     watchdog.start()
     try:
-        # Wait without reaping, so the pid cannot be reused while the watchdog may still signal it.
-        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        child.wait_exit()
+    except ServerGone:
+        # The fork server died under its child: the trainer is nobody's to wait for now; it goes too.
+        kill_tree(child.pid)
+        close_server()
+        return ChildOutcome(
+            -signal.SIGKILL, False, "lost: the warm trainer's fork server ended", {}, 0, method
+        )
     except BaseException:
-        kill_tree(proc.pid)
+        kill_tree(child.pid)
+        if isinstance(child, WarmChild):
+            close_server()
         raise
     finally:
         with watchdog.lock:
             watchdog.stop.set()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from waiting on a reaped pid
+    returncode, maxrss_kib = child.reap()
     watchdog.join()
-    peak = max(watchdog.peak_rss, usage.ru_maxrss * 1024)  # ru_maxrss is KiB on Linux
-    return _outcome(proc.returncode, watchdog.reading, peak, method, cap_bytes)
+    peak = max(watchdog.peak_rss, maxrss_kib * 1024)  # ru_maxrss is KiB on Linux
+    return _outcome(returncode, watchdog.reading, peak, method, cap_bytes)
 
 
 def _outcome(

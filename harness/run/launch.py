@@ -160,4 +160,11 @@ def start_trainer(
         cwd=None,
         cap_bytes=cap_bytes,
         floor_bytes=floor_bytes,
+        warm_job=str(plan_file) if forkable(plan.setup) else None,
     )
+
+
+def forkable(setup: SetupConfig) -> bool:
+    """One trainer process of the hf backend, which the warm fork server (harness.run.warm) can start:
+    torchrun's ranks are its own, and unsloth must be imported before the stack it patches."""
+    return setup.nodes == 1 and setup.gpus == 1 and setup.backend == "hf" and settings.WARM.value()

@@ -1,0 +1,90 @@
+"""The warm trainer (harness.run.warm) with real processes on the tiny model: the runs of one process are
+forked from one server that imported the stack once, train as a spawned trainer does, find a dead server
+replaced by a spawn, and leave nothing running when their parent is SIGKILLed."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Generator
+from pathlib import Path
+
+import psutil
+import pytest
+from faultlib import cli_args, find_trainers, started_run, wait_for_steps
+
+from harness import settings
+from harness.config import load_setup
+from harness.run import warm
+from harness.run.parent import RunOptions, run_setup
+
+
+def tiny_setup(model: Path, data: Path, *extra: str):
+    return load_setup(None, [
+        f"model.source={model}", f"data.source={data}", "data.test_size=4", "recipe.steps=3", "recipe.batch_size=4",
+        "eval.max_new_tokens=4", "checks.smoke.first_loss_max=20", "checks.smoke.steps=2", *extra,
+    ])  # fmt: skip
+
+
+@pytest.fixture
+def no_server() -> Generator[None]:
+    warm.close_server()
+    yield
+    warm.close_server()
+
+
+def test_runs_of_one_process_are_forked_from_one_server_and_train_as_a_spawned_one(
+    tiny_model_dir: Path,
+    sql_rows_file: Path,
+    tmp_path: Path,
+    no_server: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forked = [
+        run_setup(
+            tiny_setup(tiny_model_dir, sql_rows_file, f"recipe.seed={seed}"),
+            RunOptions(tmp_path / "w", quiet=True),
+        )[0]
+        for seed in (1, 2)
+    ]
+    [server] = warm._servers
+    assert server.forked == 2 and server.process.poll() is None
+    assert [r.status for r in forked] == ["ok", "ok"], [r.reason for r in forked]
+
+    monkeypatch.setenv(settings.WARM.name, "0")
+    spawned, _ = run_setup(
+        tiny_setup(tiny_model_dir, sql_rows_file, "recipe.seed=1"), RunOptions(tmp_path / "s", quiet=True)
+    )
+    assert spawned.status == "ok", spawned.reason
+    assert spawned.train and forked[0].train
+    assert spawned.train.loss == forked[0].train.loss
+    assert server.forked == 2, "LORABENCH_WARM=0 spawns the trainer"
+
+
+def test_a_dead_server_is_replaced_by_a_spawn(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, no_server: None
+) -> None:
+    setup = tiny_setup(tiny_model_dir, sql_rows_file)
+    assert run_setup(setup, RunOptions(tmp_path / "a", quiet=True))[0].status == "ok"
+    [server] = warm._servers
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait()
+
+    record, _ = run_setup(setup, RunOptions(tmp_path / "b", quiet=True))
+    assert record.status == "ok", record.reason
+    assert server.forked == 1 and not warm._servers  # spawned; the next run starts a new server
+
+
+def test_a_sigkilled_parent_takes_the_server_and_its_trainer_along(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    with started_run(tmp_path, cli_args(tiny_model_dir, sql_rows_file, results, steps=100_000)) as parent:
+        wait_for_steps(results, 3, parent)
+        [trainer] = find_trainers(tmp_path)  # the forked child carries a spawned one's command line
+        [server] = [p for p in psutil.Process(parent.pid).children() if "harness.run.warm" in p.cmdline()]
+        assert trainer.ppid() == server.pid
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        _, alive = psutil.wait_procs([server, trainer], timeout=15)
+        assert not alive, f"outlived their SIGKILLed parent: {alive}"
