@@ -195,7 +195,6 @@ def become_trainer(request: dict[str, Any], fds: list[int]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        signal.signal(signal.SIGINT, signal.default_int_handler)
         argv = [sys.executable, "-m", "harness.run.child", request["job"]]
         with contextlib.suppress(OSError, ValueError, IndexError):
             retitle(argv)
@@ -240,6 +239,10 @@ def serve_one(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> N
 def serve(fd: int) -> None:
     sock = socket.socket(fileno=fd)
     preload_stack()
+    import torch
+
+    if torch.cuda.is_initialized():  # a CUDA context does not survive a fork: the parent spawns instead
+        return
     sys.stdout.flush()
     sys.stderr.flush()
     send(sock, {"ready": True})
