@@ -1,12 +1,9 @@
-"""Miss analysis across runs: which questions every run gets right, gets wrong, or splits on (these three
-partition the questions); within them, which every run fixes, which misses are only style, which fixes
-only changed style, which golds do not execute, and which wrong answers the runs agree on. Input: the per-question predictions each run writes
-(`*.predictions.jsonl`, one JSON object per line, keys in `REQUIRED_KEYS`) and, when at hand, the test
-rows they point at (`harness.tasks.sql.resolve`): predictions name a row by hash and never copy it.
-Without the rows, wrong answers agree only when their text is the same after normalisation (with
-them: by meaning on the question's schema), and bad-gold candidates carry no gold text.
-
-Right/wrong here means exact match (the headline metric); semantic scores qualify it.
+"""Miss analysis across runs: which questions every run gets right, gets wrong, or splits on; within them,
+which every run fixes, which misses are only style, which golds do not execute, and which wrong answers
+the runs agree on. Input: each run's `*.predictions.jsonl` (keys in `REQUIRED_KEYS`) and, when at hand,
+the test rows they point at by hash (`harness.tasks.sql.resolve`). Without the rows, wrong answers agree
+only when their normalised text is the same, and bad-gold candidates carry no gold text. Right/wrong is
+exact match; semantic scores qualify it.
 """
 
 from __future__ import annotations
