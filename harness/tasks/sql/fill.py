@@ -544,11 +544,14 @@ def _add_null_copies(cells: _Cells, columns: list[Column], rows: list[Row]) -> d
     nulled: dict[int, int] = {}
     if not (cells.prof.null_copies and rows):
         return nulled
-    sources = rows[: cells.prof.templates] if cells.prof.templates else list(rows)
+    prof = cells.prof
+    sources = rows[: prof.templates + prof.twins] if prof.templates else list(rows)
     for j in range(len(columns)):
-        row = sources[int(cells.r() * len(sources))]
-        if row[j] is not None:
+        # A source that has a value there: a copy of a row already NULL in column j adds no NULL to it.
+        valued = [row for row in sources if row[j] is not None] or [row for row in rows if row[j] is not None]
+        if valued:
             nulled[len(rows)] = j
+            row = valued[int(cells.r() * len(valued))]
             rows.append((*row[:j], None, *row[j + 1 :]))
     return nulled
 
