@@ -99,6 +99,16 @@ class ImageFacts(Facts):
     digest_missing: str | None = None
 
 
+class PlacementFacts(Facts):
+    devices: str | None = Field(
+        None,
+        description="the devices the run was given: 'cpu', or GPUs as the visibility variable names them",
+    )
+    shared_by: int | None = Field(
+        None, description="runs placed on those devices at once (the suite's workers per device); 1: alone"
+    )
+
+
 class Provenance(Facts):
     host: HostFacts = HostFacts()
     stack: StackFacts = StackFacts()
@@ -110,3 +120,6 @@ class Provenance(Facts):
     )
     collected: str | None = None
     image: ImageFacts | None = None
+    placement: PlacementFacts | None = Field(
+        None, description="where the suite placed the run (harness/run/plan.py Placement); absent: not placed"
+    )
