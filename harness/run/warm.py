@@ -41,7 +41,11 @@ from typing import Any
 MESSAGE_BYTES = 1 << 20
 # Room in the server's own command line for a child's `python -m harness.run.child JOB.json`.
 TITLE_ROOM = 4096
-PER_RUN_ENV = ("CUDA_VISIBLE_DEVICES",)  # read when CUDA starts (in the child), not at import
+PER_RUN_ENV = (
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+)  # read when the GPU starts
 
 
 class ServerGone(Exception):
