@@ -1,6 +1,6 @@
 """A suite's sequence of runs in one process, as `lorabench bench` runs seeds: the tiny model, three seeds
-one after another, each trainer forked from the warm server (LORABENCH_WARM=1, the default) or spawned
-(LORABENCH_WARM=0). Time the whole command from outside, alternating the two; it prints each run's seconds
+one after another, each trainer forked from the warm server (LORABENCH_WARM=1) or spawned (LORABENCH_WARM=0,
+the default). Time the whole command from outside, alternating the two; it prints each run's seconds
 around `run_setup` and the record's `spawn` and `child_start` phases (harness/run/warm.py).
 
     LORABENCH_WARM=0 python dev/bench_warm.py /tmp/warm-bench [--seeds 3]

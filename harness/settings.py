@@ -233,11 +233,12 @@ MIN_FREE = declare(
 WARM = declare(
     "LORABENCH_WARM",
     _flag,
-    "one warm trainer per lorabench process imports the stack once and forks each one-process run's "
-    "trainer (harness/run/warm.py); 0 spawns every trainer anew",
+    "1: one warm trainer per lorabench process imports the stack once and forks each one-process run's "
+    "trainer (harness/run/warm.py); 0 spawns every trainer anew (the default until the whole fault suite has "
+    "passed with it on)",
     "you",
-    default="1",
-    example="0",
+    default="0",
+    example="1",
 )
 DEBUG = declare(
     "LORABENCH_DEBUG",

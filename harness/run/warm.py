@@ -19,7 +19,7 @@ One server serves one environment: a run whose environment differs (another cach
 run) starts a new one, since the stack reads some variables at import. Not covered, and spawned as
 before: runs under torchrun (several GPUs or nodes), a memory cap through systemd-run (the scope must be
 the command's), the unsloth backend (it patches the stack at import, first), and
-`LORABENCH_WARM=0`. A server that cannot start or dies is replaced by a spawn for that run.
+`LORABENCH_WARM=0`, the default for now (opt in with 1). A server that cannot start or dies is replaced by a spawn for that run.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ def tiny_setup(model: Path, data: Path, *extra: str):
 
 
 @pytest.fixture
-def no_server() -> Generator[None]:
+def no_server(monkeypatch: pytest.MonkeyPatch) -> Generator[None]:
+    monkeypatch.setenv(settings.WARM.name, "1")
     warm.close_server()
     yield
     warm.close_server()
@@ -79,7 +80,8 @@ def test_a_sigkilled_parent_takes_the_server_and_its_trainer_along(
     tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
-    with started_run(tmp_path, cli_args(tiny_model_dir, sql_rows_file, results, steps=100_000)) as parent:
+    args = cli_args(tiny_model_dir, sql_rows_file, results, steps=100_000)
+    with started_run(tmp_path, args, **{settings.WARM.name: "1"}) as parent:
         wait_for_steps(results, 3, parent)
         [trainer] = find_trainers(tmp_path)  # the forked child carries a spawned one's command line
         [server] = [p for p in psutil.Process(parent.pid).children() if "harness.run.warm" in p.cmdline()]
