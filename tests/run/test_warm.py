@@ -41,24 +41,17 @@ def test_runs_of_one_process_are_forked_from_one_server_and_train_as_a_spawned_o
     no_server: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    forked = [
-        run_setup(
-            tiny_setup(tiny_model_dir, sql_rows_file, f"recipe.seed={seed}"),
-            RunOptions(tmp_path / "w", quiet=True),
-        )[0]
-        for seed in (1, 2)
-    ]
+    setup = tiny_setup(tiny_model_dir, sql_rows_file)
+    forked = [run_setup(setup, RunOptions(tmp_path / f"w{i}", quiet=True))[0] for i in (1, 2)]
     [server] = warm._servers
     assert server.forked == 2 and server.process.poll() is None
     assert [r.status for r in forked] == ["ok", "ok"], [r.reason for r in forked]
 
     monkeypatch.setenv(settings.WARM.name, "0")
-    spawned, _ = run_setup(
-        tiny_setup(tiny_model_dir, sql_rows_file, "recipe.seed=1"), RunOptions(tmp_path / "s", quiet=True)
-    )
+    spawned, _ = run_setup(setup, RunOptions(tmp_path / "s", quiet=True))
     assert spawned.status == "ok", spawned.reason
-    assert spawned.train and forked[0].train
-    assert spawned.train.loss == forked[0].train.loss
+    assert spawned.train and forked[0].train and forked[1].train
+    assert spawned.train.loss == forked[0].train.loss == forked[1].train.loss
     assert server.forked == 2, "LORABENCH_WARM=0 spawns the trainer"
 
 
