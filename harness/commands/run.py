@@ -15,8 +15,8 @@ from harness.config import DATA_ENV, Override, load_setup, read_config_file
 from harness.errors import UserError
 from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
-from harness.run.parent import RunOptions, summary_line
 from harness.run.start import run_on_hosts
+from harness.run.supervisor import RunOptions, summary_line
 
 EXIT_CODES = {"ok": 0, "refused": 3}
 
