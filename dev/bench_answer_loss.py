@@ -8,11 +8,11 @@ difference between the two on the same batch. --switch picks the change:
   compiled-layers  recipe.compile = "layers" (torch.compile of every decoder layer) against eager layers
   grouped-attention  eager attention without repeating the key/value heads (harness/backends/grouped_attention.py)
                against transformers' eager; the lean LoRA forward on both ways
-  cpu-autocast  a CPU bf16 step under autocast (bf16 products, as a GPU trains and, since session 14, a CPU
-               run) against it without (bf16 base weights, fp32 LoRA products: the CPU default before
-               session 14); the lean LoRA forward on both ways
+  cpu-autocast  a CPU bf16 step under autocast (bf16 products, as a GPU trains and, since 2026-12-02 (428ad1b), a CPU
+               run) against it without (bf16 base weights, fp32 LoRA products: the CPU default before then);
+               the lean LoRA forward on both ways
 
-Usage: LORABENCH_DATA=FILE python benchmarks/bench_answer_loss.py [--switch answer-loss] [--batches 10]
+Usage: LORABENCH_DATA=FILE python dev/bench_answer_loss.py [--switch answer-loss] [--batches 10]
        [--warmup 2] [--set FIELD=VALUE …]
 Run it alone on the machine.
 """
@@ -74,7 +74,7 @@ def _cpu_autocast(trainer, on: bool):
 def one_step(trainer, batch, items, on: bool, switch: str) -> tuple[float, float]:
     trainer.model.zero_grad(set_to_none=True)
     # A run's step runs under the trainer's mixed precision (accelerate wraps the forward inside train(),
-    # which this bench never calls): bf16 autocast on a GPU and, since session 14, on a CPU.
+    # which this bench never calls): bf16 autocast on a GPU and, since 2026-12-02 (428ad1b), on a CPU.
     with trainer.accelerator.autocast(), SWITCHES[switch][2](trainer, on):
         started = time.perf_counter()
         loss = trainer.training_step(trainer.model, dict(batch), items)

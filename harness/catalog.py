@@ -1,18 +1,10 @@
 """The tasks this lorabench has: found by folder, each loaded only when asked for.
 
-A task is a package `harness/tasks/<name>/` (its name is the folder's) holding:
-
-    about.py      DEFAULT_SOURCE: the data a setup of the task reads when it names none; IS_DEFAULT = True
-                  in exactly one task: the task a setup runs when it names none. It imports nothing: the
-                  setup's validation reads it.
-    metrics.py    METRICS: the task's metrics model, a subclass of `harness.results.Metrics` with the task's
-                  own fields; a record's scores are validated with the model of the record's task.
-    task.py       the task itself, as `harness.tasks.registry.Task` says: data, prompts, scoring, the
-                  report's columns, the miss analysis if it has one.
-
-Adding a task is adding such a folder. This module imports no task's code and no other harness module:
-the setup (`harness.config`) and the record (`harness.results`) read it, and the task contract, which
-names their types, is in `harness.tasks.registry`.
+A task is a package `harness/tasks/<name>/` holding `about.py` (DEFAULT_SOURCE, and IS_DEFAULT = True in
+exactly one task; imports nothing, the setup's validation reads it), `metrics.py` (METRICS, a subclass
+of `harness.results.Metrics` that validates a record's scores) and `task.py` (the task as
+`harness.tasks.registry.Task` says). This module imports no task's code and no other harness module, so
+`harness.config` and `harness.results` may read it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""What the CPU can do, read from `/proc/cpuinfo` text: its model name, its flags, and the instruction
-tier that decides how fast bf16 runs and which kernels a run meets.
-
-Parsing takes the text, so tests feed a recorded /proc/cpuinfo; `read_cpuinfo()` is the only reader.
-$LORABENCH_CPUINFO_FILE names a recorded text to read instead, so a test drives a whole run down the path
-another CPU takes (bf16 in hardware or not), whatever CPU the CI runner has; the run's record then describes
-that CPU, so it is for tests, never for records anyone keeps.
-Not covered: non-Linux hosts and ARM feature names (their tier is "base"; auto settings stay fp32).
+"""What the CPU can do, read from `/proc/cpuinfo` text: model name, flags, and the instruction tier that
+decides how fast bf16 runs. `read_cpuinfo()` is the only reader; $LORABENCH_CPUINFO_FILE names a recorded
+text instead, so a test drives a run down another CPU's path (for tests only: the record then describes
+that CPU). Not covered: non-Linux hosts and ARM feature names (tier "base"; auto settings stay fp32).
 """
 
 from __future__ import annotations

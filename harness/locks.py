@@ -1,26 +1,14 @@
 """The one host-wide lock helper: an exclusive `flock` on a file (filelock's UnixFileLock), re-entrant
-within a thread, naming its holder to whoever waits.
+within a thread, naming its holder to whoever waits. Every lock lorabench takes goes through
+`exclusive_lock` (the timed lock, the staggered model load, a record's lock, a model conversion's lock).
 
-Every lock lorabench takes goes through `exclusive_lock`: the timed lock (two timings never overlap),
-the staggered model load (DDP ranks load one after another), a record's lock (two suite workers
-needing the same run train it once) and a model conversion's lock (one process dequantizes a GGUF).
+Why flock: the kernel drops it with the holder's descriptor, so a killed holder never leaves a stale
+lock. Why re-entrant: a second lock on the same file in one thread would wait on itself (the suite's
+timed lock, then `run_setup`'s). Kept here on top of filelock: the holder writes its pid and command
+into the file so a waiter can name it (`read_holder`). filelock closes a held lock in a forked child.
 
-Why flock: the kernel drops it with the holder's file descriptor, so a crashed or SIGKILLed holder
-never leaves a stale lock. Why re-entrant: a second lock on the same file in the same thread would wait
-on itself forever (the suite took the timed lock, then `run_setup` took it again: a deadlock); filelock
-counts re-entry per thread on one instance per path (`is_singleton`), and another thread still waits.
-What filelock does not do, kept here: the holder writes its pid and command into the file (its
-`on_acquired` hook) and empties it before unlocking, so a waiter can name it (`read_holder`); the
-messages say which lock and whom it waits for. filelock also closes a held lock's descriptor in a forked
-child (its at-fork hook), so a forked worker does not keep the lock after its parent died.
-Cost, against the hand-written flock this replaced: 0.21 ms of CPU an acquire and release against 0.025 ms
-(8.3×); on re-entry 1.9× the CPU but a seventh of the wall time (the old code opened and closed a second
-descriptor, and ext4 wrote the holder's line out at that close). A run takes a handful of locks, so less
-code to own won (dev/bench_libraries.py, 31 interleaved repeats on a shared 2-core VM:
-reports/benchmarks/cpu/bench_libraries.txt).
-
-Not covered: hosts without flock (Windows); lock files on NFS (flock there is not reliable); containers
-that do not share the lock's folder (mount it, or set $LORABENCH_LOCK_DIR to a shared path).
+Not covered: hosts without flock (Windows); lock files on NFS; containers that do not share the lock's
+folder (mount it, or set $LORABENCH_LOCK_DIR to a shared path).
 """
 
 from __future__ import annotations

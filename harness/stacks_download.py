@@ -1,12 +1,8 @@
-"""Lockfiles proven where they are used: every pin of a stack's lockfile downloaded for the stack's Python and
-platform with its hash checked (`pip download --no-deps --only-binary=:all: --require-hashes --python-version
-… --platform …`), then installed from those files alone into a fresh venv of that Python when one is on
-this machine (`pip install --no-index --no-deps --require-hashes`).
-
-What cannot be had is named, never skipped silently: a "base-image" stack's torch (and what its overrides
-file keeps out of the lockfile) comes from the image, which no registry here serves; a Python the machine
-lacks means no install, said so. A pin that fails is named with pip's own last error line: one pip call
-for the whole lockfile, and only when it fails one call per pin to say which.
+"""Lockfiles proven where they are used: every pin downloaded for the stack's Python and platform with its
+hash checked (`pip download --no-deps --only-binary=:all: --require-hashes`), then installed from those files
+alone into a fresh venv when that Python is on this machine. What cannot be had is named, never skipped: a
+"base-image" stack's torch comes from the image; a missing Python means no install. A failing pin is named
+with pip's last error line (one call per pin only after the whole-lockfile call failed).
 """
 
 from __future__ import annotations

@@ -1,30 +1,14 @@
 """The training loss over the answer tokens, computed once, in place of TRL's chunked cross-entropy (issue 28).
 
-TRL's SFTTrainer (1.14 and 1.15, `loss_type="chunked_nll"`, its default) computes the loss from the
-backbone's hidden states in chunks of 256 answer tokens (`trl.trainer.sft_trainer._chunked_cross_entropy_loss`):
-the count is rounded up to whole chunks, each chunk's logits are recomputed in the backward pass
-(gradient checkpointing, to bound their memory), and each chunk also computes the token accuracy and the
-entropy, which TRL logs and lorabench does not read (its trainer skips TRL's metrics). Exp A's batches
-hold 180-280 answer tokens: one or two chunks of 256, so the `lm_head` product over SmolLM2's 49,152-token
-vocabulary ran for 256-512 rows three times a step (forward, recomputed forward, backward) where two
-passes over the answer rows carry the loss (torch.profiler on the 2-core EPYC:
-reports/benchmarks/cpu/profile_cpu_step.txt, where exp, argmax and log-softmax over the vocabulary are
-these chunks').
+TRL's default `chunked_nll` loss rounds the answer tokens up to chunks of 256, recomputes each chunk's
+logits in backward and also computes accuracy and entropy, which lorabench never reads. Where the answer
+tokens' fp32 logits fit in `LOGITS_BUDGET_BYTES` they are computed once for exactly those tokens: the same
+sum over the same tokens divided by the same count (log-softmax then NLL in fp32, as TRL's `_chunk`);
+larger counts go to TRL's path unchanged. A batch with no answer token keeps one masked row so a DDP
+rank still syncs its gradients. CPU step 1.055x / 1.079x faster (reports/benchmarks/cpu/bench_answer_loss.txt).
 
-Here, where the answer tokens' logits fit in `LOGITS_BUDGET_BYTES` (fp32), they are computed once for exactly
-those tokens, with no recomputation and no accuracy or entropy: the loss is the same sum over the same
-tokens divided by the same count (log-softmax then NLL in fp32, as TRL's `_chunk` does), its gradients
-the same; sums differ only in rounding. Larger counts (the 4B packed shape: 16k tokens × 152k vocabulary)
-go to TRL's chunked path unchanged. A batch with no answer token keeps one row, masked, so the loss still
-reaches every trainable parameter (TRL's reason: a rank of a DDP run must still sync its gradients).
-
-Measured on the 2-core EPYC, Exp A's real batches, one step each way in turn on the same batch
-(`dev/bench_answer_loss.py`, reports/benchmarks/cpu/bench_answer_loss.txt): TRL's step over ours,
-median of per-batch ratios 1.055× (12 batches) and 1.079× (24 batches), the losses equal to the printed
-digits. Not measured on a GPU (no device time was left in the round that wrote it).
-
-`install()` puts it in TRL's module, where TRL's patched forward looks the function up at each call.
-It is the only path (issue #37: the switch back to TRL's path was removed; the figures above stay).
+`install()` puts it in TRL's module, where TRL's patched forward looks it up at each call. It is the only
+path (issue #37).
 """
 
 from __future__ import annotations

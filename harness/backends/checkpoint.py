@@ -1,21 +1,13 @@
 """Resume that resumes: a seed stopped mid-training continues from its last saved step.
 
-Every `recipe.checkpoint_every` steps the trainer saves a checkpoint (transformers' own: the LoRA adapter,
-the optimizer, the scheduler, every RNG state and the step, from which it skips the batches already seen)
-and, written last, `lorabench.json` with what the Trainer does not keep: each step's loss and grad norm (so
-the checks that ride along training see the whole run again), the training seconds and the token count so
-far. A checkpoint without that file was cut short and is never resumed from.
+Every `recipe.checkpoint_every` steps the trainer saves transformers' checkpoint and, written last,
+`lorabench.json` with what the Trainer does not keep (each step's loss and grad norm, training seconds,
+tokens); a checkpoint without it was cut short and is never resumed from. The folder is the run plan's
+`checkpoint_folder`, keyed by the fingerprint, outside the work folder so a killed run's sweep keeps it;
+removed once the seed has a record that is not `killed`.
 
-Where: the folder the run plan names (harness/run/plan.py, `checkpoint_folder`:
-`<results>/.checkpoints/<stack>/<host>/<experiment>/<setup>/s<seed>-<fingerprint>`), beside the results and
-outside the run's work folder, so a killed run's sweep keeps it; the run removes it once the seed has a
-record that is not `killed`. Keyed by the fingerprint: a checkpoint never resumes a run of other settings.
-`lorabench run` and `lorabench bench` use the same folder.
-
-On CPU a resumed run gives the same losses and adapter, bit for bit, as one never stopped
-(tests/suite/test_bench_interrupt.py). Not covered: several processes (DDP, nodes), and timed runs (the
-saves would be in their time): those train from step 0 again. The dead-adapter check counts gradients from
-the resumed step on; the Trainer's own save time is inside `train_s`.
+On CPU a resumed run gives the same losses and adapter as one never stopped
+(tests/suite/test_bench_interrupt.py). Not covered: DDP/nodes and timed runs (they train from step 0).
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""`recipe.compile = "graphs"`: every decoder layer's forward and backward replayed from CUDA graphs
-while training, so a small model's step stops paying the host's Python and kernel launches per op.
+"""`recipe.compile = "graphs"`: every decoder layer's forward and backward replayed from CUDA graphs while
+training, so a small model's step stops paying Python and kernel launches per op (on the H200 a
+SmolLM2-135M step took ~200 ms of host time for ~21 ms of kernels: reports/benchmarks/h200/step_profile.txt).
 
-Why: on the H200 a SmolLM2-135M step took ~200 ms of host time for ~21 ms of GPU kernels (7,300 launches;
-reports/benchmarks/h200/step_profile.txt). A graph replays a whole layer's kernels in one launch.
-
-Same math: each layer runs the very ops eager runs (same attention mask, same autocast), captured once
-per batch shape by `torch.cuda.make_graphed_callables`; the embedding, the head, the loss, clipping and
-the optimizer stay eager. Batches are padded to a multiple of `PAD_MULTIPLE` tokens (masked from
-attention and loss, so the loss is the same) so a run meets few shapes; a shape past `MAX_SHAPES`
-runs eager. Limits, each a config error: one GPU (DDP's gradient hooks are not captured), no gradient
-accumulation (a replay rewrites the gradient buffer the previous micro-batch's .grad still points to),
-no gradient checkpointing, no 4-bit base.
+Same math: each layer runs eager's ops, captured once per batch shape by
+`torch.cuda.make_graphed_callables`; embedding, head, loss, clipping and optimizer stay eager. Batches are
+padded to a multiple of `PAD_MULTIPLE` tokens (masked, so the loss is the same); a shape past `MAX_SHAPES`
+runs eager. Config errors: more than one GPU (DDP hooks are not captured), gradient accumulation (a replay
+rewrites the gradient buffer), gradient checkpointing, a 4-bit base.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Eager attention without copying the key/value heads (issue 28): for decoding on a CPU.
 
-SmolLM2 has 9 query heads and 3 key/value heads. transformers' eager attention (`eager_attention_forward` in
-modeling_llama, 5.17) first repeats each key/value head for its 3 query heads (`repeat_kv`: an expand and a
-reshape, which copies), then multiplies. While decoding with a KV cache that copy is of the whole cache, in
-every layer, for every new token. Here each key/value head is multiplied by its group of query heads at once
-(the group's queries as rows of one product), so nothing is copied; each score and each weighted sum is the
-same dot product over the same values.
-
-Used around a CPU's decoding (`harness.run.evaluate.answer_questions`, when the model decodes with eager
-attention): on the 2-core EPYC, 64 questions with Exp A's trained adapter, medians of 4 rounds alternated,
-1.077× (19.9 against 21.4 s) and, before the head's input was made contiguous, 1.047×; the same 64 answers
-each time (`dev/bench_eval_lean_lora.py --switch grouped-attention`,
-reports/benchmarks/cpu/bench_grouped_attention.txt). A small gain: most of a decode step is the products.
-Only for attention classes whose eager function is this very computation (`GROUPED_CLASSES`, Llama's,
-which SmolLM2 uses) and a mask shared by all heads; any other class (sliding windows, soft-capping, sinks)
-or mask keeps the module's own eager function. Not used in training: there the gradient of a key/value
-head would be summed over its group in another order than `repeat_kv`'s backward sums it, for a training
-step measured 1.035× (8 batches, per-batch ratios 0.965–1.101; `dev/bench_answer_loss.py --switch
-grouped-attention`, before that bench ran the run's autocast; output not kept).
+transformers' eager attention repeats each key/value head for its query heads (`repeat_kv` copies the
+whole KV cache, every layer, every token). Here each key/value head is multiplied by its group of query
+heads at once: the same dot products, nothing copied. CPU decode 1.077x, same answers
+(reports/benchmarks/cpu/bench_grouped_attention.txt). Only for classes whose eager function is this
+computation (`GROUPED_CLASSES`) and a mask shared by all heads. Not used in training: the key/value
+gradient would be summed in another order than `repeat_kv`'s backward.
 """
 
 from __future__ import annotations

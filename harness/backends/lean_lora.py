@@ -1,27 +1,13 @@
 """PEFT's LoRA linear forward without the elementwise passes that cannot change its result (issue 28).
 
-For every adapted projection PEFT (0.21) computes `base(x) + lora_B(lora_A(dropout(x))) * scaling`, with `x`
-first cast to the adapter's dtype. In a bf16 run the adapter weights are fp32 and the step runs under
-autocast, so that cast (bf16 → fp32) is undone at once by autocast (fp32 → bf16) before `lora_A`'s product,
-and backward runs both casts again the other way; with `alpha = rank` (Exp A's 16/16) `scaling` is 1.0,
-a multiplication that launches a kernel forward and another backward. On the H200 elementwise kernels
-took ~11 of the ~28 ms of GPU time a graphed Exp A step had (torch.profiler,
-reports/benchmarks/h200/2026-12-02-profile-graphs.txt): 210 adapted projections, each with those passes.
-
-Here, for the training span and for an eval that decodes unmerged (a CPU's): the multiplication is
-skipped when `scaling` is exactly 1.0 (x * 1.0 is x, bit for bit, forward and backward), and the input
-cast is skipped when autocast would cast the input to the very dtype it already has (the product sees the
-same bf16 values; the gradient reaching `x` is the same bf16 values either way). Everything else — a merged
-or disabled adapter, several active adapters, a LoRA variant (DoRA…), dropout, extra arguments — takes
-PEFT's own forward unchanged.
-
-Measured, each way alternated: on the H200 a graphed Exp A-shaped step (random weights) 35.4 / 35.6 ms with
-PEFT's forward, 30.9 / 32.0 ms with this one (`dev/gpu/profile_step.py --mode lean-lora`,
-reports/benchmarks/h200/2026-12-02-lean-lora-step.txt); on the 2-core EPYC 1.019× (median of 16 per-batch ratios,
-`dev/bench_answer_loss.py --switch lean-lora`, reports/benchmarks/cpu/bench_lean_lora.txt), and its
-unmerged eval 1.070× with the same answers (`dev/bench_eval_lean_lora.py`, 64 questions). A whole
-Exp A seed with it on that CPU: the 300 losses (to the 5 decimals recorded) and the answers those of the
-seed without it (reports/benchmarks/cpu/seed-2026-12-02-epyc-lean-lora/). No whole Exp A seed has run with it on the H200.
+PEFT computes `base(x) + lora_B(lora_A(dropout(x))) * scaling` with `x` cast to the adapter's dtype.
+Under bf16 autocast that cast is undone at once, and with `alpha = rank` `scaling` is 1.0: kernels that
+change nothing. Here, for training and an unmerged eval, the multiplication is skipped when `scaling` is
+exactly 1.0 and the cast when autocast would give the input the dtype it already has (same values,
+forward and backward). Anything else (merged or disabled adapter, several adapters, DoRA, dropout, extra
+arguments) takes PEFT's own forward. H200 graphed step 30.9/32.0 against 35.4/35.6 ms
+(reports/benchmarks/h200/2026-12-02-lean-lora-step.txt); CPU 1.019x, same losses and answers
+(reports/benchmarks/cpu/bench_lean_lora.txt).
 """
 
 from __future__ import annotations

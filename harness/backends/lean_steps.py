@@ -1,27 +1,16 @@
 """The Trainer's per-step walks over the whole model, taken out where their answer cannot change (issue 28).
 
-Every optimizer step, transformers' Trainer (5.17) walks all of the model in Python four times: `model.train()`
-in `training_step` (LoRA SmolLM2-135M has 2,499 modules), `num_parameters()` for its FLOP counter,
-`clip_grad_norm_(model.parameters())` and `model.zero_grad()` over all 692 parameters, of which only the
-420 LoRA weights can hold a gradient. On the 2-core EPYC, nothing else running, medians of 30 calls, three
-runs (`python dev/bench_module_walks.py`, reports/benchmarks/cpu/bench_module_walks.txt): train()
-5.4–5.7 ms, num_parameters() 4.2 ms, listing the parameters 2.4 ms, zero_grad() 3.5–3.6 ms — about 16 ms
-a step against a graphed H200 step of 45–60 ms before (reports/benchmarks/h200/2026-12-01-overhead-cuts.txt). On the H200
-(the 2026-12-01 run (606e6e1), the same machine, before/after alternated) the 300 steps went 19.5–20.8 s → 11.1–11.6 s, this
-being the only change to the training loop between the two (reports/benchmarks/h200/2026-12-01-simplification.txt).
-
-Same math, fewer walks:
-- the FLOP counter's parameter count is taken once (the parameters do not change during training);
-- gradients are clipped and zeroed over the trainable parameters only: a frozen parameter never holds a
-  gradient, so the norm (over parameters with a gradient) and the zeroing are the same;
-- `train()` returns at once when the model is already in train mode and a full `train()` has walked it in
-  this span: every `train()`/`eval()` of a run goes through the model's top module (the recipe, the checks,
-  evaluation), so after one walk its flag speaks for every module. Not before: a model as `from_pretrained`
-  and PEFT leave it has its top flag on and its layers in eval mode (the first version trusted the flag from
-  the start, and with `checks.preflight = false`, whose checks otherwise walked it first, a run trained its
-  layers in eval mode: no LoRA dropout, no CUDA graphs; found on the H200 profiling a trainer built apart).
-The module patches hold only while the trainer trains (`lean_module_walks`); afterwards the model is as
-PEFT made it (a copy made for evaluation must not carry methods bound to this model).
+transformers' Trainer walks the whole model four times a step (`train()`, `num_parameters()`, clipping
+and zeroing over all parameters): ~16 ms a step on the 2-core EPYC (reports/benchmarks/cpu/
+bench_module_walks.txt); on the H200, 300 steps 19.5-20.8 s -> 11.1-11.6 s
+(reports/benchmarks/h200/2026-12-01-simplification.txt). Same math, fewer walks:
+- the FLOP counter's parameter count is taken once;
+- gradients are clipped and zeroed over the trainable parameters only (a frozen one never holds one);
+- `train()` returns at once when the model is in train mode and a full `train()` has walked it in this
+  span. Not before: `from_pretrained` + PEFT leave the top flag on and the layers in eval mode (trusting
+  the flag from the start once trained a run's layers in eval mode: no dropout, no CUDA graphs).
+The patches hold only while the trainer trains (`lean_module_walks`): a copy made for evaluation must
+not carry methods bound to this model.
 """
 
 from __future__ import annotations

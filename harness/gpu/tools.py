@@ -27,6 +27,7 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 SYSFS_DRM = Path("/sys/class/drm")
+NVIDIA_GPUS = ["nvidia-smi", "--query-gpu=index,uuid,utilization.gpu", "--format=csv"]
 
 
 @dataclass(frozen=True)
@@ -192,24 +193,6 @@ def parse_rocm_smi_showpids_json(text: str) -> list[GpuProcess]:
     return processes
 
 
-def parse_rocm_smi_showpids_text(text: str) -> list[GpuProcess]:
-    """`rocm-smi --showpids` table: PID, PROCESS NAME, GPU(s), VRAM USED, SDMA USED, CU OCCUPANCY."""
-    processes: list[GpuProcess] = []
-    in_table = False
-    for line in text.splitlines():
-        if line.startswith("PID") and "PROCESS NAME" in line:
-            in_table = True
-            continue
-        if not in_table or line.startswith("="):
-            in_table = in_table and not line.startswith("=")
-            continue
-        fields = line.split()
-        if len(fields) >= 4 and fields[0].isdigit():
-            vram = int(fields[3]) if fields[3].isdigit() else None
-            processes.append(GpuProcess(int(fields[0]), fields[1], f"{fields[2]} GPU(s)", vram, "rocm-smi"))
-    return processes
-
-
 def parse_rocm_smi_use_json(text: str) -> list[GpuBusy]:
     """`rocm-smi --showuse --json`: {"card0": {"GPU use (%)": "19", ...}}."""
     busy: list[GpuBusy] = []
@@ -278,6 +261,12 @@ def _available(tools: Iterable[str]) -> list[str]:
     return [tool for tool in tools if shutil.which(tool)]
 
 
+def _ask(argv: list[str], parse: Callable[[str], list[T]], timeout_s: float) -> tuple[list[T], float]:
+    """A tool's parsed answer ([] when it cannot tell) and the CPU it cost."""
+    run = run_tool(argv, timeout_s)
+    return _parsed(run, parse) or [], run.cpu_s if run else 0.0
+
+
 def probe_gpu_processes(timeout_s: float = 5.0, *, with_index: bool = True) -> Probe[list[GpuProcess]] | None:
     """Processes on any GPU, from every vendor tool present; None when no tool exists.
 
@@ -289,26 +278,19 @@ def probe_gpu_processes(timeout_s: float = 5.0, *, with_index: bool = True) -> P
     found: list[GpuProcess] = []
     cpu_s = 0.0
     if "amd-smi" in tools:
-        run = run_tool(["amd-smi", "process", "--json"], timeout_s)
-        found += _parsed(run, parse_amd_smi_process_json) or []
-        cpu_s += run.cpu_s if run else 0.0
+        found, cpu_s = _ask(["amd-smi", "process", "--json"], parse_amd_smi_process_json, timeout_s)
     elif "rocm-smi" in tools:  # rocm-smi is the older tool for the same GPUs: ask only one
-        run = run_tool(["rocm-smi", "--showpids", "--json"], timeout_s)
-        found += _parsed(run, parse_rocm_smi_showpids_json) or []
-        cpu_s += run.cpu_s if run else 0.0
+        found, cpu_s = _ask(["rocm-smi", "--showpids", "--json"], parse_rocm_smi_showpids_json, timeout_s)
     if "nvidia-smi" in tools:
-        gpus = (
-            run_tool(["nvidia-smi", "--query-gpu=index,uuid,utilization.gpu", "--format=csv"], timeout_s)
-            if with_index
-            else None
-        )
+        gpus = run_tool(NVIDIA_GPUS, timeout_s) if with_index else None
         uuid_map = (_parsed(gpus, parse_nvidia_smi_gpus) or ([], {}))[1]
-        run = run_tool(
+        apps, apps_cpu_s = _ask(
             ["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv"],
+            lambda text: parse_nvidia_smi_compute_apps(text, uuid_map),
             timeout_s,
         )
-        found += _parsed(run, lambda text: parse_nvidia_smi_compute_apps(text, uuid_map)) or []
-        cpu_s += (gpus.cpu_s if gpus else 0.0) + (run.cpu_s if run else 0.0)
+        found += apps
+        cpu_s += (gpus.cpu_s if gpus else 0.0) + apps_cpu_s
     return Probe(found, cpu_s)
 
 
@@ -318,29 +300,13 @@ def probe_gpu_busy(timeout_s: float = 5.0, sysfs_root: Path = SYSFS_DRM) -> Prob
     cpu_s = 0.0
     tools = _available(("amd-smi", "rocm-smi", "nvidia-smi"))
     if not busy and "amd-smi" in tools:
-        run = run_tool(["amd-smi", "metric", "--usage", "--json"], timeout_s)
-        busy += _parsed(run, parse_amd_smi_metric_json) or []
-        cpu_s += run.cpu_s if run else 0.0
+        busy, cpu_s = _ask(["amd-smi", "metric", "--usage", "--json"], parse_amd_smi_metric_json, timeout_s)
     elif not busy and "rocm-smi" in tools:
-        run = run_tool(["rocm-smi", "--showuse", "--json"], timeout_s)
-        busy += _parsed(run, parse_rocm_smi_use_json) or []
-        cpu_s += run.cpu_s if run else 0.0
+        busy, cpu_s = _ask(["rocm-smi", "--showuse", "--json"], parse_rocm_smi_use_json, timeout_s)
     if "nvidia-smi" in tools:
-        run = run_tool(["nvidia-smi", "--query-gpu=index,uuid,utilization.gpu", "--format=csv"], timeout_s)
+        run = run_tool(NVIDIA_GPUS, timeout_s)
         busy += (_parsed(run, parse_nvidia_smi_gpus) or ([], {}))[0]
         cpu_s += run.cpu_s if run else 0.0
     if not busy and not tools:
         return None
     return Probe(busy, cpu_s)
-
-
-def gpu_processes(timeout_s: float = 5.0) -> list[GpuProcess] | None:
-    """Processes holding a GPU context; None when the host has no vendor tool to ask."""
-    probe = probe_gpu_processes(timeout_s)
-    return None if probe is None else probe.value
-
-
-def gpu_busy_percent(timeout_s: float = 5.0) -> list[GpuBusy] | None:
-    """Busy percent per GPU; None when neither sysfs nor a vendor tool can tell."""
-    probe = probe_gpu_busy(timeout_s)
-    return None if probe is None else probe.value

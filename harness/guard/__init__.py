@@ -3,9 +3,8 @@ starts mid-run. Readings come from small collectors (network, partial downloads,
 processes, memory, GPU), each skipping quietly what the host cannot tell."""
 
 from harness.guard.config import ALL_CHECKS, GuardConfig, load_guard_config
-from harness.guard.lock import default_lock_path, timed_lock
-from harness.guard.offline import offline_env
-from harness.guard.precheck import precheck
+from harness.guard.lock import offline_env, timed_lock
+from harness.guard.readings import precheck
 from harness.guard.sampler import NoisySample, Sampler, SamplerReport
 from harness.guard.verdict import GuardRecord, GuardVerdict, Reading
 
@@ -18,7 +17,6 @@ __all__ = [
     "Reading",
     "Sampler",
     "SamplerReport",
-    "default_lock_path",
     "load_guard_config",
     "offline_env",
     "precheck",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from harness.guard.config import GuardConfig
 from harness.guard.lock import timed_lock
-from harness.guard.precheck import precheck
+from harness.guard.readings import precheck
 from harness.guard.verdict import ALLOW_NOISY_FIX
 from harness.json_types import JsonObject
 from harness.locks import LockBusy

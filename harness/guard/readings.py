@@ -1,7 +1,9 @@
-"""Joins the collectors: a snapshot of the counters, and readings from two snapshots.
+"""Joins the collectors: a snapshot of the counters, readings from two snapshots, and the pre-check
+before every timed phase (watch the machine for a short window, refuse if noisy).
 
 Windowed readings (network, downloads, CPU) compare two snapshots; instant ones (memory, GPU)
 are read once. A collector the host cannot serve yields no reading rather than a failure.
+Memory matters because unified-memory APUs freeze the desktop instead of failing with OOM.
 """
 
 from __future__ import annotations
@@ -10,15 +12,15 @@ import os
 import time
 from dataclasses import dataclass
 
-from harness.gpu.tools import probe_gpu_busy, probe_gpu_processes
+import psutil
+
+from harness.gpu.tools import GpuBusy, GpuProcess, probe_gpu_busy, probe_gpu_processes
 from harness.guard.config import GuardConfig
 from harness.guard.cpu import ProcCpu, cpu_reading, process_tree, take_cpu_snapshot
 from harness.guard.downloads import downloads_reading, scan_partial_files, watched_dirs
-from harness.guard.gpu_readings import busy_readings, foreign_process_reading
 from harness.guard.hostview import host_view, view_reading
-from harness.guard.memory import memory_reading
 from harness.guard.net import NetCounters, net_readings, read_net_counters
-from harness.guard.verdict import Reading
+from harness.guard.verdict import GuardVerdict, Reading, format_bytes
 
 
 @dataclass(frozen=True)
@@ -89,3 +91,60 @@ def instant_readings(config: GuardConfig, exclude: set[int]) -> list[Reading]:
     if "gpu" in config.checks:
         readings += gpu_readings(config, exclude, with_busy=True)[0]
     return readings
+
+
+def memory_reading(config: GuardConfig) -> Reading:
+    vm = psutil.virtual_memory()
+    limit = max(config.memory_min_available_bytes, config.memory_min_available_fraction * vm.total)
+    ok = vm.available >= limit
+    detail = f"{format_bytes(vm.available)} memory available of {format_bytes(vm.total)}"
+    if not ok:
+        detail += f" (need {format_bytes(limit)}) — another job holding memory?"
+    return Reading("memory_available", float(vm.available), "B", float(limit), ok, detail)
+
+
+def foreign_process_reading(processes: list[GpuProcess], exclude: set[int]) -> Reading:
+    foreign = [p for p in processes if p.pid not in exclude]
+    if not foreign:
+        return Reading(
+            "gpu_foreign_processes",
+            0,
+            "processes",
+            0,
+            True,
+            f"no foreign GPU process ({len(processes)} of ours)",
+        )
+    first = foreign[0]
+    memory = f" using {format_bytes(first.used_bytes)}" if first.used_bytes is not None else ""
+    more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+    detail = (
+        f"foreign GPU process pid {first.pid} ({first.name}) on GPU {first.gpu}{memory}{more},"
+        f" seen by {first.tool} — another job?"
+    )
+    return Reading("gpu_foreign_processes", len(foreign), "processes", 0, False, detail)
+
+
+def busy_readings(busy: list[GpuBusy], config: GuardConfig) -> list[Reading]:
+    readings = []
+    for gpu in busy:
+        ok = gpu.percent <= config.gpu_busy_percent_limit
+        detail = f"GPU {gpu.gpu} busy {gpu.percent:.0f}% ({gpu.tool})"
+        if not ok:
+            detail += f" (limit {config.gpu_busy_percent_limit:.0f}%) — another job on the GPU?"
+        readings.append(
+            Reading(f"gpu_busy:{gpu.gpu}", gpu.percent, "%", config.gpu_busy_percent_limit, ok, detail)
+        )
+    return readings
+
+
+def precheck(config: GuardConfig, *, exclude_pids: set[int] | None = None) -> GuardVerdict:
+    """Readings over `config.window_s`; `reason` names the first failed one and the --allow-noisy fix.
+
+    Blocks for the window (3 s by default). Processes in the caller's own tree are never noise.
+    """
+    before = take_snapshot(config)
+    time.sleep(config.window_s)
+    after = take_snapshot(config)
+    exclude = excluded_pids(after, exclude_pids)
+    readings = windowed_readings(before, after, config, exclude) + instant_readings(config, exclude)
+    return GuardVerdict.from_readings(readings, host_view=host_view().to_dict())

@@ -12,12 +12,15 @@ written on time: same status, metrics, predictions and adapter, plus a note of w
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from harness.guard import GuardRecord
 from harness.locks import exclusive_lock
 from harness.results import (
+    RECORD_READ_LIMIT,
     NodeInfo,
     RecordHeader,
     RunRecord,
@@ -49,19 +52,48 @@ def land(
     beside it as a previous record. Raises OSError or the lock's errors; the work folder is the caller's."""
     target = header.record_path(results_dir)
     with exclusive_lock(record_lock_path(target), timeout_s=timeout_s, what="record lock"):
-        current = _current(target) if late else None
-        if current is not None and current.run_id == header.run_id:
+        current = _current(target)
+        if late and current is not None and current.run_id == header.run_id:
             return None
-        newer_holds_name = current is not None and current.created > header.created
-        path = previous_path(target, header.created) if newer_holds_name else target
+        path = _own_path(target, header, current, late=late)
         record = compose(path)
-        path = write_record(results_dir, record, path=path if newer_holds_name else None)
+        path = write_record(results_dir, record, path=None if path == target else path)
         if work_dir is not None:
             for suffix, name in PRODUCED.items():
                 if (work_dir / name).is_file():
                     os.replace(work_dir / name, beside(path, suffix))
             keep_adapter(work_dir / "adapter", path)
     return record, path
+
+
+def _own_path(target: Path, header: RecordHeader, current: RunRecord | None, *, late: bool) -> Path:
+    """Where this run's record goes: its name, unless the record there must keep it. A newer run's
+    record keeps it from a late one. A record landed while this run ran (two runs of one setup and seed
+    at once) keeps it too: its run has printed that path already, and before issue 39 the later run moved
+    it aside, so both runs printed one path that held only the later record. This run's record goes
+    beside it as a previous record (what `report` leaves out), and the run says so."""
+    if current is None or current.run_id == header.run_id:
+        return target
+    if late:
+        return previous_path(target, header.created) if current.created > header.created else target
+    if not _landed_since(target, header.created):
+        return target
+    path = previous_path(target, header.created)
+    print(
+        f"lorabench: another run of this setup and seed (run {current.run_id}) wrote {target} while this "
+        f"one ran, and printed that path; this run's record is kept beside it as {path.name}",
+        file=sys.stderr,
+    )
+    return path
+
+
+def _landed_since(record_file: Path, created: str) -> bool:
+    """Whether the record at `record_file` was written after `created` (a run's start, in whole seconds,
+    so a record landed in the second this run started counts as landed while it ran)."""
+    try:
+        return record_file.stat().st_mtime >= datetime.fromisoformat(created).timestamp()
+    except (OSError, ValueError):
+        return False
 
 
 def land_run(
@@ -120,6 +152,7 @@ def compose_record(
 
 def _current(path: Path) -> RunRecord | None:
     try:
-        return load_record(path) if path.is_file() else None
+        is_record = path.is_file() and path.stat().st_size <= RECORD_READ_LIMIT
+        return load_record(path) if is_record else None
     except Exception:  # an unreadable record is replaced like any other (write_record keeps it as prev-)
         return None

@@ -72,6 +72,7 @@ class OneHost:
             fingerprint=header.fingerprint,
             checkpoints=checkpoints_of(begun.setup, options, header),
             progress_file=options.progress_file,
+            visible_gpus=options.placement.visible_gpus if options.placement else None,
         )
         made = time.time()
         ended = run_phases_in_child(plan, options)
@@ -138,12 +139,14 @@ def run_phases_in_child(plan: RunPlan, options: RunOptions) -> Phases:
                 return Phases(run_trainer(plan, options) if options.isolate else execute_plan(plan), guard)
             # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
             with timed_lock():
-                verdict = precheck(options.guard)
+                # The suite's sibling workers are its own load, not foreign: the record says they shared.
+                siblings = options.placement.sibling_pids if options.placement else set
+                verdict = precheck(options.guard, exclude_pids=siblings())
                 guard = GuardRecord(timed=True, precheck=verdict.to_dict())
                 if not verdict.ok and not options.allow_noisy:
                     return Phases(Outcome(status="refused", reason=verdict.reason), guard)
                 # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
-                with Sampler(options.guard) as sampler:
+                with Sampler(options.guard, exclude_pids_fn=siblings) as sampler:
                     outcome = run_trainer(plan, options, extra_env=offline_env())
                 return Phases(outcome, timing_verdict(verdict, sampler, plan.work_dir))
     except (Stopped, KeyboardInterrupt, Exception) as exc:

@@ -41,6 +41,7 @@ from harness.run.outcome import (
     unwritten_error,
     write_ended,
 )
+from harness.run.plan import Placement
 from harness.run.timeline import command_started
 from harness.run.workdir import keep_ended, remove_work_dir, sweep_stale_runs
 
@@ -63,6 +64,7 @@ class RunOptions:
     # Resumable checkpoints under <results>/.checkpoints (untimed runs of one process; harness/run/plan.py).
     checkpoints: bool = True
     progress_file: Path | None = None  # the trainer's progress lines, for a follower (the suite's)
+    placement: Placement | None = None  # the devices the suite gave the run (None: what the command sees)
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,8 @@ def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
     looks), and the record's fields known at the start: run id, fingerprint, setup."""
     created = datetime.now(UTC)
     provenance = collect_provenance(options.stack, hidden_gpus=hide_integrated_gpus())
+    if options.placement is not None:
+        provenance = provenance.model_copy(update={"placement": options.placement.facts})
     fp = run_fingerprint(setup, options.stack, str(provenance.host.kind))
     return RecordHeader(
         run_id=new_run_id(created, fp, setup.recipe.seed),

@@ -1,4 +1,5 @@
-"""Reading a task's local data file so that every bad byte or line is named: file, line, what, the fix.
+"""A task's data: its local file read so that every bad byte or line is named (file, line, what, the fix),
+and the story's split, shared by the tasks.
 
 Binary or non-UTF-8 data used to surface as a bare `UnicodeDecodeError` with no file name, after the
 trainer child had started. Here the file is decoded once, up front (a UTF-8 byte-order mark is allowed:
@@ -8,13 +9,18 @@ editors on Windows write one), and a bad line is reported as `path:line`.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
+import random
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from harness.config import DataConfig
 from harness.errors import UserError
 
 CHUNK_BYTES = 1 << 20
+Example = TypeVar("Example")
 
 
 def read_text(path: Path, label: str = "data.source") -> str:
@@ -101,3 +107,47 @@ def _why(exc: Exception) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
     return str(exc).split(";")[0][:120]
+
+
+def shuffled_split(
+    rows: Sequence[Example], config: DataConfig, hint: str = ""
+) -> tuple[tuple[Example, ...], tuple[Example, ...]]:
+    """The story's split: shuffle with `split_seed`, last `test_size` rows = test, first `train_size` of the
+    rest = train."""
+    if len(rows) <= config.test_size:
+        raise UserError(
+            f"data.test_size: {config.test_size} test rows leave none to train on ({len(rows)} rows in "
+            f"{config.source}); lower data.test_size{hint}"
+        )
+    shuffled = list(rows)
+    random.Random(config.split_seed).shuffle(shuffled)
+    return tuple(shuffled[: -config.test_size][: config.train_size]), tuple(shuffled[-config.test_size :])
+
+
+def split_hash(train: Sequence[Example], test: Sequence[Example], fields: Callable[[Example], object]) -> str:
+    """Recorded with each run, so two runs compare only on equal splits."""
+    digest = hashlib.sha256()
+    for part, examples in (("train", train), ("test", test)):
+        digest.update(part.encode())
+        for example in examples:
+            digest.update(json.dumps(fields(example)).encode())
+    return digest.hexdigest()[:16]
+
+
+def refuse_overlap(
+    train_keys: Sequence[Hashable], test_keys: Sequence[Hashable], source: str, allowed: bool
+) -> None:
+    """Test questions that also sit in the training rows (duplicates land on both sides of a shuffled split,
+    and the run scores memorised answers, silently) are refused unless the setup allows them. The key is
+    the prompt, so a duplicate with another gold answer counts too."""
+    if allowed:
+        return
+    seen = set(train_keys)
+    shared = [index for index, key in enumerate(test_keys) if key in seen]
+    if shared:
+        first = ", ".join(str(i) for i in shared[:5])
+        raise UserError(
+            f"data.source: {len(shared)} of {len(test_keys)} test questions of {source} are also training rows "
+            f"(duplicate rows; test index {first}{'…' if len(shared) > 5 else ''}); remove the duplicates from "
+            "the data, or set data.allow_overlap = true if that is wanted"
+        )

@@ -10,15 +10,14 @@ from pathlib import Path
 import pytest
 
 from harness.gpu.tools import (
-    gpu_busy_percent,
-    gpu_processes,
     parse_amd_smi_metric_json,
     parse_amd_smi_process_json,
     parse_nvidia_smi_compute_apps,
     parse_nvidia_smi_gpus,
     parse_rocm_smi_showpids_json,
-    parse_rocm_smi_showpids_text,
     parse_rocm_smi_use_json,
+    probe_gpu_busy,
+    probe_gpu_processes,
     read_sysfs_busy,
 )
 from harness.guard import GuardConfig, Sampler, precheck
@@ -56,13 +55,7 @@ def test_amd_smi_and_rocm_smi_busy() -> None:
     ]
 
 
-def test_rocm_smi_showpids_text_and_json() -> None:
-    procs = parse_rocm_smi_showpids_text(recorded("rocm-smi_showpids.txt"))
-    assert len(procs) == 8 and (procs[2].pid, procs[2].name, procs[2].used_bytes) == (
-        1168514,
-        "pt_main_thread",
-        177386942464,
-    )
+def test_rocm_smi_showpids_json() -> None:
     (proc,) = parse_rocm_smi_showpids_json(recorded("rocm-smi_showpids_mi300x.json"))
     assert (proc.pid, proc.name, proc.used_bytes) == (28389, "llama-server", 2353860608)
 
@@ -126,15 +119,15 @@ def test_our_own_gpu_processes_are_not_foreign(tool_path: Path) -> None:
 
 
 def test_no_tool_means_no_gpu_reading(tool_path: Path) -> None:
-    assert gpu_processes() is None and gpu_busy_percent() is None
+    assert probe_gpu_processes() is None and probe_gpu_busy() is None
     assert precheck(GuardConfig(checks=("gpu",), window_s=0.1)).readings == ()
 
 
 def test_failing_or_hanging_tool_is_skipped_quietly(tool_path: Path) -> None:
     stand_in_nvidia_smi(tool_path, "", body="#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")
-    assert gpu_processes() == []
+    assert probe_gpu_processes().value == []  # type: ignore[union-attr]
     stand_in_nvidia_smi(tool_path, "", body="#!/bin/sh\nexec sleep 30\n")
-    assert gpu_processes(timeout_s=0.3) == []
+    assert probe_gpu_processes(timeout_s=0.3).value == []  # type: ignore[union-attr]
 
 
 def test_sampler_sees_a_foreign_gpu_process_and_counts_the_tool_cpu(tool_path: Path) -> None:

@@ -128,6 +128,34 @@ def test_two_runs_started_in_the_same_second_both_leave_a_record(
         pytest.skip("in four tries the two runs never started within one second on this machine")
 
 
+def test_two_identical_runs_at_once_each_print_the_path_that_holds_their_own_record(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    # Issue 39: both printed seed-3407.json, which held only the later record (the earlier one had been
+    # moved to a prev- name after it printed its path). Real processes, started together, overlapping.
+    results = tmp_path / "results"
+    args = [*cli_args(tiny_model_dir, sql_rows_file, results, steps=4), "--json"]
+    env = cli_env(tmp_path, LORABENCH_LOCK_DIR=str(tmp_path))
+    runs = [
+        subprocess.Popen(
+            args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=900) for run in runs]
+    printed = {}
+    for run, (stdout, stderr) in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, stderr[-2000:]
+        said = json.loads(stdout)
+        printed[said["record"]["run_id"]] = Path(said["path"])
+    assert len(printed) == 2 and len(set(printed.values())) == 2, printed
+    for run_id, path in printed.items():
+        assert load_record(path).run_id == run_id, f"{path} does not hold run {run_id}'s record"
+    beside = [path for path in printed.values() if ".prev-" in path.name]
+    assert len(beside) == 1  # the one that landed second; `report` counts the first
+    assert sum("while this one ran" in stderr for _, stderr in outputs) == 1
+
+
 def test_run_ids_of_one_setup_and_second_differ() -> None:
     created = datetime(2026, 1, 1, tzinfo=UTC)
     assert new_run_id(created, "0123456789abcdef", 3407) != new_run_id(created, "0123456789abcdef", 3407)

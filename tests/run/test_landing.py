@@ -5,14 +5,16 @@ guard's verdict is returned. The AST scans are each shown a source with the bug,
 from __future__ import annotations
 
 import ast
+import os
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from harness.guard import GuardRecord
 from harness.locks import LockBusy, exclusive_lock
-from harness.results import RecordHeader, RunRecord, record_lock_path
+from harness.results import RECORD_READ_LIMIT, RecordHeader, RunRecord, load_record, record_lock_path
 from harness.run.landing import land
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
@@ -26,7 +28,10 @@ def header(run_id: str = "r1", created: str = "2026-12-01T10:00:00+00:00") -> Re
 
 
 def modules() -> dict[str, ast.Module]:
-    return {str(p.relative_to(HARNESS.parent)): ast.parse(p.read_text(encoding="utf-8")) for p in HARNESS.rglob("*.py")}
+    return {
+        str(p.relative_to(HARNESS.parent)): ast.parse(p.read_text(encoding="utf-8"))
+        for p in HARNESS.rglob("*.py")
+    }
 
 
 def functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -38,7 +43,9 @@ def called_names(node: ast.AST) -> set[str]:
     out = set()
     for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
         func = call.func
-        out.add(func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "")
+        out.add(
+            func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        )
     return out
 
 
@@ -52,7 +59,9 @@ def callers_of(name: str, trees: dict[str, ast.Module]) -> set[str]:
             nested = [g for g in functions(f) if g is not f and name in called_names(g)]
             if not nested:
                 found.add(f"{path}::{f.name}")
-        top = [n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
+        top = [
+            n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        ]
         if any(name in called_names(n) for n in top):
             found.add(f"{path}::<module>")
     return found
@@ -64,7 +73,8 @@ def hashing_a_fingerprint_payload(trees: dict[str, ast.Module]) -> set[str]:
     for path, tree in trees.items():
         for f in functions(tree):
             uses_hashlib = any(
-                isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "hashlib" for n in ast.walk(f)
+                isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "hashlib"
+                for n in ast.walk(f)
             )
             if uses_hashlib and called_names(f) & {"fingerprint_payload", "setup_digest"}:
                 found.add(f"{path}::{f.name}")
@@ -80,7 +90,10 @@ def test_one_function_writes_every_record() -> None:
     assert not {"write_record", "write_text", "write_json"} & called_names(nodes)
     # The scan catches a second writer (the bug the issue names: nodes writing records their own way).
     trees["harness/run/nodes.py"] = ast.parse("def lead_record(d, r):\n    return write_record(d, r)\n")
-    assert callers_of("write_record", trees) == {"harness/run/landing.py::land", "harness/run/nodes.py::lead_record"}
+    assert callers_of("write_record", trees) == {
+        "harness/run/landing.py::land",
+        "harness/run/nodes.py::lead_record",
+    }
 
 
 def test_one_function_hashes_a_fingerprint_payload() -> None:
@@ -133,7 +146,9 @@ def test_a_record_is_written_under_its_lock(tmp_path: Path) -> None:
     finally:
         release.set()
         holder.join()
-    record, path = land(tmp_path, header(), lambda _path: RunRecord.from_header(header(), status="ok"), timeout_s=0) or (None, None)
+    record, path = land(
+        tmp_path, header(), lambda _path: RunRecord.from_header(header(), status="ok"), timeout_s=0
+    ) or (None, None)
     assert path == target and record is not None and record.run_id == "r1"
 
 
@@ -145,7 +160,9 @@ def test_a_late_record_of_a_landed_run_is_not_written_again(tmp_path: Path) -> N
     newer = header("r2", "2026-12-01T11:00:00+00:00")
     land(tmp_path, newer, lambda _path: RunRecord.from_header(newer, status="ok"))
     old = header("r0", "2026-12-01T09:00:00+00:00")
-    landed = land(tmp_path, old, lambda path: RunRecord.from_header(old, status="killed", reason=path.name), late=True)
+    landed = land(
+        tmp_path, old, lambda path: RunRecord.from_header(old, status="killed", reason=path.name), late=True
+    )
     assert landed is not None and ".prev-" in landed[1].name and landed[0].reason == landed[1].name
 
 
@@ -160,3 +177,59 @@ def test_a_late_record_of_a_landed_run_is_not_written_again(tmp_path: Path) -> N
 def test_the_guard_verdict_keeps_the_record_shape(guard: GuardRecord, written: dict[str, object]) -> None:
     assert guard.to_record() == written
     assert GuardRecord.model_validate(written).to_record() == written  # ended.json round trip
+
+
+def test_a_record_landed_while_this_run_ran_keeps_its_name_and_this_one_goes_beside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 39: two runs of one setup and seed at once. The first to land has printed its path; the
+    # second must not move that record away (before, both printed seed-3407.json, holding the second's).
+    now = datetime.now(UTC).replace(microsecond=0)
+    first, second = header("r1", now.isoformat()), header("r2", now.isoformat())
+    landed_first = land(tmp_path, first, lambda _path: RunRecord.from_header(first, status="ok"))
+    landed_second = land(tmp_path, second, lambda _path: RunRecord.from_header(second, status="ok"))
+    assert landed_first is not None and landed_second is not None
+    assert load_record(landed_first[1]).run_id == "r1" and landed_first[1] == first.record_path(tmp_path)
+    assert load_record(landed_second[1]).run_id == "r2" and ".prev-" in landed_second[1].name
+    assert f"(run r1) wrote {landed_first[1]} while this one ran" in capsys.readouterr().err
+
+
+def test_a_record_landed_before_this_run_started_is_kept_as_previous(tmp_path: Path) -> None:
+    earlier = header("r1", "2026-12-01T10:00:00+00:00")
+    landed_earlier = land(tmp_path, earlier, lambda _path: RunRecord.from_header(earlier, status="ok"))
+    assert landed_earlier is not None
+    landed_at = datetime(2026, 12, 1, 10, 5, tzinfo=UTC).timestamp()
+    os.utime(landed_earlier[1], (landed_at, landed_at))
+    rerun = header("r2", "2026-12-01T11:00:00+00:00")
+    landed_rerun = land(tmp_path, rerun, lambda _path: RunRecord.from_header(rerun, status="ok"))
+    assert landed_rerun is not None and landed_rerun[1] == rerun.record_path(tmp_path)
+    kept = [p for p in tmp_path.rglob("seed-3407.prev-*.json")]
+    assert [load_record(p).run_id for p in kept] == ["r1"]
+
+
+def _hold_the_name(target: Path, kind: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "folder":
+        (target / "inside").mkdir(parents=True)
+    elif kind == "fifo":
+        os.mkfifo(target)  # before issue 39 reading it to compare blocked the landing for good
+    elif kind == "dangling link":
+        target.symlink_to(target.parent / "nowhere.json")
+    else:  # a file far larger than any record: moved aside unread
+        with target.open("wb") as handle:
+            handle.truncate(RECORD_READ_LIMIT + 1)
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "dangling link", "huge file"])
+def test_a_record_name_held_by_what_is_not_a_record_is_kept_aside_and_the_record_lands(
+    tmp_path: Path, kind: str
+) -> None:
+    # Issue 39, "nothing in a results folder can block every later run": a folder at seed-3407.json made
+    # every landing of that setup and seed fail, and the sweep of each such run failed the same way.
+    target = header().record_path(tmp_path)
+    _hold_the_name(target, kind)
+    landed = land(tmp_path, header(), lambda _path: RunRecord.from_header(header(), status="ok"), timeout_s=0)
+    assert landed is not None and landed[1] == target and load_record(target).run_id == "r1"
+    kept = sorted(p.name for p in target.parent.iterdir() if ".prev-" in p.name)
+    expected = "unreadable" if kind == "huge file" else "not-a-record-file"
+    assert kept == [f"seed-3407.prev-{expected}.json"]

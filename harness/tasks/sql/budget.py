@@ -1,30 +1,18 @@
 """How much work scoring may spend on SQL, counted in SQLite VM instructions instead of seconds.
 
-Why not seconds: a wall-clock budget makes the same answer score differently on a busy machine (a
-query that fits in one second alone does not fit while five other jobs share the cores), so a score
-could not be reproduced (issue #18b). SQLite calls a connection's progress handler once every `TICK`
-VM instructions of a statement; counting those calls measures work that is the same on every run
-with the same SQLite build, whatever else the machine does.
+Why not seconds: a wall-clock budget scores the same answer differently on a busy machine (issue
+#18b). The progress handler runs every `TICK` instructions; counting its calls measures work that is
+the same on every run with the same SQLite build.
 
-Calibration: `benchmarks/calibrate_sql_budget.py` ([`reports/benchmarks/cpu/sql_budget.txt`]) runs
-long statements of the kinds that reach a budget (recursive CTEs, cross joins, sorts, GROUP BY,
-LIKE, instr) and byte-heavy ones (a value at the sandbox's cap passed along a recursive CTE and
-worked on per row), and divides the instructions they count (functions' byte charges included) by
-the thread CPU time they take. Short-value shapes ran 15 to 174 M instructions per CPU second, byte-
-heavy ones down to about 12 M (the VM's speed moves by half within an hour). INSTRUCTIONS_PER_S is
-well below the slowest, so an answer's whole budget is under a CPU second whatever its statements do
-(issue #18's bound, issue #27's byte-heavy answers included). The figure is per SQLite version:
-another build may count the same query differently (the version is in every benchmark header).
+INSTRUCTIONS_PER_S is calibrated well below the slowest statement kinds measured
+(`benchmarks/calibrate_sql_budget.py`, reports/benchmarks/cpu/sql_budget.txt), so an answer's whole
+budget is under a CPU second; the figure is per SQLite version.
 
-The safety net: an instruction count cannot see one instruction that runs long (a built-in on a big
-value). The sandbox's value cap keeps every single instruction short and charges the quadratic
-built-ins for their bytes (`ProgressMeter.charge`), so the count is the real bound; behind it a budget also stops once its statements have used `NET_FACTOR` times its
-CPU-second equivalent of this thread's CPU time (`time.thread_time`). Not the wall clock: the net is
-there for costly instructions, whose cost is CPU, and must not fire because the machine is busy. A
-result stopped by the net depends on the machine and is named so (`Failure.CLOCK`, and
-`clock_stopped` on verdicts and scores), never mixed with the deterministic `Failure.BUDGET`.
-
-A `Budget` belongs to one thread: the net reads that thread's CPU clock.
+The safety net: one long instruction escapes a count, so the sandbox caps values and charges the
+byte-heavy built-ins (`ProgressMeter.charge`); behind that a budget also stops after `NET_FACTOR`
+times its CPU-second equivalent of this thread's CPU time (not wall time: a busy machine must not
+fire it). Such a stop depends on the machine and is named so (`Failure.CLOCK`, `clock_stopped`),
+never mixed with the deterministic `Failure.BUDGET`. A `Budget` belongs to one thread.
 """
 
 from __future__ import annotations

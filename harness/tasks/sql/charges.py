@@ -1,22 +1,16 @@
 """SQLite built-ins that move many bytes in one VM instruction, charged to the statement's budget
 for those bytes (issue #27, issue #38 item 6).
 
-Why: the budget counts VM instructions (`budget.py`), and one instruction that calls a built-in on
-values near the sandbox's 1,000-byte cap can take microseconds: 99 `quote()` of a 490-character
-column per row ran 4.7 CPU s within a budget meant as one; `trim(X, Y)` with a 1 kB X and an 80-
-character Y, `min()` of 99 `randomblob(990)` or `ltrim`/`rtrim` ran 10 s and ended only on the CPU-time
-safety net (reports/benchmarks/cpu/hostile_sql.txt). Each function below is replaced by a Python
-function that charges the budget (`charge`) and then runs SQLite's own implementation on a helper
-connection under the same limits, so results do not change, only what they cost:
-- every call: CALL_INSTRUCTIONS (the Python round trip itself costs some microseconds);
-- the bytes it reads and returns: one instruction per BYTES_PER_INSTRUCTION (upper, lower, hex,
-  quote, substr, trim with spaces, randomblob and zeroblob by the size asked for, printf);
-- the functions that try one argument at every position of the other (instr, replace, LIKE, GLOB,
-  and trim/ltrim/rtrim with a set of characters to strip: each character against each of the
-  set): the product of the two lengths per BYTES_PER_INSTRUCTION, charged before they run.
-Charges are upper bounds computed from the values alone, so the count stays deterministic.
-`printf`/`format` also loop over a width or precision (`%.*c` with 1e9 ran 8 s in one instruction), so
-their wrapper refuses a width or precision over the value cap.
+Why: the budget counts VM instructions (`budget.py`), and one built-in call on values near the 1,000-byte
+cap can run for seconds (reports/benchmarks/cpu/hostile_sql.txt). Each function below charges the budget
+(`charge`), then runs SQLite's own implementation on a helper connection under the same limits, so results
+do not change:
+- every call: CALL_INSTRUCTIONS;
+- bytes read and returned: one instruction per BYTES_PER_INSTRUCTION;
+- functions that try one argument at every position of the other (instr, replace, LIKE, GLOB, trim with
+  a character set): the product of the two lengths, charged before they run.
+Charges are computed from the values alone, so the count stays deterministic. `printf`/`format` refuse a
+width or precision over the value cap (`%.*c` with 1e9 ran 8 s in one instruction).
 """
 
 from __future__ import annotations

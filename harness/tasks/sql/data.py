@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import DataConfig
 from harness.errors import UserError
 from harness.hub import check_hub_dataset
-from harness.tasks.files import read_json, read_jsonl
-from harness.tasks.overlap import refuse_overlap
-from harness.tasks.sql.prompt import messages
+from harness.tasks import files
+from harness.tasks.files import read_json, read_jsonl, refuse_overlap
 
 FIELDS = ("question", "context", "answer")
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
+# The prompt the model sees, in training and in evaluation alike (the story's wording).
+SYSTEM = "Write one SQLite query that answers the question. Reply with SQL only."
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,10 @@ class SqlExample:
     answer: str
 
     def prompt_messages(self) -> list[dict[str, str]]:
-        return messages(self.question, self.context)
+        return [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"{self.context}\n-- {self.question}"},
+        ]
 
 
 @dataclass(frozen=True)
@@ -133,37 +136,22 @@ def load_rows(source: str) -> list[SqlExample]:
 
 def row_id(example: SqlExample) -> str:
     """A short hash naming one row, so per-question files can point at the data instead of copying it."""
-    return hashlib.sha256(
-        json.dumps([example.question, example.context, example.answer]).encode()
-    ).hexdigest()[:12]
+    return hashlib.sha256(json.dumps(_fields(example)).encode()).hexdigest()[:12]
 
 
-def split_hash(train: tuple[SqlExample, ...], test: tuple[SqlExample, ...]) -> str:
-    digest = hashlib.sha256()
-    for part, examples in (("train", train), ("test", test)):
-        digest.update(part.encode())
-        for ex in examples:
-            digest.update(json.dumps([ex.question, ex.context, ex.answer]).encode())
-    return digest.hexdigest()[:16]
+def _fields(example: SqlExample) -> list[str]:
+    return [example.question, example.context, example.answer]
 
 
 def make_split(rows: list[SqlExample], config: DataConfig) -> SqlSplit:
-    if len(rows) <= config.test_size:
-        raise UserError(
-            f"data.test_size: {config.test_size} test rows leave none to train on ({len(rows)} rows in "
-            f"{config.source}); lower data.test_size"
-        )
-    shuffled = list(rows)
-    random.Random(config.split_seed).shuffle(shuffled)
-    test = tuple(shuffled[-config.test_size :])
-    train = tuple(shuffled[: -config.test_size][: config.train_size])
+    train, test = files.shuffled_split(rows, config)
     refuse_overlap(
         [(e.question, e.context) for e in train],
         [(e.question, e.context) for e in test],
         config.source,
         config.allow_overlap,
     )
-    return SqlSplit(config.source, len(rows), train, test, split_hash(train, test))
+    return SqlSplit(config.source, len(rows), train, test, files.split_hash(train, test, _fields))
 
 
 def load_split(config: DataConfig) -> SqlSplit:

@@ -1,31 +1,19 @@
 """Run untrusted SQL (model output) against in-memory SQLite databases built from a CREATE TABLE context.
 
-What it guarantees: nothing touches disk (the database is `:memory:`, or for `ScratchDatabase` a
-randomly named in-memory database in SQLite's shared cache; temporary storage is kept in memory, ATTACH/DETACH and so VACUUM INTO are denied, extension loading is denied); an untrusted query
-may only read (SELECT, WITH, recursive CTEs, ordinary functions, a short list of read-only pragmas);
-time, memory and result size are bounded, and a failure is a named outcome, never an exception:
-- time: a budget of SQLite VM instructions (`budget`), counted by a progress handler called every
-  1,000 instructions, so the same query stops at the same point however busy the machine is; a
-  CPU-time safety net far behind it (`Failure.CLOCK`) is the only outcome that depends on the machine.
-  One instruction can still be long when it moves many bytes, so the count is made byte-aware
-  (issue #27: a recursive CTE passing 19 kB strings with `instr` per row ran 10 CPU s and only the
-  safety net stopped it): a query's values, and so its table rows and sort records, are capped at
-  MAX_VALUE_BYTES (1,000: far above any value scoring draws or a right answer builds on them), and
-  the byte-heavy built-ins (the trim family, upper/lower, hex, quote, substr, replace, instr, LIKE,
-  GLOB, randomblob, zeroblob, printf) are charged to the budget for the bytes they move
-  (`charges.py`, issue #38), through SQLite's own implementation, so their results do not change;
-  DISTINCT/UNION/GROUP BY keys and sort records of such values are bounded by the heap cap. The context's
-  DDL and the rows scoring draws are trusted and may be longer (up to TRUSTED_VALUE_BYTES) until a
-  connection is locked for queries.
-- memory: SQLite's heap is capped process-wide (`PRAGMA hard_heap_limit`, 32 MiB: SQLite's heap limit
-  exists only per process, and a pragma can only lower it); an allocation past it fails the query
-  (Failure.MEMORY) instead of growing the process. Rows handed to Python are capped by count and size.
+Guarantees: nothing touches disk (`:memory:` or a shared-cache in-memory scratch database; ATTACH,
+VACUUM INTO and extensions are denied); an untrusted query may only read; time, memory and result size
+are bounded, and a failure is a named outcome, never an exception:
+- time: a budget of SQLite VM instructions (`budget.py`), so the same query stops at the same point
+  however busy the machine is. Values are capped at MAX_VALUE_BYTES and the byte-heavy built-ins are
+  charged for the bytes they move (`charges.py`, issues #27/#38), so one instruction stays short; a
+  CPU-time net far behind (`Failure.CLOCK`) is the only machine-dependent outcome. Trusted DDL and
+  scoring's rows may be longer (TRUSTED_VALUE_BYTES) until a connection is locked for queries.
+- memory: SQLite's heap is capped process-wide (`PRAGMA hard_heap_limit`, 32 MiB; SQLite has no
+  per-connection limit); past it the query fails (Failure.MEMORY). Rows handed to Python are capped.
 - hostile text: SQL length, expression depth, columns, compound SELECTs, LIKE patterns are capped.
 
-What it does not cover: this is not a process sandbox. It trusts the sqlite3 library itself and runs
-in the caller's process; the heap cap applies to every SQLite connection of the process (this
-harness has no other), and it relies on SQLite's memory statistics being compiled in (they are by
-default; `tests/sql/test_sql_sandbox.py` checks it).
+Not a process sandbox: it trusts the sqlite3 library, runs in the caller's process, and relies on
+SQLite's memory statistics being compiled in (`tests/sql/test_sql_sandbox.py` checks it).
 """
 
 from __future__ import annotations
@@ -303,16 +291,13 @@ def _insert_rows(
 
 
 class ScratchDatabase:
-    """One in-memory database of a context seen through three connections: a trusted writer that
-    swaps rows in (`load`), and two locked readers for untrusted queries, `forward` and `backward`
-    (tables scanned in reverse order: a query whose result changes with the scan order leaves part of
-    its answer to chance, e.g. ties under ORDER BY, LIMIT without ORDER BY, a bare column next to MAX).
+    """One in-memory database of a context seen through three connections: a trusted writer that swaps
+    rows in (`load`), and two locked readers for untrusted queries, `forward` and `backward` (tables scanned
+    in reverse: a result that changes with the scan order leaves part of its answer to chance).
 
-    Why not one connection per row set: the readers keep their compiled statements across loads (a
-    write through another connection does not expire them, while re-locking a connection would), so
-    a query costs microseconds instead of a recompile. The database is a named in-memory database in
-    SQLite's shared cache; its random name is never shown to the queries, which cannot ATTACH anyway.
-    Raises ContextError."""
+    Why not one connection per row set: the readers keep their compiled statements across loads (re-locking
+    would expire them), so a query costs microseconds instead of a recompile. The database's random
+    shared-cache name is never shown to the queries. Raises ContextError."""
 
     def __init__(self, context: str) -> None:
         self.schema = parse_schema(context)

@@ -1,25 +1,20 @@
 """Load chat-format JSONL for the verdict task and split it.
 
-A row is `{"messages": [{"role": "system", …}, {"role": "user", …}, {"role": "assistant", …}]}`: every
-message before the last is the prompt, the last (the assistant's) is the gold answer. The system
-message is optional. Rows may carry `"split": "train" | "test"` — a fixed held-out split, used as is
-(train capped at `data.train_size`) when every row has one; otherwise the story's split applies
-(shuffle with `split_seed`, last `test_size` rows = test). `verdict-corpus` names the small corpus
+A row is `{"messages": [system?, user, assistant]}`: every message before the last is the prompt, the
+last is the gold answer. When every row carries `"split": "train" | "test"` that split is used as is
+(train capped at `data.train_size`); otherwise the story's split. `verdict-corpus` names the small corpus
 shipped with lorabench (62 situations written for the project, 16 held out).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import DataConfig
 from harness.errors import UserError
-from harness.tasks.files import read_jsonl
-from harness.tasks.overlap import refuse_overlap
+from harness.tasks import files
+from harness.tasks.files import read_jsonl, refuse_overlap
 from harness.tasks.verdict.about import DEFAULT_SOURCE as CORPUS_NAME
 
 CORPUS_FILE = Path(__file__).with_name("corpus.jsonl")
@@ -93,29 +88,13 @@ def load_rows(source: str) -> list[tuple[VerdictExample, str | None]]:
     return [_example(row, f"{source}:{number}") for number, row in read_jsonl(path)]
 
 
-def split_hash(train: tuple[VerdictExample, ...], test: tuple[VerdictExample, ...]) -> str:
-    digest = hashlib.sha256()
-    for part, examples in (("train", train), ("test", test)):
-        digest.update(part.encode())
-        for ex in examples:
-            digest.update(json.dumps([ex.prompt, ex.answer]).encode())
-    return digest.hexdigest()[:16]
-
-
 def make_split(rows: list[tuple[VerdictExample, str | None]], config: DataConfig) -> VerdictSplit:
     if rows and all(split is not None for _, split in rows):
         test = tuple(ex for ex, split in rows if split == "test")
         train = tuple(ex for ex, split in rows if split == "train")[: config.train_size]
     else:
-        if len(rows) <= config.test_size:
-            raise UserError(
-                f"data.test_size: {config.test_size} test rows leave none to train on ({len(rows)} rows in "
-                f'{config.source}); lower data.test_size, or mark rows with "split": "train"/"test"'
-            )
-        shuffled = [ex for ex, _ in rows]
-        random.Random(config.split_seed).shuffle(shuffled)
-        test = tuple(shuffled[-config.test_size :])
-        train = tuple(shuffled[: -config.test_size][: config.train_size])
+        hint = ', or mark rows with "split": "train"/"test"'
+        train, test = files.shuffled_split([ex for ex, _ in rows], config, hint)
     refuse_overlap(
         [ex.prompt for ex in train], [ex.prompt for ex in test], config.source, config.allow_overlap
     )
@@ -123,7 +102,13 @@ def make_split(rows: list[tuple[VerdictExample, str | None]], config: DataConfig
         raise UserError(
             f"data.source: {config.source} gives {len(train)} train and {len(test)} test rows; both must be > 0"
         )
-    return VerdictSplit(config.source, len(rows), train, test, split_hash(train, test))
+    return VerdictSplit(
+        config.source,
+        len(rows),
+        train,
+        test,
+        files.split_hash(train, test, lambda ex: [ex.prompt, ex.answer]),
+    )
 
 
 def load_split(config: DataConfig) -> VerdictSplit:

@@ -1,21 +1,11 @@
 """Scores for one gate answer against the gold, and the run's rates.
 
-The contract: exactly one of
-    OK                        approve
-    [tag] block: reason       block, naming the rule's tag (lower-case letters, digits, dashes)
-    UNSURE: what is missing   abstain
-Anything else breaks the contract — and a gate's parser blocks on what it cannot read, so a
-non-verdict counts as a block (`decision` "block", `tag` None), also in false blocks and catches.
-
-Rates, in percent with one decimal (None when nothing to divide by):
-    contract      answers that parse, over all cases
-    false_blocks  blocks on approve cases (gold OK); abstentions are not blocks
-    catches       blocks on violation cases (gold [tag]), whatever the tag
-    tag_match     violation cases blocked with the gold's tag
-    abstentions   abstentions, over all cases
-    judgment      the answer's decision and tag equal the gold's (OK = OK, [t] = [t], UNSURE = UNSURE);
-                  recorded as the run's `exact_match`, with `contract` as its `executes`.
-The reason text is never scored: it is free prose.
+The contract: exactly one of `OK` (approve), `[tag] block: reason` (block, naming the rule's tag), or
+`UNSURE: what is missing` (abstain). A non-verdict counts as a block with tag None (a gate's parser blocks
+on what it cannot read). Rates, in percent with one decimal (None when nothing to divide by): `contract`
+(answers that parse), `false_blocks` (blocks on gold OK), `catches` (blocks on violation cases),
+`tag_match` (blocked with the gold's tag), `abstentions`, `judgment` (decision and tag equal the gold's;
+recorded as `exact_match`, with `contract` as `executes`). The reason text is never scored.
 """
 
 from __future__ import annotations
