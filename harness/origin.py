@@ -1,9 +1,7 @@
-"""Where a record's numbers came from, as a frozen model: the host, the software stack, the lorabench
-commit, the image, the runtime environment and when it was collected (`harness.provenance` collects them).
-
-Each collector skips quietly what the host cannot tell, so every field may be absent; a fact no field
-names yet is kept as found. A record says only what was found: a field is written to JSON only when it was set (read from a record or given by a
-collector), never as a guessed null, and every published record reads and writes back key for key.
+"""Where a record's numbers came from, as a frozen model: host, software stack, commit, image, runtime
+environment and when (`harness.provenance` collects them). A field is written only when it was found
+(never a guessed null), a fact no field names yet is kept as found, and every published record reads and
+writes back key for key.
 """
 
 from __future__ import annotations
@@ -101,6 +99,16 @@ class ImageFacts(Facts):
     digest_missing: str | None = None
 
 
+class PlacementFacts(Facts):
+    devices: str | None = Field(
+        None,
+        description="the devices the run was given: 'cpu', or GPUs as the visibility variable names them",
+    )
+    shared_by: int | None = Field(
+        None, description="runs placed on those devices at once (the suite's workers per device); 1: alone"
+    )
+
+
 class Provenance(Facts):
     host: HostFacts = HostFacts()
     stack: StackFacts = StackFacts()
@@ -112,3 +120,6 @@ class Provenance(Facts):
     )
     collected: str | None = None
     image: ImageFacts | None = None
+    placement: PlacementFacts | None = Field(
+        None, description="where the suite placed the run (harness/run/plan.py Placement); absent: not placed"
+    )

@@ -509,11 +509,8 @@ def data_identity(source: str) -> str:
 @functools.lru_cache(maxsize=32)
 def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     # Keyed by size and mtime too, so an edited file is hashed again; a suite asks for one file many times.
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
+        return f"sha256:{hashlib.file_digest(handle, 'sha256').hexdigest()}"
 
 
 def record_dir(results_dir: Path, stack: str, host: str, experiment: str, setup_name: str) -> Path:
@@ -582,14 +579,10 @@ def write_record(results_dir: Path, record: RunRecord, *, path: Path | None = No
     `harness.run.landing.land`, under the record's lock; tests and tools that make records call this."""
     path = path or record_path(results_dir, record)
     text = record.model_dump_json(indent=2) + "\n"
-    if path.exists():
-        old_text = path.read_text(encoding="utf-8", errors="replace")
-        if old_text != text:
-            try:
-                old_created = json.loads(old_text).get("created", "unknown")
-            except (json.JSONDecodeError, AttributeError):
-                old_created = "unreadable"
-            keep = previous_path(path, str(old_created))
+    if path.exists() or path.is_symlink():
+        old_created = _held_by(path, text)
+        if old_created is not None:
+            keep = previous_path(path, old_created)
             os.replace(path, keep)
             # Its predictions, adapter and traceback go with it, so a kept record keeps its files.
             for suffix in BESIDE_SUFFIXES:
@@ -597,6 +590,28 @@ def write_record(results_dir: Path, record: RunRecord, *, path: Path | None = No
                     os.replace(beside(path, suffix), beside(keep, suffix))
     atomic.write_text(path, text)
     return path
+
+
+# A record is a few kB to a few MB; what holds its name and is larger than this is not read to be moved.
+RECORD_READ_LIMIT = 64 << 20
+
+
+def _held_by(path: Path, text: str) -> str | None:
+    """The `created` of what holds a record's name, for the name it is kept under; None when it holds
+    `text` already. What is not a record file (a folder, a FIFO, a dangling link, a huge file) is kept aside
+    unread: before issue 39 it made every later landing of that setup and seed fail (or block on the
+    FIFO), and each run was left to the next one's sweep, which failed the same way."""
+    if not path.is_file():
+        return "not-a-record-file"
+    if path.stat().st_size > RECORD_READ_LIMIT:
+        return "unreadable"
+    old_text = path.read_text(encoding="utf-8", errors="replace")
+    if old_text == text:
+        return None
+    try:
+        return str(json.loads(old_text).get("created", "unknown"))
+    except (json.JSONDecodeError, AttributeError):
+        return "unreadable"
 
 
 def upgrade_record(data: JsonObject, source: str) -> JsonObject:

@@ -1,31 +1,21 @@
 """Every `LORABENCH_*` environment variable, declared once: its name, type, default, meaning, and who
-sets it. Code reads a variable only through its declaration here (`settings.MEM_CAP.get()`), and a
-process that hands a variable to its children writes it under the declared name (`settings.NODE.name`);
-`tests/test_settings.py` holds every other module to that, and checks that the README, compose.yaml,
-the Dockerfiles, the Makefile, .ci and scripts/ name no variable that is not declared here.
-`lorabench doctor --settings` lists them with their values now.
+sets it. Code reads a variable only through its declaration (`settings.MEM_CAP.get()`);
+`tests/test_settings.py` holds every module, the README, compose.yaml, the Dockerfiles, the Makefile,
+.ci and scripts/ to that. `lorabench doctor --settings` lists them with their values now.
 
-Values are read at call time, never frozen at import: a test sets one with monkeypatch, a parent sets
-one for its child. Unset and empty mean the same: the default. A value that cannot be read is a
-`UserError` naming the variable, the value and the form it takes (`$LORABENCH_MEM_CAP: 'banana' is
-not a size; ...`), raised where the value is needed — a bad value of one variable never stops a
-command that does not use it.
+Values are read at call time, never frozen at import. Unset and empty mean the default. A value that
+cannot be read is a `UserError` naming the variable, the value and its form, raised where the value is
+needed: a bad variable never stops a command that does not use it.
 
-Why not pydantic-settings (the issue names it): its model reads every variable of the prefix at once,
-so a bad `LORABENCH_NODE` fails a read of `LORABENCH_CACHE` too (a `ValidationError` for `node`), and
-`lorabench report` would stop on a variable it never uses; reading at call time means building the
-model on each read: 2.2–3.7 ms a read against 1 µs here (`dev/bench_settings.py`, 28 variables,
-best of 5 × 2000 reads, 3 runs on the 2-core dev machine under a load of 6–8; pydantic-settings 2.16.3);
-it has no place for "who sets it" (most of these are set by the images, by scripts/host_env.sh or by the
-harness for its own children); and adding it means recompiling all four lockfiles, two of them
-against wheels (/opt/wheels, the ROCm torch) that exist only on the build hosts, so every stack's
-recorded lockfile hash would change. The table below uses pydantic (already a dependency) for the
-scalar coercions and one small parser for sizes, the only type pydantic does not read.
+Why not pydantic-settings: it reads every variable of the prefix at once (a bad `LORABENCH_NODE` would
+stop `lorabench report`), a read costs 2.2-3.7 ms against 1 µs here (`dev/bench_settings.py`), it has no
+place for "who sets it", and adding it would change every stack's recorded lockfile hash.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +74,20 @@ def _path(text: str) -> Path:
 
 def _text(text: str) -> str:
     return text.strip()
+
+
+# A stack names a folder of the results (results/<stack>/…): what starts with a dot ('.work', '..')
+# filed records where the sweep sets work folders aside, or outside the results folder (issue 39).
+STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+
+
+def stack_name(text: str) -> str:
+    name = text.strip()
+    if not STACK_NAME.match(name):
+        raise ValueError(
+            f"{name!r} cannot name a stack: give letters, digits and . _ + - (at most 100), such as cpu or cuda13"
+        )
+    return name
 
 
 _flag = _adapted(bool, "1 or 0 (true/false, yes/no, on/off)")
@@ -191,7 +195,7 @@ CACHE = declare(
 )
 STACK = declare(
     "LORABENCH_STACK",
-    _text,
+    stack_name,
     "the stack name runs are recorded under (the images set it)",
     "image",
     default_note="cpu where a command needs one",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import re
 import shutil
 import tempfile
 import time
@@ -121,13 +120,6 @@ def _quantization_config(runtime: Runtime) -> Any:
     )
 
 
-def lora_target_modules(targets: list[str] | str) -> list[str] | str:
-    """PEFT takes a list of module-name suffixes or one regex over full module paths."""
-    if isinstance(targets, str):
-        re.compile(targets)
-    return targets
-
-
 def wrap_lora(model: Model, setup: SetupConfig) -> Model:
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
@@ -139,7 +131,7 @@ def wrap_lora(model: Model, setup: SetupConfig) -> Model:
         r=setup.lora.rank,
         lora_alpha=setup.lora.alpha,
         lora_dropout=setup.lora.dropout,
-        target_modules=lora_target_modules(setup.lora.targets),
+        target_modules=setup.lora.targets,  # module-name suffixes, or one regex (validated)
         task_type="CAUSAL_LM",
     )
     # LoRA's A matrices are drawn from torch's RNG, seeded once for the run (harness/run/seeding.py): the
@@ -279,15 +271,10 @@ def training_args(setup: SetupConfig, runtime: Runtime, output_dir: Path, checkp
 
 
 def _sync_free_trainer_class() -> type:
-    """TRL's SFTTrainer without the host syncs lorabench has no use for.
-
-    Every micro-step TRL's `compute_loss` reads entropy, token accuracy and the token count back from the
-    GPU (`.item()`, three to five times), and Trainer's `include_num_input_tokens_seen` a fourth: each
-    stalls the host until the GPU has caught up, on a step that is bound by the host's kernel launches.
-    Here the loss is computed by the very path SFTTrainer uses (`Trainer.compute_loss` calling the model
-    forward that TRL patched with its chunked NLL, which honours num_items_in_batch), TRL's metrics are
-    not collected, and the non-padding tokens are summed on the device and read once, after training.
-    The loss itself is still read every step (Trainer's logging): the checks watch it."""
+    """TRL's SFTTrainer without the host syncs lorabench has no use for: TRL reads entropy, token accuracy
+    and token counts back from the GPU every micro-step, each a stall on a launch-bound step. The loss is
+    computed by SFTTrainer's own path; TRL's metrics are not collected; non-padding tokens are summed on the
+    device and read once, after training. The loss is still read every step: the checks watch it."""
     from transformers import Trainer
     from trl import SFTTrainer
 
@@ -345,13 +332,9 @@ def train(
 
 
 def fused_kernels(model: Model, setup: SetupConfig, runtime: Runtime) -> list[str] | None:
-    """recipe.kernels = "liger": Liger kernel's Triton kernels patched into this model instance before LoRA
-    wraps it (the patched MLP and the fused loss call the LoRA-wrapped projections, so the adapters train
-    through them). Returns the kernels that were patched in, as the record names them.
-
-    Liger patches the model's classes in this process too (its apply functions set module attributes),
-    which is why it runs in the trainer child only; eval decodes through the same patched modules (the
-    fused loss is skipped outside training: no labels)."""
+    """recipe.kernels = "liger": Liger's Triton kernels patched into this model before LoRA wraps it (the
+    adapters train through the patched modules); returns the kernels patched in, as the record names them.
+    Liger also patches classes process-wide, which is why it runs in the trainer child only."""
     if setup.recipe.kernels == "none":
         return None
     if runtime.device != "cuda":
@@ -518,12 +501,9 @@ def training_spans(model: Model, trainer: Any, setup: SetupConfig, mode: str) ->
 
 @contextlib.contextmanager
 def compiled_layers(model: Model, enabled: bool) -> Generator[None]:
-    """`recipe.compile = "layers"`: torch.compile every decoder layer in place for the span, then put the
-    eager forward back, so eval and export decode uncompiled (generation's cache shapes would recompile).
-
-    Layers, not the whole model: identical layers can share one compiled graph (torch treats their
-    parameters as inputs); dynamic shapes, so batches of other lengths reuse it. On the H200 a 300-step
-    SmolLM2 run stepped at 0.158 against 0.199 s but trained 153 s against 74.5 s: the compile cost more."""
+    """`recipe.compile = "layers"`: torch.compile every decoder layer in place for the span (identical layers
+    share one graph; dynamic shapes), then the eager forward back, so eval and export decode uncompiled. On
+    the H200 it stepped 0.158 against 0.199 s but the compile cost more (153 against 74.5 s to train 300)."""
     if not enabled:
         yield
         return

@@ -23,6 +23,7 @@ from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
 from harness.suite.catalogue import load_catalogue
+from harness.suite.placement import asks_for_workers, workers_for_host
 
 DEFAULT_RESULTS = Path("results")
 DEFAULT_PUBLISHED = Path("reports/results")
@@ -75,9 +76,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def pytest_command(
-    pytest_args: list[str], results: Path, published: Path = DEFAULT_PUBLISHED, setups: Sequence[Path] = ()
+    pytest_args: list[str],
+    results: Path,
+    published: Path = DEFAULT_PUBLISHED,
+    setups: Sequence[Path] = (),
+    workers: int = 0,
 ) -> list[str]:
+    """The suite's pytest command; `workers` (pytest-xdist's -n) unless the user chose theirs."""
     args = pytest_args[1:] if pytest_args[:1] == ["--"] else list(pytest_args)
+    if workers and not asks_for_workers(args):
+        args = ["-n", str(workers), *args]
     # With no test path given, the suite is benchmarks/ (a path is any argument naming an existing file or folder).
     if not any(Path(a.split("::", 1)[0]).exists() for a in args if not a.startswith("-")):
         args.append(str(default_benchmarks()))
@@ -167,7 +175,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "(`lorabench publish` copies chosen records there instead)",
             file=sys.stderr,
         )
-    command = pytest_command(args.pytest_args, args.results, args.published, args.setups)
+    from harness.gpu.facts import collect_gpus
+
+    # One worker per GPU, k per GPU on CUDA (harness/suite/placement.py); a CPU host runs one seed at a time.
+    workers = 0 if asks_for_workers(args.pytest_args) else workers_for_host(collect_gpus())
+    command = pytest_command(args.pytest_args, args.results, args.published, args.setups, workers)
     print(
         "lorabench bench: " + " ".join(command[1:]), file=sys.stderr if args.json else sys.stdout, flush=True
     )

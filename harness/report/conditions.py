@@ -5,7 +5,9 @@ commit (and whether its tree was dirty); the steps the steady figures read.
 Alone or shared is read from the records given together: two runs on one host whose spans (start, from
 the run id or `created`, plus `timings.total_s`) overlap ran at the same time. On a host whose GPUs the
 run used all of (one GPU, or every GPU of the machine), or on a CPU host, they shared the devices; on a
-bigger host the record does not say which GPU a one-GPU run had, so the sharing is "on the host". A run
+bigger host an older record does not say which GPU a one-GPU run had, so the sharing is "on the host"; a
+record the suite placed names its devices (`provenance.placement`), and only runs on the same devices
+share. A run
 the guard timed saw no foreign GPU process and held the host-wide timed lock: alone. An untimed run that
 no other record overlaps may still have had company the records do not show: that is "not known",
 never "alone".
@@ -85,7 +87,20 @@ def _machine(record: RunRecord) -> str:
     return str(record.provenance.host.id or record.host)
 
 
+def _devices(record: RunRecord) -> set[str] | None:
+    """The devices the record names (the suite's placement), None when it does not say."""
+    placed = record.provenance.placement
+    return set(placed.devices.split(",")) if placed is not None and placed.devices else None
+
+
+def _same_devices(a: RunRecord, b: RunRecord) -> bool:
+    mine, theirs = _devices(a), _devices(b)
+    return mine is None or theirs is None or bool(mine & theirs)
+
+
 def _devices_known(record: RunRecord) -> bool:
+    if _devices(record) is not None:
+        return True
     host = record.provenance.host
     if not host.gpus:
         return True  # a CPU run: the CPU is the device every run on the host shares
@@ -104,6 +119,8 @@ def survey(records: Iterable[RunRecord]) -> dict[str, Sharing]:
             for o in records:
                 other = spans[o.run_id]
                 if o.run_id == r.run_id or other is None or _machine(o) != _machine(r):
+                    continue
+                if not _same_devices(r, o):
                     continue
                 if other[0] < span[1] and span[0] < other[1]:
                     others += 1

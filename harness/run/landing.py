@@ -20,6 +20,7 @@ from pathlib import Path
 from harness.guard import GuardRecord
 from harness.locks import exclusive_lock
 from harness.results import (
+    RECORD_READ_LIMIT,
     NodeInfo,
     RecordHeader,
     RunRecord,
@@ -151,6 +152,7 @@ def compose_record(
 
 def _current(path: Path) -> RunRecord | None:
     try:
-        return load_record(path) if path.is_file() else None
+        is_record = path.is_file() and path.stat().st_size <= RECORD_READ_LIMIT
+        return load_record(path) if is_record else None
     except Exception:  # an unreadable record is replaced like any other (write_record keeps it as prev-)
         return None

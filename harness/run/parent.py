@@ -43,7 +43,7 @@ from harness.run.outcome import (
     unwritten_error,
     write_ended,
 )
-from harness.run.plan import RunPlan, checkpoint_folder
+from harness.run.plan import Placement, RunPlan, checkpoint_folder
 from harness.run.timeline import bracket_trainer, close_books, command_started, prepend_phases, trainer_window
 from harness.run.workdir import create_work_dir, keep_ended, remove_work_dir, sweep_stale_runs
 
@@ -66,6 +66,7 @@ class RunOptions:
     # Resumable checkpoints under <results>/.checkpoints (untimed runs of one process; harness/run/plan.py).
     checkpoints: bool = True
     progress_file: Path | None = None  # the trainer's progress lines, for a follower (the suite's)
+    placement: Placement | None = None  # the devices the suite gave the run (None: what the command sees)
 
 
 def new_run_id(created: datetime, fp: str, seed: int) -> str:
@@ -120,6 +121,8 @@ def record_header(setup: SetupConfig, options: RunOptions) -> RecordHeader:
     looks), and the record's fields known at the start: run id, fingerprint, setup."""
     created = datetime.now(UTC)
     provenance = collect_provenance(options.stack, hidden_gpus=hide_integrated_gpus())
+    if options.placement is not None:
+        provenance = provenance.model_copy(update={"placement": options.placement.facts})
     fp = run_fingerprint(setup, options.stack, str(provenance.host.kind))
     return RecordHeader(
         run_id=new_run_id(created, fp, setup.recipe.seed),
@@ -169,6 +172,7 @@ def run_setup(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]
         fingerprint=header.fingerprint,
         checkpoints=checkpoints_of(setup, options, header),
         progress_file=options.progress_file,
+        visible_gpus=options.placement.visible_gpus if options.placement else None,
     )
     stamps.append(time.time())
     before = {
@@ -240,12 +244,14 @@ def run_phases_in_child(plan: RunPlan, options: RunOptions) -> Phases:
                 return Phases(run_trainer(plan, options) if options.isolate else execute_plan(plan), guard)
             # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
             with timed_lock():
-                verdict = precheck(options.guard)
+                # The suite's sibling workers are its own load, not foreign: the record says they shared.
+                siblings = options.placement.sibling_pids if options.placement else set
+                verdict = precheck(options.guard, exclude_pids=siblings())
                 guard = GuardRecord(timed=True, precheck=verdict.to_dict())
                 if not verdict.ok and not options.allow_noisy:
                     return Phases(Outcome(status="refused", reason=verdict.reason), guard)
                 # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
-                with Sampler(options.guard) as sampler:
+                with Sampler(options.guard, exclude_pids_fn=siblings) as sampler:
                     outcome = run_trainer(plan, options, extra_env=offline_env())
                 return Phases(outcome, timing_verdict(verdict, sampler, plan.work_dir))
     except (Stopped, KeyboardInterrupt, Exception) as exc:

@@ -14,9 +14,45 @@ from pydantic import BaseModel, ConfigDict
 
 from harness import atomic
 from harness.config import SetupConfig
+from harness.origin import PlacementFacts
 from harness.results import record_dir
 
 PLAN_FILE = "plan.json"
+
+
+class Placement(BaseModel):
+    """Where a run goes, decided by whoever starts it (the suite, per xdist worker; harness/suite/placement.py):
+    the devices its trainer sees and how many runs were placed on them at once. `lorabench run` has none: the
+    trainer sees what the command sees."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    devices: str  # "cpu", or the GPUs as the visibility variable names them ("1", "0,1", "GPU-…")
+    variable: str | None = None  # CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES; None: not narrowed
+    shared_by: int = 1  # runs placed on these devices at once (the suite's workers per device)
+    # The process whose tree holds the run's siblings (the suite's xdist controller and its workers): their
+    # GPU processes and CPU load are the suite's own, not foreign to the quiet-machine guard.
+    siblings_root: int | None = None
+
+    @property
+    def visible_gpus(self) -> tuple[str, str] | None:
+        return (self.variable, self.devices) if self.variable else None
+
+    @property
+    def facts(self) -> PlacementFacts:
+        return PlacementFacts(devices=self.devices, shared_by=self.shared_by)
+
+    def sibling_pids(self) -> set[int]:
+        """The siblings' process tree now (empty when there is no root or it has ended)."""
+        if self.siblings_root is None:
+            return set()
+        import psutil
+
+        try:
+            root = psutil.Process(self.siblings_root)
+            return {root.pid, *(child.pid for child in root.children(recursive=True))}
+        except psutil.Error:
+            return set()
 
 
 class RunPlan(BaseModel):
@@ -32,8 +68,8 @@ class RunPlan(BaseModel):
     fingerprint: str | None = None
     checkpoints: Path | None = None
     progress_file: Path | None = None
-    # (variable, value) for the trainer's environment, e.g. ("CUDA_VISIBLE_DEVICES", "1"): the suite's
-    # xdist worker's GPU; the parent itself never narrows what it sees.
+    # (variable, value) for the trainer's environment, e.g. ("CUDA_VISIBLE_DEVICES", "1"): the run's
+    # `Placement` (the suite's xdist worker's GPU); the parent itself never narrows what it sees.
     visible_gpus: tuple[str, str] | None = None
 
     def write(self) -> Path:

@@ -3,15 +3,16 @@
 One `SuiteRunner` per pytest process (each xdist worker has its own), kept in `config.stash`. Runs go
 through `harness.run.start.run_on_hosts` (one host: `harness.run.parent.run_setup`), in a child process
 unless inline was asked for. Three things keep parallel sessions honest: a lock per record path (two workers needing the same run train it once),
-the host-wide timed lock `run_setup` takes (two timings never overlap), and one GPU per xdist worker.
+the host-wide timed lock `run_setup` takes (two timings never overlap), and a seat per xdist worker on its
+device (harness/suite/placement.py: the run's devices travel in its plan, and the record says who shared them).
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Generator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cached_property
@@ -33,7 +34,8 @@ from harness.suite.cache import (
     wants_rerun,
     why_not_standing_in,
 )
-from harness.suite.expected import expected_note
+from harness.suite.expected import earlier_runs, expected_note
+from harness.suite.placement import CPU, Spread, fits_beside, seated, visible_devices
 from harness.suite.progress import ProgressView
 from harness.suite.setups import BenchSetup, load_bench_setup
 
@@ -118,18 +120,21 @@ class SuiteRunner:
         return self.host_key.id
 
     @cached_property
-    def gpu_pin(self) -> tuple[str, str] | None:
-        """(env var, device) that gives this xdist worker's trainer children one GPU of their own."""
-        if not self.worker or not self.worker.removeprefix("gw").isdigit():
-            return None
+    def spread(self) -> Spread:
+        """This worker among the session's xdist workers and the host's GPUs (one worker outside xdist)."""
         from harness.gpu.facts import visible_devices_var, visible_gpu_count
 
-        name = visible_devices_var()
-        given = os.environ.get(name)
-        devices = given.split(",") if given else [str(i) for i in range(visible_gpu_count())]
-        if len(devices) < 2:
-            return None
-        return name, devices[int(self.worker.removeprefix("gw")) % len(devices)]
+        index = self.worker.removeprefix("gw") if self.worker else ""
+        in_xdist = index.isdigit()
+        count = visible_gpu_count()
+        name = visible_devices_var() if count else None
+        return Spread(
+            worker=int(index) if in_xdist else 0,
+            workers=int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if in_xdist else 1,
+            devices=tuple(visible_devices(count, os.environ.get(name) if name else None)),
+            variable=name,
+            siblings_root=os.getppid() if in_xdist else None,
+        )
 
     def bench_setup(self, path: Path) -> BenchSetup:
         if path not in self._setups:
@@ -229,6 +234,7 @@ class SuiteRunner:
         from harness.run.parent import RunOptions, summary_line
         from harness.run.start import run_on_hosts
 
+        alone = timed or not self.fits_shared(setup)
         options = RunOptions(
             results_dir=self.settings.results_dir,
             stack=self.settings.stack,
@@ -237,8 +243,10 @@ class SuiteRunner:
             quiet=self.settings.quiet,
             isolate=not self.settings.inline,
             checkpoints=not timed,
+            # A timed run, or one of several GPUs, sits alone on its devices (harness/suite/placement.py).
+            placement=self.spread.placement(setup.gpus, alone=alone),
         )
-        _ = self.host_key  # resolved before pinning a GPU (see `host_key`)
+        _ = self.host_key
         label = f"{setup.experiment}/{setup.name} seed {setup.recipe.seed}"
         header = f"{why}: " + ("timed run" if timed else "training") + (f" ({note})" if note else "")
         # A timed run takes the host-wide timed lock itself (harness.run.parent).
@@ -257,7 +265,7 @@ class SuiteRunner:
             shown=shown,
         )
         follow = self.follow(label, header, self._seeds_after(setup)) if self.follow else nullcontext()
-        with self._pinned(), follow as view:
+        with seated(self.spread.slots(setup.gpus, alone=alone)), follow as view:
             if view is not None:  # the trainer writes its progress lines where the view reads them
                 options = replace(options, progress_file=view.progress_file)
             # The run removes its checkpoints once it has a record that is not `killed`.
@@ -272,6 +280,20 @@ class SuiteRunner:
             )
         return record, path
 
+    def fits_shared(self, setup: SetupConfig) -> bool:
+        """Whether the run may share its GPU with its seat's siblings: an earlier run of the setup on this
+        host (the user's records or the published ones) peaked low enough for all of them at once."""
+        seat = self.spread.seat
+        if seat.shared_by <= 1 or seat.device == CPU:
+            return True
+        earlier = earlier_runs(self._folders, setup, self.settings.stack, self.host_key)
+        if not earlier:
+            return False
+        record = earlier[0][0]
+        gpus = record.provenance.host.gpus
+        peak = record.memory.peak_vram_bytes if record.memory else None
+        return fits_beside(peak, gpus[0].vram_bytes if gpus else None, seat.shared_by)
+
     def _seeds_after(self, setup: SetupConfig) -> int:
         seeds = self.settings.seeds
         return len(seeds) - seeds.index(setup.recipe.seed) - 1 if setup.recipe.seed in seeds else 0
@@ -281,20 +303,3 @@ class SuiteRunner:
         by the fingerprint (a checkpoint never resumes a run of other settings)."""
         fp = run_fingerprint(setup, self.settings.stack, self.host_key.kind)
         return checkpoint_folder(self.settings.results_dir, self.settings.stack, self.host, setup, fp)
-
-    @contextmanager
-    def _pinned(self) -> Generator[None]:
-        """This worker's GPU for the trainer child only (the child reads the environment at start)."""
-        if self.gpu_pin is None:
-            yield
-            return
-        name, index = self.gpu_pin
-        before = os.environ.get(name)
-        os.environ[name] = index
-        try:
-            yield
-        finally:
-            if before is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = before

@@ -6,11 +6,14 @@ from __future__ import annotations
 import pytest
 from builders import HOST_AMD, HOST_CPU, STACK_CPU, STACK_ROCM, make_record
 
+from harness.origin import PlacementFacts
 from harness.report.conditions import conditions, start_time, survey
 from harness.results import RunRecord
 
 
-def run(seed: int, created: str, *, host: dict = HOST_AMD, timed: bool = False, gpus_on_machine: int | None = 1) -> RunRecord:  # type: ignore[type-arg]
+def run(
+    seed: int, created: str, *, host: dict = HOST_AMD, timed: bool = False, gpus_on_machine: int | None = 1
+) -> RunRecord:  # type: ignore[type-arg]
     stack = STACK_CPU if host is HOST_CPU else STACK_ROCM
     record = make_record(host={**host, "machine_gpus": gpus_on_machine} if host["gpus"] else host, stack=stack,
                          experiment="exp_a", setup_name="s", seed=seed, created=created, train_s=100.0, timed=timed)  # fmt: skip
@@ -46,5 +49,24 @@ def test_other_hosts_do_not_count_as_company() -> None:
 
 
 def test_the_run_ids_microseconds_order_runs_within_a_second() -> None:
-    record = run(1, "2026-12-01T04:48:42+00:00").model_copy(update={"run_id": "20261201T044842.596750Z-ccb15be0-s3407-4ce7d8"})
+    record = run(1, "2026-12-01T04:48:42+00:00").model_copy(
+        update={"run_id": "20261201T044842.596750Z-ccb15be0-s3407-4ce7d8"}
+    )
     assert start_time(record) % 1 == pytest.approx(0.59675)
+
+
+def placed(record: RunRecord, devices: str, shared_by: int) -> RunRecord:
+    """The record as the suite writes it on a host of several GPUs: its devices and how many shared them."""
+    facts = PlacementFacts(devices=devices, shared_by=shared_by)
+    return record.model_copy(update={"provenance": record.provenance.model_copy(update={"placement": facts})})
+
+
+def test_placed_runs_share_only_their_own_gpu_on_a_host_of_eight() -> None:
+    # Four seeds at once on an 8-GPU host: two on GPU 0, one on GPU 1, one on GPU 5.
+    runs = [run(s, "2026-12-03T10:00:00+00:00", gpus_on_machine=8) for s in (1, 2, 3, 4)]
+    on = [placed(runs[0], "0", 2), placed(runs[1], "0", 2), placed(runs[2], "1", 3), placed(runs[3], "5", 1)]
+    found = survey(on)
+    assert [found[r.run_id].mark for r in on] == ["×2", "×2", "?", "?"]
+    assert found[on[0].run_id].text == "one of 2 runs at once on the same devices"
+    # Unplaced records on that host say nothing of their GPU: sharing "on the host", as before.
+    assert {survey(runs)[r.run_id].mark for r in runs} == {"×4?"}

@@ -14,7 +14,7 @@ import pytest
 
 from harness.guard import GuardRecord
 from harness.locks import LockBusy, exclusive_lock
-from harness.results import RecordHeader, RunRecord, load_record, record_lock_path
+from harness.results import RECORD_READ_LIMIT, RecordHeader, RunRecord, load_record, record_lock_path
 from harness.run.landing import land
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
@@ -205,3 +205,31 @@ def test_a_record_landed_before_this_run_started_is_kept_as_previous(tmp_path: P
     assert landed_rerun is not None and landed_rerun[1] == rerun.record_path(tmp_path)
     kept = [p for p in tmp_path.rglob("seed-3407.prev-*.json")]
     assert [load_record(p).run_id for p in kept] == ["r1"]
+
+
+def _hold_the_name(target: Path, kind: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "folder":
+        (target / "inside").mkdir(parents=True)
+    elif kind == "fifo":
+        os.mkfifo(target)  # before issue 39 reading it to compare blocked the landing for good
+    elif kind == "dangling link":
+        target.symlink_to(target.parent / "nowhere.json")
+    else:  # a file far larger than any record: moved aside unread
+        with target.open("wb") as handle:
+            handle.truncate(RECORD_READ_LIMIT + 1)
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "dangling link", "huge file"])
+def test_a_record_name_held_by_what_is_not_a_record_is_kept_aside_and_the_record_lands(
+    tmp_path: Path, kind: str
+) -> None:
+    # Issue 39, "nothing in a results folder can block every later run": a folder at seed-3407.json made
+    # every landing of that setup and seed fail, and the sweep of each such run failed the same way.
+    target = header().record_path(tmp_path)
+    _hold_the_name(target, kind)
+    landed = land(tmp_path, header(), lambda _path: RunRecord.from_header(header(), status="ok"), timeout_s=0)
+    assert landed is not None and landed[1] == target and load_record(target).run_id == "r1"
+    kept = sorted(p.name for p in target.parent.iterdir() if ".prev-" in p.name)
+    expected = "unreadable" if kind == "huge file" else "not-a-record-file"
+    assert kept == [f"seed-3407.prev-{expected}.json"]

@@ -83,18 +83,12 @@ class BadGoldCandidate:
 class MissAnalysis:
     """Question indices per category (sorted), over the questions present in every run.
 
-    always_right / always_wrong / mixed: exact in every run / in none / in some; these partition the
-    questions. The others are details that overlap them and each other:
-    fixed_by_every_run: exact in every run while the base model's answer was not (in every run).
-    style_only_fixes: fixed by at least one run although the base answer was already semantically
-        right, i.e. fine-tuning taught the dataset's style, not the answer.
-    style_misses: wrong in every run but semantically right in every run.
-    bad_gold_candidates: the gold does not execute, or most runs (at least two, more than half)
-        agree on one meaning, by semantic match, that differs from the gold's. The second kind is weak
-        evidence: runs of one setup differ only by seed, so a mistake the model makes every time looks
-        the same, and the count grows with the number of runs (none with one run). No exact-match
-        ceiling is derived from it; a gold that does not execute is no ceiling either, since exact
-        match compares text and a run may still write the gold's text.
+    always_right / always_wrong / mixed (exact in every run / in none / in some) partition the questions;
+    the others overlap them: fixed_by_every_run (exact in every run, the base answer in none);
+    style_only_fixes (fixed although the base answer was already semantically right); style_misses (wrong
+    but semantically right in every run); bad_gold_candidates (the gold does not execute, or more than half
+    of the runs, at least two, agree on one meaning other than the gold's: weak evidence, since seeds of one
+    setup err alike; no exact-match ceiling is derived from it).
     """
 
     labels: tuple[str, ...]

@@ -1,17 +1,12 @@
 """What a sorted gold really fixes: the order of rows with different sort keys, not of ties.
 
-`SELECT name FROM t GROUP BY city ORDER BY COUNT(*) DESC LIMIT 1` names one city of those with the
-most rows; which one, when two tie, is up to the query plan, and an equally right answer with another
-plan (a DISTINCT, a subquery) may name the other. Running the gold in both scan orders catches ties
-broken by scan order only. So the gold is run once more with its sort keys as extra columns (the
-"keyed" query: same FROM, WHERE, GROUP BY, ORDER BY, no LIMIT), and its answer becomes blocks of
-rows with equal keys: an answer must give each block's rows, in any order within the block; where
-LIMIT or OFFSET cuts through a block, any rows of that block will do.
-
-Only for a plain sorted SELECT (no top-level UNION/INTERSECT/EXCEPT, no DISTINCT, literal LIMIT and
-OFFSET, sort keys the keyed query can name); otherwise `keyed_query` returns None and the gold's
-plain result is compared as a list. The keyed query is checked on every database: the gold's own
-result must fit its blocks, else that database falls back to the plain list.
+`... GROUP BY city ORDER BY COUNT(*) DESC LIMIT 1` names one of the tied cities, chosen by the query plan;
+an equally right answer with another plan may name another. So the gold is run once more with its sort
+keys as extra columns (the "keyed" query, no LIMIT), and its answer becomes blocks of rows with equal keys:
+an answer must give each block's rows, in any order within the block; where LIMIT or OFFSET cuts through a
+block, any of its rows will do. Only for a plain sorted SELECT (else `keyed_query` returns None and the
+plain result is compared as a list); on a database where the gold's own result does not fit its blocks,
+the plain list is used too.
 """
 
 from __future__ import annotations

@@ -291,16 +291,13 @@ def _insert_rows(
 
 
 class ScratchDatabase:
-    """One in-memory database of a context seen through three connections: a trusted writer that
-    swaps rows in (`load`), and two locked readers for untrusted queries, `forward` and `backward`
-    (tables scanned in reverse order: a query whose result changes with the scan order leaves part of
-    its answer to chance, e.g. ties under ORDER BY, LIMIT without ORDER BY, a bare column next to MAX).
+    """One in-memory database of a context seen through three connections: a trusted writer that swaps
+    rows in (`load`), and two locked readers for untrusted queries, `forward` and `backward` (tables scanned
+    in reverse: a result that changes with the scan order leaves part of its answer to chance).
 
-    Why not one connection per row set: the readers keep their compiled statements across loads (a
-    write through another connection does not expire them, while re-locking a connection would), so
-    a query costs microseconds instead of a recompile. The database is a named in-memory database in
-    SQLite's shared cache; its random name is never shown to the queries, which cannot ATTACH anyway.
-    Raises ContextError."""
+    Why not one connection per row set: the readers keep their compiled statements across loads (re-locking
+    would expire them), so a query costs microseconds instead of a recompile. The database's random
+    shared-cache name is never shown to the queries. Raises ContextError."""
 
     def __init__(self, context: str) -> None:
         self.schema = parse_schema(context)

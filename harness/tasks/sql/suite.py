@@ -1,17 +1,12 @@
-"""A distilled test suite for one gold query: a few small databases, chosen among many drawn, on which
-the gold's near-miss variants (`mutants`) give another result than the gold. The idea of test-suite
-accuracy (Zhong, Yu, Klein 2020, "Semantic Evaluation for Text-to-SQL with Distilled Test Suites"),
-per question and in milliseconds: databases are drawn (`fill`) until every mutant is told apart or
-the candidate budget is spent; a database is kept when it tells apart a mutant no earlier one did.
+"""A distilled test suite for one gold query (Zhong, Yu, Klein 2020, "Semantic Evaluation for Text-to-SQL
+with Distilled Test Suites"), per question and in milliseconds: databases are drawn (`fill`) until every
+near-miss variant of the gold (`mutants`) gives another result than the gold on one of them, or the budget
+is spent; a database is kept when it tells apart a mutant no earlier one did.
 
-Each database holds the gold's result in both table-scan orders (`set_reverse_scan`): where they
-differ the gold leaves part of its answer to chance (ties under ORDER BY, LIMIT without ORDER BY, a
-bare column next to MAX), and either result is right. A mutant is told apart when its result, in
-either scan order, equals neither.
-
-Mutants proved equivalent by a rule (`mutants.equivalence_rule`) are not searched for. Mutants still
-not told apart when the budget runs out are `survivors`: equivalent, or different only on data the
-drawing did not produce; the suite does not know which.
+Each database holds the gold's result in both table-scan orders (`set_reverse_scan`): where they differ
+the gold leaves part of its answer to chance, and either result is right. Mutants proved equivalent by a
+rule are not searched for; those not told apart when the budget runs out are `survivors` (equivalent, or
+different only on data the drawing did not produce).
 """
 
 from __future__ import annotations

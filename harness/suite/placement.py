@@ -1,0 +1,134 @@
+"""Where the suite's runs go (issue #40): one pytest-xdist worker per GPU on a multi-GPU host, each pinned to
+its device through the run's `Placement` (harness/run/plan.py), and k workers per GPU on CUDA, where several
+seeds at once were measured faster. A CPU host runs one seed at a time unless the user asks for `-n`.
+
+Worker i of n sits on device i mod len(devices), in slot i // len(devices) of it. A run holds its slot's
+lock (a file lock in the host's lock folder, so two suite sessions on one host share the slots); a run
+that must be alone on its devices (timed, or a setup of several GPUs) holds every slot of them, so it waits
+for its siblings there and none starts beside it: the record then says it was not shared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+
+from harness.json_types import JsonObject
+from harness.locks import exclusive_lock, lock_dir
+from harness.run.plan import Placement
+
+# Exp A's 3 seeds on one H200 (issue #40): one after another in the suite 88.4 s; started at once as plain
+# processes 48.4 s, under CUDA MPS 37.9 s; the same exact match. Three at once is what was measured.
+CUDA_WORKERS_PER_GPU = 3
+CPU = "cpu"
+# Room left beside k runs' measured peaks: allocator fragmentation, CUDA contexts, eval's own peak.
+MEMORY_HEADROOM = 0.8
+
+
+def visible_devices(gpu_count: int, given: str | None) -> list[str]:
+    """The GPUs a worker may be pinned to, as the visibility variable names them (its value when set)."""
+    return given.split(",") if given else [str(i) for i in range(gpu_count)]
+
+
+def default_workers(devices: Sequence[str], runtime: str | None) -> int:
+    """The `-n` `lorabench bench` picks: k per GPU on CUDA, one per GPU elsewhere (ROCm is not measured),
+    0 on a CPU host (no workers: its cores run one seed at a time)."""
+    per_gpu = CUDA_WORKERS_PER_GPU if runtime == "cuda" else 1
+    return len(devices) * per_gpu
+
+
+@dataclass(frozen=True)
+class Seat:
+    """One worker's place: its device, its slot on it, and how many workers sit on that device."""
+
+    device: str
+    slot: int
+    shared_by: int
+
+
+def seat(worker: int, workers: int, devices: Sequence[str]) -> Seat:
+    if not devices:
+        return Seat(CPU, worker, workers)  # every worker shares the CPU
+    index = worker % len(devices)
+    return Seat(devices[index], worker // len(devices), len(range(index, workers, len(devices))))
+
+
+@dataclass(frozen=True)
+class Spread:
+    """This worker among its siblings: which worker (0 outside xdist), how many, and the host's GPUs."""
+
+    worker: int
+    workers: int
+    devices: tuple[str, ...]
+    variable: str | None  # the GPU visibility variable; None on a CPU host
+    siblings_root: int | None = None  # the xdist controller: its tree is the suite's own load
+
+    @property
+    def seat(self) -> Seat:
+        return seat(self.worker, self.workers, self.devices)
+
+    def placement(self, gpus: int, *, alone: bool) -> Placement:
+        """The run's devices: its worker's GPU (all of them for a setup of several GPUs, not narrowed),
+        shared by its seat's workers unless it runs alone."""
+        if gpus > 1:
+            return Placement(devices=",".join(self.devices), siblings_root=self.siblings_root)
+        mine = self.seat
+        variable = self.variable if mine.device != CPU else None
+        shared = 1 if alone else mine.shared_by
+        return Placement(
+            devices=mine.device, variable=variable, shared_by=shared, siblings_root=self.siblings_root
+        )
+
+    def slots(self, gpus: int, *, alone: bool) -> list[Seat]:
+        """The slots a run holds: its own, or every slot of its devices when it must be alone."""
+        mine = self.seat
+        if not alone and gpus <= 1:
+            return [mine]
+        seats = {seat(i, self.workers, self.devices) for i in range(self.workers)}
+        wanted = {mine.device} if gpus <= 1 else {s.device for s in seats}
+        return sorted((s for s in seats if s.device in wanted), key=lambda s: (s.device, s.slot))
+
+
+def fits_beside(peak_bytes: int | None, gpu_bytes: int | None, shared_by: int) -> bool:
+    """Whether `shared_by` runs of a setup fit on one GPU at once, from an earlier run's peak on this host;
+    not known (no earlier run, no reading) is not fitting: the run then sits alone on its GPU."""
+    if not peak_bytes or not gpu_bytes:
+        return False
+    return peak_bytes * shared_by <= MEMORY_HEADROOM * gpu_bytes
+
+
+def slot_lock_name(slot: Seat) -> str:
+    return "lorabench-device-" + re.sub(r"[^A-Za-z0-9_.-]", "_", slot.device) + f"-slot{slot.slot}.lock"
+
+
+@contextmanager
+def seated(slots: Sequence[Seat], *, timeout_s: float | None = None) -> Generator[None]:
+    """Hold the slots' locks for the block, taken in one order (device, slot) by every worker: a worker
+    holds one slot or takes all of a device's in that order, so no two wait on each other in a circle."""
+    with ExitStack() as stack:
+        for slot in slots:
+            stack.enter_context(
+                exclusive_lock(lock_dir() / slot_lock_name(slot), timeout_s=timeout_s, what="device slot")
+            )
+        yield
+
+
+def workers_for_host(gpu_facts: JsonObject) -> int:
+    """`default_workers` for a host as `harness.gpu.facts.collect_gpus` tells it; 0 when fewer than two
+    workers would run (no xdist: one worker gains nothing)."""
+    gpus = gpu_facts.get("gpus") or []
+    devices = [str(gpu.get("index", i)) for i, gpu in enumerate(gpus)]
+    workers = default_workers(devices, gpu_facts.get("runtime"))
+    return workers if workers >= 2 else 0
+
+
+def asks_for_workers(pytest_args: Sequence[str]) -> bool:
+    """Whether the user chose the workers themselves: `-n`, `--numprocesses`, `--dist`, or xdist off."""
+    for i, arg in enumerate(pytest_args):
+        if arg in ("-p", "--plugin") and pytest_args[i + 1 : i + 2] == ["no:xdist"]:
+            return True
+        if re.match(r"(-n|--numprocesses|--dist|--maxprocesses|-pno:xdist)", arg):
+            return True
+    return False

@@ -1,0 +1,214 @@
+"""Where the suite's runs go (harness/suite/placement.py), on recorded host facts: the H200's nvidia-smi row
+(tests/data/gpu/hosts/h200) as a host of 1, 2 and 8 such GPUs answers, and the CPU-only host's torch."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import stat
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.commands.bench import pytest_command
+from harness.gpu import facts
+from harness.run.plan import Placement
+from harness.suite.placement import (
+    CUDA_WORKERS_PER_GPU,
+    Spread,
+    asks_for_workers,
+    seat,
+    seated,
+    workers_for_host,
+)
+
+HOSTS = Path(__file__).resolve().parents[1] / "data" / "gpu" / "hosts"
+
+
+def recorded_h200_row() -> list[str]:
+    # The recorded query's columns: index, name, driver, memory.total, compute_cap.
+    row = (HOSTS / "h200" / "nvidia-smi-query.csv").read_text(encoding="utf-8").strip().split(", ")
+    return [row[1], row[3].removesuffix(" MiB"), row[4], row[2]]  # name, memory, cc, driver
+
+
+@pytest.fixture
+def h200_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    """`h200_host(n)`: a CUDA build of torch (its version file only) and an nvidia-smi that answers the
+    recorded H200's row for n GPUs, in the columns harness.gpu.facts asks for."""
+    package = tmp_path / "site" / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise ImportError('not for importing')\n")
+    torch_facts = json.loads((HOSTS / "h200" / "torch.json").read_text(encoding="utf-8"))
+    (package / "version.py").write_text(f"cuda = {torch_facts['cuda']!r}\nhip = None\n")
+    tool = tmp_path / "bin" / "nvidia-smi"
+    tool.parent.mkdir()
+    monkeypatch.syspath_prepend(str(package.parent))
+    monkeypatch.setenv("PATH", f"{tool.parent}:{__import__('os').environ['PATH']}")
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    importlib.invalidate_caches()
+
+    def gpus(n: int) -> dict:  # type: ignore[type-arg]
+        rows = "".join(f'echo "{i}, {", ".join(recorded_h200_row())}"\n' for i in range(n))
+        tool.write_text("#!/bin/sh\n" + rows)
+        tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+        return facts.collect_gpus()
+
+    return gpus
+
+
+@pytest.mark.parametrize("n_gpus", [1, 2, 8])
+def test_bench_picks_k_workers_per_recorded_h200(h200_host, n_gpus: int) -> None:  # type: ignore[no-untyped-def]
+    told = h200_host(n_gpus)
+    assert [g["name"] for g in told["gpus"]] == ["NVIDIA H200"] * n_gpus and "torch" not in sys.modules
+    workers = workers_for_host(told)
+    assert workers == CUDA_WORKERS_PER_GPU * n_gpus
+    assert pytest_command(["--", "-k", "exp_a"], Path("r"), workers=workers)[-5:] == [
+        "-n",
+        str(workers),
+        "-k",
+        "exp_a",
+        "benchmarks",
+    ]
+
+
+def test_a_cpu_host_runs_one_seed_at_a_time_and_the_users_n_wins() -> None:
+    cpu = json.loads((HOSTS / "cpu-only" / "torch.json").read_text(encoding="utf-8"))
+    assert cpu["device_count"] == 0
+    assert workers_for_host({"runtime": "cpu", "gpus": []}) == 0
+    assert "-n" not in pytest_command(["--", "-k", "exp_a"], Path("r"), workers=0)
+    # One ROCm GPU: one worker gains nothing (several at once measured on CUDA only).
+    assert workers_for_host({"runtime": "hip", "gpus": [{"index": 0}]}) == 0
+    assert workers_for_host({"runtime": "hip", "gpus": [{"index": 0}, {"index": 1}]}) == 2
+    for mine in (["-n", "2"], ["-n2"], ["--numprocesses=4"], ["-p", "no:xdist"], ["--dist", "no"]):
+        assert asks_for_workers(mine)
+        assert pytest_command(mine, Path("r"), workers=6).count("-n") == mine.count("-n")
+    assert not asks_for_workers(["-k", "exp_a", "-x"])
+
+
+@pytest.mark.parametrize("n_gpus", [1, 2, 8])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_each_recorded_gpu_gets_k_workers_each_pinned_to_it(h200_host, n_gpus: int, k: int) -> None:  # type: ignore[no-untyped-def]
+    devices = [str(g["index"]) for g in h200_host(n_gpus)["gpus"]]
+    workers = n_gpus * k
+    spreads = [
+        Spread(i, workers, tuple(devices), "CUDA_VISIBLE_DEVICES", siblings_root=1) for i in range(workers)
+    ]
+    seats = [s.seat for s in spreads]
+    assert len(set(seats)) == workers  # no two workers in one slot
+    assert Counter(s.device for s in seats) == dict.fromkeys(devices, k)
+    for spread in spreads:
+        shared = spread.placement(1, alone=False)
+        assert shared.visible_gpus == ("CUDA_VISIBLE_DEVICES", spread.seat.device) and shared.shared_by == k
+        assert shared.facts.model_dump() == {"devices": spread.seat.device, "shared_by": k}
+        assert spread.slots(1, alone=False) == [spread.seat]
+        # A timed run sits alone: it holds every slot of its GPU, so its siblings there finish first.
+        alone = spread.placement(1, alone=True)
+        assert alone.visible_gpus == shared.visible_gpus and alone.shared_by == 1
+        assert {s.device for s in spread.slots(1, alone=True)} == {spread.seat.device}
+        assert len(spread.slots(1, alone=True)) == k
+    # A setup of several GPUs is not narrowed and holds every slot of the host.
+    several = spreads[0].placement(2, alone=False)
+    assert several.visible_gpus is None and several.devices == ",".join(devices)
+    assert len(spreads[0].slots(2, alone=False)) == workers
+
+
+def test_more_gpus_than_workers_and_uneven_counts() -> None:
+    assert [seat(i, 3, ["0", "1"]) for i in range(3)] == [
+        seat(0, 3, ["0", "1"]),
+        seat(1, 3, ["0", "1"]),
+        seat(2, 3, ["0", "1"]),
+    ]
+    assert (seat(0, 3, ["0", "1"]).shared_by, seat(1, 3, ["0", "1"]).shared_by) == (2, 1)
+    assert seat(0, 1, [str(i) for i in range(8)]).device == "0"
+    cpu = Spread(1, 2, (), None)
+    assert cpu.placement(1, alone=False) == Placement(devices="cpu", shared_by=2)
+    assert cpu.placement(1, alone=False).visible_gpus is None  # nothing to narrow on a CPU host
+
+
+def test_a_run_alone_waits_for_the_slot_its_sibling_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    monkeypatch.setenv("LORABENCH_LOCK_DIR", str(tmp_path))
+    first = Spread(0, 2, ("0",), "CUDA_VISIBLE_DEVICES")
+    # The sibling worker (another process, as xdist's are) takes its slots without waiting (timeout 0).
+    sibling = (
+        "import sys; from harness.locks import LockBusy; from harness.suite import placement as p\n"
+        "spread = p.Spread(1, 2, ('0',), 'CUDA_VISIBLE_DEVICES')\n"
+        "try:\n"
+        "    with p.seated(spread.slots(1, alone=sys.argv[1] == 'alone'), timeout_s=0): print('seated')\n"
+        "except LockBusy: print('waits')\n"
+    )
+
+    def sibling_run(how: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-c", sibling, how], capture_output=True, text=True, check=True
+        ).stdout
+
+    with seated(first.slots(1, alone=False)):
+        assert sibling_run("shared") == "seated\n"  # two shared runs sit side by side
+        assert sibling_run("alone") == "waits\n"  # a timed run waits until the first run leaves its slot
+    assert sibling_run("alone") == "seated\n"
+
+
+def test_bench_n_2_runs_two_seeds_in_two_workers_and_both_records_say_so(
+    pytester: pytest.Pytester, bench_dir, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from harness.results import load_record
+
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("PYTHONPATH", str(repo))  # the child imports this worktree's harness
+    monkeypatch.setenv("LORABENCH_LOCK_DIR", str(pytester.path / "locks"))
+    bench_dir(min_gain=-100.0)  # the claim holds: the test is about where the runs went
+    result = pytester.run(
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "bench",
+        "--results",
+        "results",
+        "--no-report",
+        "--",
+        "test_claims.py",
+        "--lorabench-seeds=3407,42",
+        "--lorabench-stack=teststack",
+        "--lorabench-progress=off",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "-v",
+        timeout=600,
+    )
+    out = result.stdout.str()
+    assert result.ret == 0, out[-3000:] + result.stderr.str()[-2000:]
+    # One case a worker (xdist hands two cases to two workers round robin), each trains its own seed.
+    result.stdout.fnmatch_lines_random(["[[]gw0[]]*PASSED*gain/seed*", "[[]gw1[]]*PASSED*gain/seed*"])
+    result.stdout.fnmatch_lines_random(
+        ["trained exp_t/tiny seed 3407: ok → *", "trained exp_t/tiny seed 42: ok → *"]
+    )
+    records = [load_record(path) for path in sorted((pytester.path / "results").rglob("seed-*.json"))]
+    assert sorted(r.seed for r in records) == [42, 3407]
+    for record in records:
+        assert (
+            record.status == "ok" and record.setup.recipe.seed == record.seed and record.trained is not None
+        )
+        # Both workers sit on the CPU: the record names the device and how many shared it.
+        assert record.provenance.placement is not None
+        assert record.provenance.placement.model_dump() == {"devices": "cpu", "shared_by": 2}
+    assert len({r.run_id for r in records}) == 2 and len({r.fingerprint for r in records}) == 2
+
+
+def test_runs_share_a_gpu_only_where_an_earlier_run_says_they_fit() -> None:
+    from harness.suite.placement import fits_beside
+
+    h200 = 143771 * 2**20  # the recorded H200's memory.total
+    exp_a_peak = int(2.09 * 2**30)  # Exp A's published H200 records: peak VRAM 2.09 GiB
+    assert fits_beside(exp_a_peak, h200, 3)
+    assert not fits_beside(108 * 2**30, h200, 2)  # 4B packed 8 × 2048 with the defaults: 108 GiB
+    assert fits_beside(108 * 2**30, h200, 1)
+    assert not fits_beside(None, h200, 3) and not fits_beside(exp_a_peak, None, 3)  # not known: alone
