@@ -1,10 +1,8 @@
 """The one way lorabench writes a file or folder that someone may read at any moment: atomically.
 
-A reader (the suite's cache, the report, a parent process reading its child's outcome, a second worker)
-sees either the old content or the new, never half a file: the text goes to a temp file in the same
-folder, is flushed to disk, and is renamed over the target. A folder (an adapter, a converted model)
-is built under a temp name and renamed into place, so a crash or a full disk never leaves a partial
-folder under the real name. Not covered: filesystems without atomic rename (some network mounts).
+A reader sees the old content or the new, never half: text goes to a flushed temp file in the same
+folder, renamed over the target; a folder (an adapter, a converted model) is built under a temp name and
+renamed into place. Not covered: filesystems without atomic rename (some network mounts).
 """
 
 from __future__ import annotations

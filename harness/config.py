@@ -66,33 +66,28 @@ MAX_NAME = 100
 MAX_CONFIG_BYTES = 1 << 20
 
 
-def _takes_numbers_not_bools(annotation: Any) -> bool:
-    """An int or float field (alone or in a union) that does not also take a bool."""
+def _numbers_and_literals(annotation: Any) -> tuple[bool, set[Any], list[tuple[Any, ...]]]:
+    """Whether a field (alone or in a union) takes an int or float, its kinds, and its Literals' values."""
     args = (
         typing.get_args(annotation)
         if isinstance(annotation, types.UnionType) or typing.get_origin(annotation)
         else ()
     )
     kinds = set(args) if args else {annotation}
-    return (
-        bool(kinds & {int, float})
-        and bool not in kinds
-        and not any(typing.get_origin(k) is Literal and True in typing.get_args(k) for k in kinds)
-    )
+    literals = [typing.get_args(k) for k in kinds if typing.get_origin(k) is Literal]
+    return bool(kinds & {int, float}), kinds, literals
+
+
+def _takes_numbers_not_bools(annotation: Any) -> bool:
+    numbers, kinds, literals = _numbers_and_literals(annotation)
+    return numbers and bool not in kinds and not any(True in values for values in literals)
 
 
 def _takes_numbers_not_text(annotation: Any) -> bool:
-    """An int or float field that takes no text (no `str`, no Literal of words such as "auto")."""
-    args = (
-        typing.get_args(annotation)
-        if isinstance(annotation, types.UnionType) or typing.get_origin(annotation)
-        else ()
-    )
-    kinds = set(args) if args else {annotation}
-    words = any(
-        typing.get_origin(k) is Literal and any(isinstance(a, str) for a in typing.get_args(k)) for k in kinds
-    )
-    return bool(kinds & {int, float}) and str not in kinds and not words
+    """No `str`, no Literal of words such as "auto"."""
+    numbers, kinds, literals = _numbers_and_literals(annotation)
+    words = any(isinstance(value, str) for values in literals for value in values)
+    return numbers and str not in kinds and not words
 
 
 def _expands(path: str) -> str:

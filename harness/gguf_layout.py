@@ -1,12 +1,9 @@
 """Whether a GGUF file holds everything its header promises: checked in milliseconds, before any model loads.
 
-A truncated download used to fail deep inside transformers' loader ("unpack_from requires a buffer of
-at least … bytes"), in the trainer, after a conversion lock had been taken in the cache. Here the
-header, every metadata entry and every tensor's extent are read with `struct` alone (no tensor data
-is touched, so a 100 MB file takes milliseconds) and compared with the file's size.
-
-Not covered: the tensor values themselves (a file of the right size with corrupt bytes passes; a
-preset is also checked against its sha256); big-endian GGUF files (refused with a clear line).
+A truncated download used to fail deep inside transformers' loader, in the trainer, after a conversion
+lock was taken. Here the header, every metadata entry and every tensor's extent are read with `struct`
+alone and compared with the file's size. Not covered: corrupt tensor bytes (a preset is also checked
+against its sha256); big-endian files (refused with a clear line).
 """
 
 from __future__ import annotations

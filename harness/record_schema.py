@@ -1,11 +1,7 @@
 """The run record's JSON Schemas, one per format version, generated from the record's models and shipped in
-the package (`harness/report/schemas/record.schema.json` for the current format, `record-<N>.schema.json`
-for each older one the reader still lifts). A stranger's tool can check a record without lorabench.
-
-Format 1 is format 2 with the metric `well_formed` still called `executes` (see the changelog in
-harness/results.py); its schema is the current one with that rename, so the two cannot drift apart.
-Regenerate after a change with `python -m harness.record_schema` (tests/report/test_record_schema.py checks
-the shipped files are the models' own and that every published record validates against its format's).
+the package (`harness/report/schemas/record.schema.json`, `record-<N>.schema.json` for older formats), so a
+stranger's tool can check a record without lorabench. Format 1 is format 2 with `well_formed` called
+`executes`. Regenerate with `python -m harness.record_schema` (tests/report/test_record_schema.py checks).
 """
 
 from __future__ import annotations

@@ -509,11 +509,8 @@ def data_identity(source: str) -> str:
 @functools.lru_cache(maxsize=32)
 def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     # Keyed by size and mtime too, so an edited file is hashed again; a suite asks for one file many times.
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
+        return f"sha256:{hashlib.file_digest(handle, 'sha256').hexdigest()}"
 
 
 def record_dir(results_dir: Path, stack: str, host: str, experiment: str, setup_name: str) -> Path:
@@ -568,12 +565,6 @@ def previous_path(record_file: Path, old_created: str) -> Path:
         candidate = record_file.with_name(f"{stem}.prev-{slug(old_created)}-{number}.json")
         number += 1
     return candidate
-
-
-def write_predictions(record_file: Path, rows: Iterable[JsonObject]) -> Path:
-    path = predictions_path(record_file)
-    atomic.write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    return path
 
 
 def write_record(results_dir: Path, record: RunRecord, *, path: Path | None = None) -> Path:

@@ -1,10 +1,8 @@
-"""The runtime a run resolved: which device, precision and attention (a setup may say `auto`), and the dtype.
+"""The runtime a run resolved: device, precision and attention (a setup may say `auto`), and the dtype.
 
-Validation stays pure (`harness.config`); this is the separate step that looks at the host. `auto`
-resolves from what the host is, never from a timing taken now: on a GPU bf16 + SDPA; on a CPU with bf16
-in hardware (AMX or AVX512-BF16 in /proc/cpuinfo) bf16 + eager attention, which measured faster there;
-on any other CPU fp32 + SDPA. bf16 means a bf16 base trained under autocast with fp32 LoRA weights, on a CPU
-as on a GPU (harness/backends/hf.py `training_args`). Each choice keeps its reason, and the record keeps both.
+Validation stays pure (`harness.config`); this step looks at the host, never at a timing taken now: on a
+GPU bf16 + SDPA; on a CPU with bf16 in hardware (AMX or AVX512-BF16) bf16 + eager attention, which
+measured faster there; elsewhere fp32 + SDPA. Each choice keeps its reason, and the record keeps both.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""What a run's stack is called when none is given: the environment named for what it is.
-
-In order: $LORABENCH_STACK (the images set it; any name, a pinned stack or not); else the pinned stack
-whose lockfile the installed packages match exactly (`make setup`'s venv is `cpu`); else an unpinned
-label from torch and the device runtime it was built for, e.g. `venv-torch2.11.0-cuda13.0` or
-`venv-torch2.9.1-rocm7.2.4`. Never `cpu` for a CUDA or ROCm build of torch that no lockfile pins.
-
-Not covered: whether the environment works (that is `lorabench doctor`); reading torch goes through its
-version file, never an import (harness/stacks.py `read_torch_build`).
+"""What a run's stack is called when none is given: $LORABENCH_STACK (the images set it); else the pinned
+stack whose lockfile the installed packages match exactly (`make setup`'s venv is `cpu`); else a label
+from torch and its device runtime, e.g. `venv-torch2.11.0-cuda13.0` (never `cpu` for an unpinned CUDA or
+ROCm torch). Torch is read through its version file, never imported (`harness.stacks.read_torch_build`).
 """
 
 from __future__ import annotations

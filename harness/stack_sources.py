@@ -1,10 +1,8 @@
 """Where a stack's pins come from, checked against its lockfile: the Pythons it has hashes for (`pythons`)
-and, for the pins PyPI does not serve (a local version label such as torch==2.13.0+cpu), the index that does
-(`index_url`) and each of those wheels' hash per Python (`index_wheels`).
-
-Why: a lockfile that resolves only on a machine configured like ours (a local wheel folder) fails a stranger
-with pip's "No matching distribution found"; these fields let `scripts/install.sh` pass the index and refuse
-an unsupported Python at once, and this check keeps them true to the lockfile.
+and, for pins PyPI does not serve (torch==2.13.0+cpu), the index that does (`index_url`) and each wheel's
+hash per Python (`index_wheels`). Why: a lockfile that resolves only on a machine configured like ours
+fails a stranger with "No matching distribution found"; these fields let `scripts/install.sh` pass the
+index and refuse an unsupported Python at once.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import re
 import shutil
 import tempfile
 import time
@@ -121,13 +120,6 @@ def _quantization_config(runtime: Runtime) -> Any:
     )
 
 
-def lora_target_modules(targets: list[str] | str) -> list[str] | str:
-    """PEFT takes a list of module-name suffixes or one regex over full module paths."""
-    if isinstance(targets, str):
-        re.compile(targets)
-    return targets
-
-
 def wrap_lora(model: Model, setup: SetupConfig) -> Model:
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
@@ -139,7 +131,7 @@ def wrap_lora(model: Model, setup: SetupConfig) -> Model:
         r=setup.lora.rank,
         lora_alpha=setup.lora.alpha,
         lora_dropout=setup.lora.dropout,
-        target_modules=lora_target_modules(setup.lora.targets),
+        target_modules=setup.lora.targets,  # module-name suffixes, or one regex (validated)
         task_type="CAUSAL_LM",
     )
     # LoRA's A matrices are drawn from torch's RNG, seeded once for the run (harness/run/seeding.py): the

@@ -1,9 +1,6 @@
-"""Which module runs a setup's `backend = "hf" | "unsloth"`, and what every backend module offers.
-
-A backend is a module with the four functions of `Backend` (a shared signature, no class tree, as the
-tasks in `harness.tasks.registry`): follow `BACKENDS[name]` to the file that trains. Each is imported
-only when asked for, in the trainer child: backends import torch, which the parent never loads
-(`tests/run/test_parent.py` holds the command line to that).
+"""Which module runs a setup's `backend = "hf" | "unsloth"`, and what every backend module offers: the
+four functions of `Backend` (a shared signature, no class tree). Each is imported only when asked for, in
+the trainer child: backends import torch, which the parent never loads (`tests/run/test_parent.py`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome
-from harness.backends.hf import attach_adapter, lora_target_modules, run_sft
+from harness.backends.hf import attach_adapter, run_sft
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.runtime import Runtime
@@ -74,7 +74,7 @@ def train(
         r=setup.lora.rank,
         lora_alpha=setup.lora.alpha,
         lora_dropout=setup.lora.dropout,
-        target_modules=lora_target_modules(setup.lora.targets),
+        target_modules=setup.lora.targets,
         bias="none",
         use_gradient_checkpointing="unsloth" if setup.recipe.gradient_checkpointing else False,
         # Unsloth asks for a seed of its own for the adapter's init: the run's one seed.

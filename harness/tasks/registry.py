@@ -1,12 +1,8 @@
 """The contract every task keeps, and the task of a name.
 
-A task is a module `harness/tasks/<name>/task.py` (found by `harness.catalog`, imported when first
-asked for) whose module-level names are those of `Task` below: a shared signature, no class tree, as
-the backends. Outside `harness/tasks/<name>/`, code knows a task's examples, splits, scores and miss
-analysis only through the protocols here, and asks for a task by the name its setup or record holds:
-
-    task = task_module(record.task)
-    task.COLUMNS        # what the report shows of its scores, beside exact match
+A task is a module `harness/tasks/<name>/task.py` (found by `harness.catalog`, imported when first asked
+for) whose module-level names are those of `Task` below: a shared signature, no class tree. Outside
+`harness/tasks/<name>/`, code knows a task only through these protocols (`task_module(record.task)`).
 """
 
 from __future__ import annotations

@@ -120,5 +120,26 @@ def test_tables_reach_past_limit_offset_and_having_count_thresholds() -> None:
         rng = random.Random(f"rows|{i}")
         prof = profile(i, rng)
         if prof.templates or prof.p_fresh:
-            sizes.append(len(fill(schema, hints, rng, prof)["player"]))
+            drawn = fill(schema, hints, rng, prof)["player"]
+            sizes += [len(drawn)] if drawn else []  # an empty table is drawn on purpose (p_empty_table)
     assert sizes and min(sizes) >= 9
+
+
+def test_twin_rows_join_in_two_groups_alike_in_everything_else() -> None:
+    """Issue #38: `SELECT name ... GROUP BY player_id` and its DISTINCT differ only where two joined
+    rows share a name in different groups; a twin is such a row (second, so it gets a join id too)."""
+    schema = parse_schema(CONTEXT.lower())
+    hints = collect_hints([GOLD], IDS)
+    twins = alike = 0
+    for i in range(16):
+        rng = random.Random(f"twins|{i}")
+        prof = profile(i, rng)
+        drawn = fill(schema, hints, rng, prof)
+        players, joined = drawn["player"], {row[0] for row in drawn["team"]}
+        if not prof.twins or len(players) < 2:
+            continue
+        twins += 1
+        first, second = players[0], players[1]
+        assert first[0] != second[0]  # the key: a group of its own
+        alike += first[1:] == second[1:] and {first[0], second[0]} <= joined
+    assert twins >= 6 and alike >= twins // 2, (twins, alike)

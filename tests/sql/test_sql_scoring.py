@@ -113,7 +113,9 @@ def test_a_slow_gold_does_not_eat_the_answers_budget() -> None:
     # The first answer to a gold used to pay for distilling the gold's suite out of its own second,
     # so the same answer could score otherwise when it came first. The suite has its own budget now:
     # an answer needing 4/5 of its budget is right whether or not the suite was distilled for it.
-    gold, pred = _slow(5_000), _slow(100_000 * ANSWER_INSTRUCTIONS // 50_000_000)  # 100,000 rows fit 50 M
+    # 85,000 rows per 50 M instructions: 0.77 of the budget on the databases drawn since issue #38's
+    # twin rows (100,000 fitted before them; the share moves with how many tables are drawn empty).
+    gold, pred = _slow(5_000), _slow(85_000 * ANSWER_INSTRUCTIONS // 50_000_000)
     first = score_prediction(pred, gold, CONTEXT, seed=11)
     again = score_prediction(pred, gold, CONTEXT, seed=11)  # the suite cached now
     assert first == again

@@ -231,3 +231,44 @@ def test_the_suite_tells_every_mutant_apart_or_proves_it_equivalent(gold: str) -
         and compare_queries(m.sql, gold, PLAYERS).match
     ]  # fmt: skip
     assert not survivors
+
+
+# --- issue #38: DISTINCT on groups whose key is not selected; AVG vs SUM / COUNT(*) on groups -------
+
+TWEETS = "CREATE TABLE tweets (uid VARCHAR); CREATE TABLE user_profiles (name VARCHAR, uid VARCHAR)"
+FARMS = "CREATE TABLE city (status VARCHAR, city_id VARCHAR); CREATE TABLE farm_competition (host_city_id VARCHAR)"
+REVIEWS = (
+    "CREATE TABLE item (title VARCHAR, i_id VARCHAR); CREATE TABLE review (i_id VARCHAR, rating INTEGER)"
+)
+GROUPED = [
+    # Two users of one name in two groups: DISTINCT folds their rows into one.
+    (
+        "SELECT t1.name, COUNT(*) FROM user_profiles AS t1 JOIN tweets AS t2 ON t1.uid = t2.uid GROUP BY t2.uid",
+        TWEETS,
+    ),
+    # Two cities of one status: DISTINCT keeps the first one's count, which may not rank first.
+    (
+        "SELECT t1.status FROM city AS t1 JOIN farm_competition AS t2 ON t1.city_id = t2.host_city_id "
+        "GROUP BY t2.host_city_id ORDER BY COUNT(*) DESC LIMIT 1",
+        FARMS,
+    ),
+]
+
+
+@pytest.mark.parametrize(("gold", "context"), GROUPED)
+def test_distinct_on_groups_whose_key_is_not_selected_is_told_apart(gold: str, context: str) -> None:
+    pred = gold.replace("SELECT", "SELECT DISTINCT", 1)
+    verdict = compare_queries(pred, gold, context)
+    assert verdict.match is False, verdict.detail  # judged equal before the twin rows (issue #38)
+    # Clean case: the same query rewritten (ON operands swapped, keywords in lower case) still matches.
+    rewrite = gold.replace("t1.uid = t2.uid", "t2.uid = t1.uid").replace("GROUP BY", "group by")
+    assert compare_queries(rewrite, gold, context).match is True
+
+
+def test_avg_against_sum_over_count_star_on_groups_is_told_apart() -> None:
+    gold = "SELECT t1.title FROM item AS t1 JOIN review AS t2 ON t1.i_id = t2.i_id GROUP BY t2.i_id ORDER BY AVG(t2.rating) LIMIT 1"
+    pred = gold.replace("AVG(t2.rating)", "SUM(t2.rating) / COUNT(*)")
+    verdict = compare_queries(pred, gold, REVIEWS)
+    assert verdict.match is False, verdict.detail  # judged equal before the twin rows (issue #38)
+    same = gold.replace("AVG(t2.rating)", "SUM(t2.rating) * 1.0 / COUNT(t2.rating)")
+    assert compare_queries(same, gold, REVIEWS).match is True

@@ -348,6 +348,10 @@ class Profile:
     # SUM/COUNT(*), `OR col IS NULL` differ only where a NULL sits in a row the rest lets through.
     null_copies: bool = False
     p_fresh: float = 0.0  # a value from a counter (seldom drawn twice): few ties, so a row past LIMIT/OFFSET is another row
+    # A twin of a table's first row that differs only in its join and key columns: two rows that both
+    # join, alike in what is selected, in different groups. DISTINCT then changes the result (`SELECT
+    # name ... GROUP BY id`, or a bare column under ORDER BY ... LIMIT).
+    twins: bool = False
 
 
 def profile(index: int, rng: random.Random) -> Profile:
@@ -372,6 +376,7 @@ def profile(index: int, rng: random.Random) -> Profile:
         unique_keys=index % 5 != 4,
         null_copies=shape != 0 or (index >= 8 and rng.random() < 0.5),
         p_fresh=p_fresh,
+        twins=index % 2 == 1 or (index >= 8 and rng.random() < 0.5),
     )
 
 
@@ -407,6 +412,8 @@ class _Cells:
         )
         if prof.p_fresh:  # more ids, each met by fewer rows: a join's rows and groups differ in size
             self.join_pool = rng.sample(range(20, 40), rng.choice((4, 6, 8)))
+        elif prof.twins and len(self.join_pool) < 3:  # the twins, and a third row to rank them against
+            self.join_pool = rng.sample(range(12, 20), 3)
         self.numbers = [v for v in hints.anywhere if isinstance(v, int | float)]
         self.fresh = iter(range(1000, 10**9))
 
@@ -483,8 +490,10 @@ def _table_rows(cells: _Cells, table: str, columns: list[Column]) -> list[Row]:
         n = max(n, cells.hints.min_rows)
     rows = _drawn_rows(cells, columns, n)
     rows += _near_misses_and_duplicates(cells, columns, rows)
-    nulled = _add_null_copies(cells, columns, rows)
     keys = _key_columns(table, [name for name, _ in columns]) if prof.unique_keys else []
+    if prof.twins:
+        rows.insert(1, _twin(cells, columns, rows[0], keys))
+    nulled = _add_null_copies(cells, columns, rows)
     return _with_keys(cells, columns, rows, keys, nulled) if keys else rows
 
 
@@ -502,6 +511,18 @@ def _drawn_rows(cells: _Cells, columns: list[Column], n: int) -> list[Row]:
             row[j] = cells.cell(*columns[j])
         rows.append(tuple(row))
     return rows
+
+
+def _twin(cells: _Cells, columns: list[Column], row: Row, keys: list[int]) -> Row:
+    """`row` with its joined columns moved to another join id (its keys get their own in `_with_keys`,
+    and it sits second, so it joins as the first row does)."""
+    pool = cells.join_pool
+
+    def moved(value: object) -> object:
+        return pool[(pool.index(value) + 1) % len(pool)] if value in pool else cells.pick(pool)
+
+    joined = cells.hints.joined
+    return tuple(moved(v) if columns[j][0] in joined and j not in keys else v for j, v in enumerate(row))
 
 
 def _near_misses_and_duplicates(cells: _Cells, columns: list[Column], rows: list[Row]) -> list[Row]:
@@ -523,11 +544,14 @@ def _add_null_copies(cells: _Cells, columns: list[Column], rows: list[Row]) -> d
     nulled: dict[int, int] = {}
     if not (cells.prof.null_copies and rows):
         return nulled
-    sources = rows[: cells.prof.templates] if cells.prof.templates else list(rows)
+    prof = cells.prof
+    sources = rows[: prof.templates + prof.twins] if prof.templates else list(rows)
     for j in range(len(columns)):
-        row = sources[int(cells.r() * len(sources))]
-        if row[j] is not None:
+        # A source that has a value there: a copy of a row already NULL in column j adds no NULL to it.
+        valued = [row for row in sources if row[j] is not None] or [row for row in rows if row[j] is not None]
+        if valued:
             nulled[len(rows)] = j
+            row = valued[int(cells.r() * len(valued))]
             rows.append((*row[:j], None, *row[j + 1 :]))
     return nulled
 

@@ -1,11 +1,9 @@
 """The test rows that a run's predictions point at, read back from the data.
 
-A predictions file names each question by a row hash (`row`) and never copies the question, schema or
-gold (the data's licence and DEVICE.md: point at the data, do not copy it). Whoever needs the text — the
-miss analysis compares answers by meaning on the question's schema — reads the split again: from the
-local file the record names, or, when that path does not exist here (a record made on another machine),
-from $LORABENCH_DATA. A split is used only when its hash equals the record's; a hub dataset id is not
-fetched here (the report must not touch the network): point $LORABENCH_DATA at a local copy instead.
+A predictions file names each question by a row hash and never copies it (the data's licence). Whoever
+needs the text reads the split again: from the local file the record names, else from $LORABENCH_DATA,
+used only when its split hash equals the record's. A hub id is never fetched here: the report must not
+touch the network.
 """
 
 from __future__ import annotations

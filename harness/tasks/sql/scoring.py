@@ -1,18 +1,13 @@
 """Scores for one predicted query against the gold: exact match (the story's metric), executes, and
 semantic match (see `semantic`); `summarize` turns per-question scores into the run's rates.
 
-Exact match is the story's definition, unchanged, so its numbers mean what the story's numbers mean:
-strip, drop trailing semicolons, double quotes become single quotes, lower-case, runs of whitespace
-become one space. Examples:
+Exact match is the story's definition, unchanged, so its numbers mean what the story's mean: strip, drop
+trailing semicolons, double quotes become single quotes, lower-case, runs of whitespace become one space.
+Nothing else is forgiven ('71' vs 71, `b=1` vs `b = 1`, aliases, column order): that is what the semantic
+score is for.
 
-    normalize_sql('SELECT name FROM t WHERE x = "Phrag Dog";')  -> "select name from t where x = 'phrag dog'"
     exact_match("SELECT a FROM t WHERE b = 'x'", 'select a  from t where b = "X"')  -> True
-    exact_match('SELECT a FROM t WHERE b = "71"', "SELECT a FROM t WHERE b = 71")  -> False (style)
-    exact_match("SELECT a FROM t WHERE b=1", "SELECT a FROM t WHERE b = 1")  -> False (spacing inside)
     exact_match("SELECT a FROM t ;", "SELECT a FROM t")  -> False (the space before ';' survives)
-
-It does not forgive anything else: '71' vs 71, `b=1` vs `b = 1`, `COUNT(*)` vs `COUNT(x)`, aliases or
-column order all count as misses. That is what the semantic score is for.
 """
 
 from __future__ import annotations

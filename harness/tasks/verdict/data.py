@@ -1,10 +1,8 @@
 """Load chat-format JSONL for the verdict task and split it.
 
-A row is `{"messages": [{"role": "system", …}, {"role": "user", …}, {"role": "assistant", …}]}`: every
-message before the last is the prompt, the last (the assistant's) is the gold answer. The system
-message is optional. Rows may carry `"split": "train" | "test"` — a fixed held-out split, used as is
-(train capped at `data.train_size`) when every row has one; otherwise the story's split applies
-(shuffle with `split_seed`, last `test_size` rows = test). `verdict-corpus` names the small corpus
+A row is `{"messages": [system?, user, assistant]}`: every message before the last is the prompt, the
+last is the gold answer. When every row carries `"split": "train" | "test"` that split is used as is
+(train capped at `data.train_size`); otherwise the story's split. `verdict-corpus` names the small corpus
 shipped with lorabench (62 situations written for the project, 16 held out).
 """
 
