@@ -251,6 +251,7 @@ CASES = [
          files={"a.json": run_record("killed", "stopped from outside by SIGTERM")}),
     Case("compare: a finished record against a killed one", ("compare", "{tmp}/a.json", "{tmp}/b.json"), "no run finished",
          files={"a.json": run_record("ok"), "b.json": run_record("failed", "out of memory")}),
+    Case("env: lock dir read-only", WITH_DATA, "$LORABENCH_LOCK_DIR", env={"LORABENCH_LOCK_DIR": "{tmp}/mnt"}, mount="read-only"),
     Case("GGUF model: lora.rank 100000", (*WITH_DATA, "--model", "{gguf}", "--set", "lora.rank=100000"), "lora.rank"),
 ]
 # fmt: on
