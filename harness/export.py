@@ -1,10 +1,9 @@
 """Merge a run's LoRA adapter into its base model and check the merge changed nothing.
 
-The base is loaded in the precision the adapter was trained in (4-bit runs merge into a bf16 base:
-a merge into 4-bit weights would round the adapter away), base + adapter answers the test split, the
-merged model is saved as safetensors, read back from disk, and answers the same questions again;
-every differing answer is named. GGUF conversion runs llama.cpp's `convert_hf_to_gguf.py` when one is
-found (`$LORABENCH_GGUF_CONVERTER`, or on PATH); lorabench does not ship a converter.
+The base loads in the precision the adapter trained in (a 4-bit run merges into a bf16 base: 4-bit
+weights would round the adapter away); base + adapter answers the test split, the merged model is saved,
+read back, and answers again; every differing answer is named. GGUF conversion runs llama.cpp's
+`convert_hf_to_gguf.py` when found (`$LORABENCH_GGUF_CONVERTER`, or on PATH); lorabench ships none.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Look at a model's architecture before loading it: built on the meta device from its config alone.
 
-What it tells, in seconds and with no weights read: the module tree (repeated layers folded), the
-parameter count by tower (language / vision / audio / projector) and kind (embedding, linear, norm, conv,
-other), which modules a LoRA target list or regex would hit — matched by PEFT's own rule — and which
-of those PEFT cannot wrap (a norm, a container, a custom layer). Not covered: models that need
-`trust_remote_code`, and quantized layers (a config asking for quantization is inspected unquantized).
+In seconds, no weights read: the module tree (repeated layers folded), parameters by tower (language,
+vision, audio, projector) and kind, which modules a LoRA target list or regex hits (PEFT's own rule) and
+which of those PEFT cannot wrap. Not covered: `trust_remote_code` models; quantized layers (inspected
+unquantized).
 """
 
 from __future__ import annotations

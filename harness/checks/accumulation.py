@@ -1,16 +1,12 @@
 """Accumulation parity: batch B·G in one step and batch B over G accumulated micro-steps must agree.
 
-Runs the trainer's own loss path — `get_batch_samples` counts the supervised tokens of all G
-micro-batches (`num_items_in_batch`), `training_step` runs forward and backward — exactly as the
-Trainer's loop does, but stops before the optimizer: the weights do not change, gradients are dropped.
-The story's bug: a forward that ignores `num_items_in_batch` while the Trainer believes it honours it,
-so each micro-batch's loss is a mean that nobody divides by G: loss and gradients G× too large.
-
-TRL 1.14's SFTTrainer defaults to `loss_type="chunked_nll"`, which replaces the model's forward (an
-instance attribute set in `SFTTrainer.__init__`) by its own chunked cross-entropy that honours
-`num_items_in_batch`; a model's own loss then never runs. With `loss_type="nll"` (Liger, older TRL)
-the model's forward computes the loss, and the bug can bite. The check tests whichever path the
-trainer it is given really uses.
+Runs the trainer's own loss path (`get_batch_samples` counts the supervised tokens of all G micro-batches
+as `num_items_in_batch`, `training_step` runs forward and backward) but stops before the optimizer: the
+weights do not change, gradients are dropped. The story's bug: a forward that ignores
+`num_items_in_batch` while the Trainer believes it honours it: loss and gradients G× too large.
+TRL 1.14's SFTTrainer (`loss_type="chunked_nll"`) replaces the model's forward by its own loss that
+honours it; with `loss_type="nll"` the model's loss runs and the bug can bite. The check tests whichever
+path the trainer it is given really uses.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Dead adapters: LoRA modules whose B never received a gradient or never moved.
 
-LoRA's B starts at zero, so the adapter's output is zero until B moves, and A gets no gradient until
-then: B is the one to watch. A module that never runs in forward (a target name that matches an
-unused projection, a vision tower never fed an image) keeps B at zero forever and trains nothing — in
-the story, 36 of them, silently. The tracker snapshots every B (and A) before training, records after
-each backward which B got a non-zero gradient, and names the dead ones with the target setting that
-would leave them out. Under DDP the gradient flags are all-reduced (max) across ranks; only the
-single-process path is tested.
+LoRA's B starts at zero, and A gets no gradient until B moves: B is the one to watch. A module that never
+runs in forward (an unused projection, a vision tower never fed an image) keeps B at zero and trains
+nothing: in the story, 36 of them, silently. The dead ones are named with the target setting that would
+leave them out. Under DDP the flags are all-reduced (max) across ranks; only one process is tested.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Cache parity: the forward training uses (no KV cache, train mode) must give the logits generation uses.
 
-Training runs with `use_cache=False`; evaluation decodes with the cache. Models with KV sharing across
-layers (Gemma 3n style) have had layers that read K/V only from the cache, so without one they see
-zeros or stale values: training then optimises a different network than the one evaluated, silently.
-Three comparisons on one sequence, dropout off, eval mode unless named: (1) full forward without cache
-vs with cache, (2) full forward without cache vs prefix + one token at a time with the cache, (3) train
-mode vs eval mode without cache. The distance is max |Δlogit| over the spread (std) of the reference
-logits at that position, so it reads the same for a random tiny model and a trained one.
+Models with KV sharing across layers (Gemma 3n style) have had layers that read K/V only from the cache:
+without one they see zeros, so training optimises another network than the one evaluated. Three
+comparisons on one sequence, dropout off: full forward without vs with cache, without cache vs prefix +
+one token at a time, train vs eval mode. The distance is max |Δlogit| over the spread (std) of the
+reference logits, so it reads the same for a random tiny model and a trained one.
 """
 
 from __future__ import annotations

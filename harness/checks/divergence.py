@@ -1,25 +1,18 @@
 """Divergence: training that blew up, caught at the step it happened and named with its evidence.
 
-Four detectors, each a way a run with lr = 1e30 was once recorded `ok` (all-NaN adapter, empty answers,
-"1 of 1 runs ok"):
-
+Four detectors, each a way a run with lr = 1e30 was once recorded `ok` (all-NaN adapter, empty answers):
 - a NaN/inf loss or gradient norm at any step. The loss must be the raw one: transformers'
-  `logging_nan_inf_filter` (on by default) logs a NaN step as the mean of the steps since the last log,
-  which is 0.0 when every step is logged, so the backend turns the filter off;
-- a loss spike: a step's loss above `spike_ratio` × the running minimum, where the running minimum is
-  the lowest mean of `spike_window` consecutive steps so far. Averaged because single batches differ a
-  lot late in training: in the committed healthy records (SmolLM2, batch 8, 300 steps) one step's loss
-  reached 10.9× the lowest single step before it, but at most 4.53× the lowest 10-step mean; a run at
-  lr = 1e4 went 1.03 → 34.5 (33×) at step 2 and stayed near 10.8, which the smoke's averaged
-  "falling" test had passed;
-- NaN/inf in any LoRA weight after training (the last step's update can break the weights after its
-  loss was read);
-- a trained model that answers nothing: every prediction empty (task-neutral: no answer is right),
-  where the untrained model did answer (when the run has no baseline, all-empty is enough).
+  `logging_nan_inf_filter` logs a NaN step as the mean of the steps since the last log (0.0 when every
+  step is logged), so the backend turns the filter off;
+- a loss spike: a step's loss above `spike_ratio` × the lowest mean of `spike_window` consecutive steps
+  so far. Averaged because single batches differ a lot late in training: in healthy committed records one
+  step reached 10.9× the lowest single step but at most 4.53× the lowest 10-step mean; a run at lr = 1e4
+  went 1.03 → 34.5 (33×) at step 2, which the smoke's averaged "falling" test had passed;
+- NaN/inf in any LoRA weight after training (the last update can break the weights after its loss);
+- a trained model that answers nothing (every prediction empty) where the untrained one did (or no baseline).
 
-The step detector reads only what the backend already logs every step (the loss and `grad_norm`, both
-read to the host by the Trainer's logging): it adds no device sync. Non-finite numbers go into the
-evidence as text ("nan", "inf"): JSON has no NaN, and pydantic would write null.
+The step detector reads only what the backend already logs every step: it adds no device sync.
+Non-finite numbers go into the evidence as text ("nan", "inf"): JSON has no NaN, pydantic would write null.
 """
 
 from __future__ import annotations

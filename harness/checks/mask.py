@@ -1,12 +1,10 @@
 """Mask audit: the tokens in the loss must be exactly the answer plus the end-of-turn marker.
 
-Looks at what the optimizer will really see: batches from the trainer's own dataloader (dataset
-preparation, truncation and collator included), not at our tokenization. Each row is matched back to
-its example by its input ids, so shuffling does not matter. Failures are named by where the supervised
-positions fall: before the answer (prompt in the loss — TRL 0.24 with transformers 5.x masked only 2
-prompt tokens), inside it but missing (answer masked; the end-of-turn marker masked means the model
-never learns to stop), or cut by truncation. Not covered: padding-free / packed batches (one row holds
-many examples); those are reported as skipped.
+Looks at what the optimizer really sees: batches from the trainer's own dataloader (preparation,
+truncation and collator included), each row matched back to its example by its input ids. Failures are
+named by where the supervised positions fall: before the answer (prompt in the loss: TRL 0.24 with
+transformers 5.x masked only 2 prompt tokens), missing inside it (a masked end-of-turn marker means the
+model never learns to stop), or cut by truncation. Packed batches are reported as skipped.
 """
 
 from __future__ import annotations

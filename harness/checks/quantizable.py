@@ -1,11 +1,9 @@
 """The one model of what 4-bit (NF4) saves, before anyone measures it: the quantizable fraction.
 
-bitsandbytes NF4 quantizes the weights of linear layers only; their biases, embeddings, norms and the
-output head stay 16-bit. A model whose parameters sit largely in embeddings saves far less than "4×
-smaller" (the story: 44% of Gemma 3n E4B is embeddings, so 4-bit saved 3.4 GB, not ~6). The preflight
-check is always "pass": its figures are evidence to compare with the measured saving later (Exp B's
-memory claim reads `max_saving_bytes` from the bf16 run's record). Activations, optimizer state and
-the CUDA context are not counted.
+bitsandbytes NF4 quantizes linear layers' weights only; biases, embeddings, norms and the output head
+stay 16-bit (the story: 44% of Gemma 3n E4B is embeddings, so 4-bit saved 3.4 GB, not ~6). The check is
+always "pass": its figures are evidence for the measured saving (Exp B's memory claim reads
+`max_saving_bytes`). Activations, optimizer state and the CUDA context are not counted.
 """
 
 from __future__ import annotations

@@ -4,14 +4,9 @@ In the story a 10-step look caught four silent bugs: first loss 102 (wrong label
 gradients 8× too large, adapters that never learned. The band's default suits a pretrained model; a
 random-init model starts near ln(vocab size) and needs its own band.
 
-The look spans 20 steps by default, not 10: with the story's 10 warm-up steps and batch 8, the loss of
-healthy runs rose over the first 10 steps on an H200 (seeds 3407 and 42: mean of steps 1–3 0.96, of
-steps 8–10 1.01), so a 10-step "falling" test stopped good runs. By step 20 the rate is full and a
-learning run has clearly fallen (CPU, seed 3407: 1.2 → 0.3 by step 26).
-
-The means let one spike pass as a fall (lr = 1e4: 1.03 → 34.5 → 10.8, flat after: 13.1 against 10.8);
-spikes and NaN at any step are the divergence check's (harness/checks/divergence.py), which stops such a
-run at the spike. A NaN here still ends the smoke as `diverged` (when that check is off).
+20 steps, not 10: under 10 warm-up steps healthy H200 runs' loss rose over steps 1–10 (0.96 → 1.01),
+so a 10-step "falling" test stopped good runs. The means let one spike pass as a fall; spikes and NaN
+at any step are the divergence check's (divergence.py). A NaN here still ends the smoke as `diverged`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ def check_output_folder(folder: Path | None, names: list[str]) -> None:
 
 
 def write_outputs(folder: Path | None, files: dict[str, str]) -> None:
-    """Write each `name: text` into `folder` (nothing when it is None)."""
     if folder is None:
         return
     check_output_folder(folder, list(files))

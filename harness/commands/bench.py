@@ -7,7 +7,11 @@ judged as pytest cases, and the scorecard shows them beside the built-in experim
 Your runs are yours: records go to `results/` and scorecards to `reports-local/` (both untracked), never
 into the committed `reports/`. The committed records (`reports/results/`) are read as published results:
 one whose fingerprint matches stands in for a run, and the scorecard is rendered from both folders.
-`lorabench publish` is the separate, explicit step that copies records into `reports/results/`."""
+`lorabench publish` is the separate, explicit step that copies records into `reports/results/`.
+
+On GPUs the suite's cases run side by side (pytest-xdist, harness/suite/placement.py): 3 workers per CUDA GPU
+(Exp A's three seeds at once on one H200: 48.4 s against 88.4 s one after another), one per ROCm GPU, each
+pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses instead."""
 
 from __future__ import annotations
 

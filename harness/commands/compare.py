@@ -140,7 +140,6 @@ def _load_sides(
 
 
 def _change_out(c: MetricChange, before: dict[str, SetupRuns], after: dict[str, SetupRuns]) -> ChangeOut:
-    """One metric's change for the JSON output, with the conditions each side ran under."""
     return ChangeOut(
         setup=c.setup,
         metric=c.metric,
@@ -164,7 +163,6 @@ def _change_out(c: MetricChange, before: dict[str, SetupRuns], after: dict[str, 
 def _summary_text(
     changes: list[MetricChange], out: CompareOut, missing: list[MissingMetric], unmatched: list[str]
 ) -> str:
-    """The human-readable comparison: the table, then what was unlike, missing or not compared."""
     lines = [render(changes, bool(out.unlike))] if changes else []
     if out.unlike:
         lines.append(f"unlike sides, compared as asked (--allow-unlike): {'; '.join(out.unlike)}")

@@ -58,7 +58,6 @@ def predictions_path(path: Path) -> Path:
 
 
 def _record_beside(path: Path) -> RunRecord | None:
-    """The record of the run whose predictions these are, when it lies beside them."""
     record_file = path.with_name(path.name.removesuffix(_PREDICTIONS_SUFFIX) + ".json")
     if not record_file.is_file():
         return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -15,8 +14,8 @@ from harness.config import DATA_ENV, Override, load_setup, read_config_file
 from harness.errors import UserError
 from harness.guard import GuardConfig, load_guard_config
 from harness.provenance import default_stack
-from harness.run.parent import RunOptions, summary_line
 from harness.run.start import run_on_hosts
+from harness.run.supervisor import RunOptions, summary_line
 
 EXIT_CODES = {"ok": 0, "refused": 3}
 
@@ -70,17 +69,13 @@ def setup_overrides(args: argparse.Namespace) -> list[Override]:
     return overrides + args.overrides
 
 
-STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
-
-
 def stack_name(text: str) -> str:
     """--stack: a stack's name is a folder of the results (results/<stack>/…): `--stack ""` filed runs
     under unknown/ before issue 39."""
-    if not STACK_NAME.match(text):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} cannot name a stack: give letters, digits and . _ + - (at most 100), such as cpu or cuda13"
-        )
-    return text
+    try:
+        return settings.stack_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -69,8 +69,6 @@ class Identity:
 
 @dataclass(frozen=True)
 class TorchFacts:
-    """What the installed torch was built for and what it sees now."""
-
     version: str
     hip: str | None
     cuda: str | None

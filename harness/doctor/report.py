@@ -99,7 +99,6 @@ def disk_paths(results: Path) -> dict[str, Path]:
 def run_doctor(
     *, stack_name: str | None, results: Path, guard: bool = True, timed: bool = True
 ) -> tuple[Diagnosis, HostFacts]:
-    """Collect the live facts and diagnose them."""
     from harness.errors import UserError
 
     try:

@@ -1,11 +1,13 @@
 """Probe functions: one per finding, each reading only the records of one host × stack.
 
-The check names a probe looks for (`CHECKS`) are the keys of `record.checks`; guard facts come from
+The check names a probe looks for (the constants below) are the keys of `record.checks`; guard facts come from
 `record.guard`; everything else from provenance, setups, statuses and reasons. A probe that finds no
 evidence says "not tested", never "works".
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from harness.findings.evidence import Evidence, FindingStatus, ProbeResult, not_tested, not_used
 from harness.results import CheckVerdict, RunRecord
@@ -16,7 +18,6 @@ CACHE_PARITY = "cache_parity"
 GRAD_ACCUM_PARITY = "accumulation_parity"
 DEAD_ADAPTERS = "dead_adapters"
 END_OF_TURN = "end_of_turn"
-CHECKS = (MASK_AUDIT, CACHE_PARITY, GRAD_ACCUM_PARITY, DEAD_ADAPTERS, END_OF_TURN)
 
 INTEGRATED_ARCHS = ("gfx1036",)  # Raphael/Granite Ridge iGPU: shows up beside a discrete card
 UNIFIED_MEMORY_ARCHS = ("gfx1151",)  # Strix Halo: the GPU's memory is the system's
@@ -202,20 +203,9 @@ def datasets_offline(ev: Evidence) -> ProbeResult:
     return not_tested("no timed (offline) run finished")
 
 
-def loss_on_prompt(ev: Evidence) -> ProbeResult:
-    return from_check(ev, MASK_AUDIT)
-
-
-def kv_sharing_cache(ev: Evidence) -> ProbeResult:
-    return from_check(ev, CACHE_PARITY)
-
-
-def num_items_in_batch(ev: Evidence) -> ProbeResult:
-    return from_check(ev, GRAD_ACCUM_PARITY)
-
-
-def dead_lora_modules(ev: Evidence) -> ProbeResult:
-    return from_check(ev, DEAD_ADAPTERS)
+def checked(check: str) -> Callable[[Evidence], ProbeResult]:
+    """The probe of a finding that one check's verdicts decide (`from_check`)."""
+    return lambda ev: from_check(ev, check)
 
 
 def model_type_too_new(ev: Evidence) -> ProbeResult:

@@ -132,7 +132,7 @@ FINDINGS: tuple[Finding, ...] = (
         "mask_audit check",
         "lorabench builds the completion mask itself",
         STORY,
-        probes.loss_on_prompt,
+        probes.checked(probes.MASK_AUDIT),
     ),
     Finding(
         "kv-sharing-cache",
@@ -142,7 +142,7 @@ FINDINGS: tuple[Finding, ...] = (
         "cache_parity check",
         "keep the cache on for KV-shared models",
         STORY,
-        probes.kv_sharing_cache,
+        probes.checked(probes.CACHE_PARITY),
     ),
     Finding(
         "num-items-in-batch",
@@ -152,7 +152,7 @@ FINDINGS: tuple[Finding, ...] = (
         "accumulation_parity check",
         "pass num_items_in_batch through the loss",
         STORY,
-        probes.num_items_in_batch,
+        probes.checked(probes.GRAD_ACCUM_PARITY),
     ),
     Finding(
         "dead-lora-kv-shared",
@@ -162,7 +162,7 @@ FINDINGS: tuple[Finding, ...] = (
         "dead_adapters check",
         "leave k/v projections of KV-shared layers out of targets",
         STORY,
-        probes.dead_lora_modules,
+        probes.checked(probes.DEAD_ADAPTERS),
     ),
     Finding(
         "model-type-too-new",

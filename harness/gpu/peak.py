@@ -1,12 +1,10 @@
 """Peak GPU memory in two windows: model load with the baseline eval, then training.
 
-torch's counter (`max_memory_allocated`) holds the highest mark since the process began or since its last
-reset. Read once after training, a run's peak held whatever came first: a baseline eval that was not
-cached (every test question decoded at once) lifted seed 3407's peak on the H200 to 3.26 GiB against
-2.09 GiB for the two seeds whose baseline came from the cache, printed as seed spread (issue 38). So the
-counter is read and reset once, after load and baseline, before training: the record's
-`memory.peak_vram_bytes` is training's own, `memory.before_training_peak_vram_bytes` the load's and
-baseline's. Only the GPU path resets anything; it has not run on a GPU in a test (no GPU in CI).
+Why: read once after training, torch's `max_memory_allocated` held whatever came first: an uncached
+baseline eval lifted seed 3407's peak on the H200 to 3.26 GiB against 2.09 GiB for the cached seeds,
+printed as seed spread (issue 38). So the counter is read and reset before training:
+`memory.peak_vram_bytes` is training's own, `memory.before_training_peak_vram_bytes` load's and
+baseline's. The GPU path has not run in a test (no GPU in CI).
 """
 
 from __future__ import annotations

@@ -32,8 +32,6 @@ NVIDIA_GPUS = ["nvidia-smi", "--query-gpu=index,uuid,utilization.gpu", "--format
 
 @dataclass(frozen=True)
 class GpuProcess:
-    """One process holding a GPU context, as a vendor tool reports it."""
-
     pid: int
     name: str
     gpu: str

@@ -5,9 +5,8 @@ Why: on a desktop Ryzen (gfx1036 iGPU) next to an RX 7900 XTX, ROCm lists the iG
 HIP_VISIBLE_DEVICES listing only the discrete GPUs. Careful with APUs that ARE the main GPU: on Strix
 Halo (gfx1151) the "integrated" GPU is the only one, so nothing is hidden unless a discrete GPU exists.
 
-Pure: parses recorded `rocminfo` text; running rocminfo is `hide_integrated_gpus`.s job.
-HIP ordinals are the GPU agents in rocminfo order (CPU agents are skipped), which is what
-HIP_VISIBLE_DEVICES indexes when ROCR_VISIBLE_DEVICES is unset.
+HIP ordinals are the GPU agents in rocminfo order (CPU agents skipped), which HIP_VISIBLE_DEVICES
+indexes when ROCR_VISIBLE_DEVICES is unset; only `hide_integrated_gpus` runs rocminfo.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """CPU used by other processes, from /proc/<pid>/stat: another job steals cycles from a timing.
 
-"Other" means outside the caller's own process tree (the trainer is its child) and outside any
-pids the caller names.
+"Other" means outside the caller's own process tree (the trainer is its child) and any pids it names.
 
-The scan reads /proc/<pid>/stat by hand rather than through psutil.process_iter, because it is the 1 Hz
-sampler's dominant cost and the sampler must stay under 1% of a core: psutil took 2.03× the CPU (p10–p90
-1.86–2.38×; 2.75 vs 5.54 ms for 102 processes, 27 vs 54 µs a process; the 1% budget then holds up to ~370
-processes hand-written, ~180 with psutil, and a host seen through `pid: host` shows all of its processes).
-Measured with `python dev/bench_libraries.py --repeats 31`, 31 interleaved repeats, 2-core x86_64
-VM shared by 5 jobs (reports/benchmarks/cpu/bench_libraries.txt). The offender's command line, read only
-when the check fails, comes from psutil.
+Read by hand, not through psutil.process_iter: the scan is the 1 Hz sampler's dominant cost, which must
+stay under 1% of a core, and psutil took 2.03× the CPU (27 vs 54 µs a process: the budget then holds
+~370 processes, ~180 with psutil; reports/benchmarks/cpu/bench_libraries.txt). The offender's command
+line, read only when the check fails, comes from psutil.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """What the guard can see: the whole host, or only the container it runs in.
 
-A container has its own pid and network namespaces, so by default the guard there sees neither a job nor a
-download running on the host. With `pid: host` (compose.yaml's services; `docker run --pid host`) it sees
-every host process, and PID 1 is the host's init, whose network namespace is the host's: its counters are
-read from /proc/1/net/dev. Detection, not configuration:
-- in a container: /.dockerenv (Docker) or /run/.containerenv (Podman) exists;
-- host pids visible: PID 2 is `kthreadd` with parent 0, which only the host's pid namespace shows.
-Not covered: a container with `network_mode: host` but its own pid namespace (the host's counters are then
-in /proc/net/dev, but nothing here can tell), and user-namespaced runtimes that hide /proc/1/net.
+A container has its own pid and network namespaces, so the guard there sees neither a job nor a download
+on the host. With `pid: host` (compose.yaml's services) it sees every host process, and PID 1's network
+namespace is the host's: its counters are read from /proc/1/net/dev. Detected, not configured: a
+container has /.dockerenv or /run/.containerenv; host pids are visible when PID 2 is `kthreadd` (parent 0).
+Not covered: `network_mode: host` with its own pid namespace, and runtimes that hide /proc/1/net.
 """
 
 from __future__ import annotations

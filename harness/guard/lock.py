@@ -26,7 +26,6 @@ def timed_lock(path: Path | None = None, *, timeout_s: float | None = None) -> G
 
 
 def offline_env() -> dict[str, str]:
-    """Variables to merge into the timed child's environment."""
     return {
         "HF_HUB_OFFLINE": "1",  # huggingface_hub: cache only, never the network
         "HF_DATASETS_OFFLINE": "1",  # datasets: cache only

@@ -6,9 +6,7 @@ traffic on `lo` only, while lorabench's own loopback chatter (torch's distribute
 Not covered: traffic between two containers on one bridge that this network namespace cannot see.
 
 Parsed by hand, not with psutil.net_io_counters(pernic=True): psutil reads only this process's own
-/proc/net/dev, and in a container the host's counters are /proc/1/net/dev. Speed is no reason either way:
-psutil took 1.46× the CPU (48 vs 70 µs a call; dev/bench_libraries.py, 31 interleaved repeats on a
-shared 2-core VM: reports/benchmarks/cpu/bench_libraries.txt)."""
+/proc/net/dev, and in a container the host's counters are /proc/1/net/dev."""
 
 from __future__ import annotations
 

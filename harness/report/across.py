@@ -37,7 +37,6 @@ def platform_of(records: Sequence[RunRecord]) -> str:
 
 
 def origin_key(group: ReportGroup) -> tuple[str, str, str]:
-    """The index's order: platform, then stack, then host."""
     return platform_of(group.records), group.stack, group.host
 
 

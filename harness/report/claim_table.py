@@ -1,11 +1,9 @@
-"""The suite's claims judged on one host × stack's records: the same claims, read from the same setup
-files' `[claims]` tables (`harness.suite.catalogue`), and the same judgments (`harness.suite.claims`).
+"""The suite's claims judged on one host × stack's records: the same claims (the setup files' `[claims]`
+tables, `harness.suite.catalogue`) and the same judgments (`harness.suite.claims`) as the suite.
 
-The records a claim reads are its setups' records on this host and stack, every seed found, paired by
-seed where a claim pairs: seeds not run for every setup of a claim are left out and named. As in the
-suite, a run that did not finish ok fails the claims that read it. A time claim of a timed experiment
-is judged on runs timed under the quiet-machine guard only (the suite never reuses an untimed record
-for one); on others it is "not evaluable" and shows the unguarded figure.
+A claim reads its setups' records on this host and stack, paired by seed where it pairs (seeds not run
+for every setup are left out and named). A run that did not finish ok fails the claims that read it. A
+time claim of a timed experiment reads guarded runs only; on others it is "not evaluable".
 """
 
 from __future__ import annotations

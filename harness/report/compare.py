@@ -1,14 +1,11 @@
 """Compare two sets of records setup by setup: per metric the ratio new/old, whether the change is
 significant, and whether it is a regression (significant and in the worse direction).
 
-Exact match uses an exact McNemar test on per-question outcomes paired by seed and question (seeds
-present on both sides, predictions needed); other metrics use Welch's t-test over seeds, which needs
-two or more seeds a side: with one, a change is shown but never called significant.
-
-Like for like first, as pyperf and asv do for machines: the two sides must come from the same host kind
-and stack, and each setup compared must have the same settings on both sides (`sides_unlike`); the
-compared axis is the lorabench commit. A metric one side has and the other lacks (a run that ended
-without scores) is named (`missing_metrics`), never dropped without a word.
+Exact match uses an exact McNemar test on per-question outcomes paired by seed and question; other
+metrics Welch's t-test over seeds, which needs two or more seeds a side: with one, a change is shown but
+never called significant. Like for like first, as pyperf and asv do: the same host kind and stack, and
+the same settings for each setup on both sides (`sides_unlike`). A metric one side lacks (a run that
+ended without scores) is named (`missing_metrics`), never dropped without a word.
 """
 
 from __future__ import annotations

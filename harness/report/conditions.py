@@ -2,15 +2,10 @@
 timed under the quiet-machine guard or not; alone on its devices or beside other runs; the lorabench
 commit (and whether its tree was dirty); the steps the steady figures read.
 
-Alone or shared is read from the records given together: two runs on one host whose spans (start, from
-the run id or `created`, plus `timings.total_s`) overlap ran at the same time. On a host whose GPUs the
-run used all of (one GPU, or every GPU of the machine), or on a CPU host, they shared the devices; on a
-bigger host an older record does not say which GPU a one-GPU run had, so the sharing is "on the host"; a
-record the suite placed names its devices (`provenance.placement`), and only runs on the same devices
-share. A run
-the guard timed saw no foreign GPU process and held the host-wide timed lock: alone. An untimed run that
-no other record overlaps may still have had company the records do not show: that is "not known",
-never "alone".
+Two runs on one host whose spans (start plus `timings.total_s`) overlap ran at the same time: they shared
+the devices where the run used all of the host's GPUs (or on a CPU host), else "on the host". A guarded
+run saw no foreign GPU process and held the timed lock: alone. An untimed run no record overlaps may
+still have had company the records do not show: "not known", never "alone".
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Records grouped the way reports are: one group per host × stack, setups inside per experiment.
+"""Records grouped the way reports are: one group per host × stack, setups inside per experiment, in
+stable orders (host, stack, experiment, setup, seed) so the same records render the same bytes.
 
-Orders are stable (host, stack, experiment, setup, seed) so the same records always render the same
-report, byte for byte.
-
-A setup is one set of settings: records of one setup name whose settings differ (a run with
-`--set`/`--lorabench-set` overrides lands under its setup's name) are never pooled. They are split into
-variants (`variants`); the one the suite's setup file describes keeps the plain name and is the one the
-claims read, each other is its own setup named by what it changed, e.g. `smollm2-135m-lora
-(recipe.steps=20)`."""
+Records of one setup name whose settings differ (`--set` overrides) are never pooled: they are split
+into `variants`; the one the suite's setup file describes keeps the plain name and is the one the claims
+read, each other is named by what it changed, e.g. `smollm2-135m-lora (recipe.steps=20)`."""
 
 from __future__ import annotations
 

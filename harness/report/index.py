@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-
 from harness.errors import UserError
 from harness.json_types import JsonObject
 from harness.report.conditions import LEGEND
-from harness.report.scorecard import SUMMARY_FILE, ReportSummary
+from harness.report.scorecard import SUMMARY_FILE, ReportSummary, templates
 from harness.report.tables import NONE, table
 
 
@@ -58,14 +56,7 @@ def render_index(out_dir: Path, across: JsonObject | None = None) -> Path:
     ]
     headers = ["verdict", "claims judged / in the suite", "platform", "stack", "host", "date", "report"]
     body = table(rows, headers) if rows else "No reports yet."
-    env = Environment(
-        loader=PackageLoader("harness.report", "templates"),
-        undefined=StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    env = templates()
     path = out_dir / "README.md"
     context = {
         "table": body,

@@ -1,14 +1,11 @@
 """Whether two groups of runs may be compared: the one place that decides it, for every comparison a
-report draws (setups of one experiment, an experiment against Exp A, one setup across hosts and stacks,
-`lorabench compare`, and the claims that compare two setups' memory or time).
+report draws (within and across experiments, hosts and stacks, `lorabench compare`, the cost claims).
 
-Like for like: the two sides share every setting but the compared axis (data by content, never by path:
+Like for like: the two sides share every setting but the compared axis (data by content:
 `harness.report.settings`), every allocator and runtime variable that changes a figure
-(`provenance.environment`, `harness.provenance.ENVIRONMENT`), and every condition that biases a figure (timed under the guard or not, alone
-or beside other runs, the lorabench commit: `harness.report.conditions`). A pair that is not is drawn
-only in a table labelled unlike, which names each difference; a claim that reads such a pair is not
-evaluable. Where a setup could be compared against several others, the reference is the one that makes
-a like-for-like pair, else the one that differs in the fewest settings, then conditions (`closeness`).
+(`harness.provenance.ENVIRONMENT`), and every condition that biases a figure (`harness.report.conditions`).
+Any other pair is drawn only in a table labelled unlike, naming each difference; a claim reading one is
+not evaluable. The reference is the candidate that makes a like-for-like pair, else the closest (`closeness`).
 """
 
 from __future__ import annotations

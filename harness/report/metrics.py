@@ -1,11 +1,8 @@
 """The one vocabulary of figures: every metric a report table, `report --json` or `compare` shows, with
-its machine key (snake_case, the unit in the name: `train_time_s`, `mfu_pct`), its table label and the
-getter that reads it from a record. `report --json` and `compare --json` key their figures by `key`;
-the Markdown tables head them with `label`.
+its machine key (unit in the name: `train_time_s`, `mfu_pct`) for JSON, its table label and its getter.
 
 Where a figure is read is a condition, not part of its name: tokens/s and MFU are read over the steady
-steps (the steps the step time reads) when the record has a steady step time and over the whole run
-otherwise, and the output says which in a `window` field ("steady", "whole", or "mixed" over runs).
+steps when the record has a steady step time, else over the whole run; outputs say which in `window`.
 """
 
 from __future__ import annotations

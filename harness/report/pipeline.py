@@ -16,20 +16,13 @@ from harness.report.settings import public
 from harness.report.to_json import across_out, scorecard_out, stacks_out
 
 
-def write_reports(
-    results: Iterable[Path], out_dir: Path, benchmarks: Path = DEFAULT_BENCHMARKS, setups: Sequence[Path] = ()
-) -> tuple[list[ReportSummary], Path]:
-    """Scorecards and the index from the records under `results` (several folders merge: e.g. one per CI
-    runner's artifact); claims as the suite's setup files under `benchmarks/setups` and the folders
-    `setups` (a user's own benchmarks) declare them."""
-    summaries, index, _ = build_reports(results, out_dir, benchmarks, setups)
-    return summaries, index
-
-
 def build_reports(
     results: Iterable[Path], out_dir: Path, benchmarks: Path = DEFAULT_BENCHMARKS, setups: Sequence[Path] = ()
 ) -> tuple[list[ReportSummary], Path, ReportOut]:
-    """`write_reports`, and the same scorecards as `lorabench report --json` prints them."""
+    """Scorecards and the index from the records under `results` (several folders merge: e.g. one per CI
+    runner's artifact), and the same scorecards as `lorabench report --json` prints them; claims as the
+    suite's setup files under `benchmarks/setups` and the folders `setups` (a user's own benchmarks)
+    declare them."""
     results = list(results)
     catalogue = load_setups(benchmarks, setups)  # the setup files first: a mistake there is one line
     loaded = load_records(results)

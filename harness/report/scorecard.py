@@ -19,10 +19,10 @@ from harness.report.across import platform_of
 from harness.report.claim_table import ClaimResult, claim_counts, claims_table, evaluate_claims
 from harness.report.conditions import LEGEND
 from harness.report.groups import ReportGroup, SetupRuns
-from harness.report.miss_section import miss_section
 from harness.report.settings import public
 from harness.results import slug
 from harness.suite.catalogue import Catalogue
+from harness.tasks.registry import task_module
 
 SUMMARY_FILE = "summary.json"
 STATUS_WORDS = ("failed", "diverged", "killed", "refused")
@@ -103,7 +103,8 @@ def verdict_line(
     return " · ".join(parts)
 
 
-def _environment() -> Environment:
+def templates() -> Environment:
+    """The report's Jinja templates (harness/report/templates), rendered as written: no escaping."""
     return Environment(
         loader=PackageLoader("harness.report", "templates"),
         undefined=StrictUndefined,
@@ -137,6 +138,27 @@ def reference_pairs(group: ReportGroup, experiment: str, setups: Sequence[SetupR
     return pairs
 
 
+def _miss_section(setup: SetupRuns) -> JsonObject | None:
+    """The miss analysis of one setup, when its task has one: over the predictions of its ok seeds."""
+    loaded = [item for item in setup.runs if item.record.status == "ok" and item.predictions]
+    tasks = {item.record.task for item in loaded}
+    if not loaded or len(tasks) != 1:
+        return None
+    analyze_runs = task_module(tasks.pop()).analyze_runs
+    if analyze_runs is None:
+        return None  # this task has no miss categories
+    files = [item.predictions for item in loaded if item.predictions is not None]
+    analysis = analyze_runs(files, [f"seed {item.record.seed}" for item in loaded], loaded[0].record)
+    return {
+        "setup": setup.setup,
+        "seeds": ", ".join(str(item.record.seed) for item in loaded),
+        "analysis": analysis,
+        "table": tables.table(
+            analysis.category_rows(shown=10), ["category", "questions", "%", "question indices"]
+        ),
+    }
+
+
 def _experiment_context(
     group: ReportGroup, experiment: str, img_dir: Path, made_images: list[Path]
 ) -> JsonObject:
@@ -147,18 +169,7 @@ def _experiment_context(
         charts.time_chart(experiment, setups, img_dir / f"{slug(experiment)}-time.png"),
     ]
     made_images.extend(c.path for c in made if c)
-    misses = []
-    for setup in setups:
-        section = miss_section(setup)
-        if section is not None:
-            misses.append(
-                {
-                    "setup": section.setup,
-                    "seeds": ", ".join(map(str, section.seeds)),
-                    "analysis": section.analysis,
-                    "table": section.render(),
-                }
-            )
+    misses = [section for setup in setups if (section := _miss_section(setup)) is not None]
     return {
         "name": experiment,
         "table": tables.experiment_table(setups),
@@ -220,7 +231,7 @@ def render_scorecard(
         "peaks": tables.peaks_used_table(group),
         "packages": tables.packages_table(group),
     }
-    text = _environment().get_template("scorecard.md.j2").render(**context)
+    text = templates().get_template("scorecard.md.j2").render(**context)
     target.mkdir(parents=True, exist_ok=True)
     (target / "scorecard.md").write_text(text, encoding="utf-8")
     remove_stale_images(target / "img", made_images)

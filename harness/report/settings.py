@@ -1,13 +1,10 @@
 """What differs between two setups' runs, setting by setting, so a comparison says what it compares.
 
-Read from the records: each record's setup (the setup model: fields it predates read as their defaults,
-which keep the old behaviour, as `SetupConfig.fingerprint_payload` promises), and
-"auto" settings shown as what the run resolved them to where the record says so (precision and device
-from `model`, recipe.compile = auto from `train.graphs`). Also the data split and the lorabench commit.
-
-Data is compared by content, never by path: a record that names its split (`data.split_hash`, a hash of
-the rows) is compared on that, and its `data.source` path is left out (two machines' copies of one file
-live in two folders). No setting is shown with an absolute path (`public`): reports are published.
+Read from the records: each record's setup (fields it predates read as their defaults, as
+`SetupConfig.fingerprint_payload` promises), "auto" settings as the run resolved them where the record
+says so, the data split and the lorabench commit. Data is compared by content (`data.split_hash`), never
+by path: two machines' copies of one file live in two folders. No setting is shown with an absolute path
+(`public`): reports are published.
 """
 
 from __future__ import annotations

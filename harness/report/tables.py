@@ -81,8 +81,7 @@ def peak_vram_gib(r: RunRecord) -> float | None:
 
 
 def steady(r: RunRecord) -> mfu_table.SteadyRate | None:
-    """The steady steps' rate (`harness.run.mfu.steady_rate`), from the record's median steady step time
-    and its mean tokens per step; None when the record has no steady step time."""
+    """The steady steps' rate (`harness.run.mfu.steady_rate`); None without a steady step time."""
     t = r.train
     if t is None or not t.step_s or not t.tokens or t.steps_done < 2:
         return None
@@ -97,11 +96,6 @@ def tokens_per_s(r: RunRecord) -> float | None:
     return r.train.tokens_per_s if r.train else None
 
 
-def n_gpus(r: RunRecord) -> int:
-    """GPUs in the run: `gpus` per node on each of `nodes` hosts."""
-    return r.setup.world_size
-
-
 # The FLOP convention, written beside every MFU figure (harness/run/mfu.py).
 MFU_CONVENTION = (
     "MFU = model FLOPs per second over the steady steps (the steps the step time reads) against the GPUs' "
@@ -113,9 +107,8 @@ MFU_CONVENTION = (
 
 
 def mfu_percent(r: RunRecord) -> float | None:
-    """MFU over the steady steps (MFU_CONVENTION), from the record's tokens, parameters and steady step
-    time against `harness.run.mfu`'s peaks; over the whole run (tokens / train time) where the record
-    has no steady step time (its conditions then say "whole run")."""
+    """MFU_CONVENTION; over the whole run (tokens / train time) where the record has no steady step time
+    (its conditions then say "whole run")."""
     if r.train is None:
         return None
     gpus = r.provenance.host.gpus
@@ -131,19 +124,17 @@ def mfu_percent(r: RunRecord) -> float | None:
     flops = mfu_table.training_flops(
         r.train.total_params, r.train.trainable_params, tokens_per_s, checkpointing
     )
-    value = mfu_table.mfu(flops, gpus[0].name, n_gpus(r))
+    value = mfu_table.mfu(flops, gpus[0].name, r.setup.world_size)
     return None if value is None else 100 * value
 
 
 def task_columns(setups: Sequence[SetupRuns]) -> list[MetricColumn]:
-    """The score columns of the tasks these setups' runs ran (harness/tasks/<name>/metrics.py), in the
-    order the tasks first appear."""
+    """The score columns of the tasks these setups' runs ran, in the order the tasks first appear."""
     tasks = dict.fromkeys(r.task for s in setups for r in s.records)
     return [column for task in tasks for column in task_module(task).COLUMNS]
 
 
 def column_getter(column: MetricColumn) -> Getter:
-    """A task column's figure of a run: from its trained metrics."""
     return lambda r: column.value(r.trained) if r.trained else None
 
 
@@ -170,10 +161,8 @@ def marked(cell: str, marks: str) -> str:
 
 
 def experiment_table(setups: Sequence[SetupRuns]) -> str:
-    """One row per setup. Every time, speed, memory and MFU figure carries its runs' marks (timed under
-    the guard or not, alone or beside other runs: conditions.LEGEND) and the last column states the
-    conditions in words. The scores of the runs' tasks (`task_columns`) follow the gain, marked as
-    their task says (`marks_note` explains the marks)."""
+    """One row per setup. Every cost figure carries its runs' conditions' marks (conditions.LEGEND), the
+    last column states them in words; the tasks' own scores follow the gain (`marks_note`)."""
     columns = task_columns(setups)
     rows = []
     for s in setups:
@@ -260,7 +249,6 @@ class Comparisons:
 
 
 def pair_figures(ref: SetupRuns, s: SetupRuns, margin: float = EQUIVALENCE_MARGIN) -> pairs.PairFigures:
-    """The figures of `s` against its reference `ref` (harness.report.pairs)."""
     return pairs.PairFigures(
         pairs.speedup(values(ref.ok, train_seconds), values(s.ok, train_seconds)),
         pairs.speedup(values(ref.ok, step_seconds), values(s.ok, step_seconds)),
@@ -294,13 +282,10 @@ def _pair_cells(ref: SetupRuns, s: SetupRuns) -> list[str]:
 def comparison_tables(
     pairs: Sequence[Pair], axis: Collection[str] | None = None, axis_label: str | None = None
 ) -> Comparisons:
-    """Each setup against its reference, fewest differences first: speedup in train time and steady step
-    (seeded 95% bootstrap interval; none from one run), the exact-match difference with an exact McNemar
-    test on paired per-question outcomes, and equivalence within ±EQUIVALENCE_MARGIN points (TOST over
-    seeds). Pairs that differ only on the compared axis (`axis`; None: the one setting that differs) and
-    in no condition go in the first table; every other pair in the unlike table, which names each
-    difference (harness.report.likeness). Every cell names the sides in the row's order: setup, then
-    reference. `axis_label`: what is compared when no setting is (e.g. the host)."""
+    """Each setup against its reference, fewest differences first. Pairs that differ only on the compared
+    axis (`axis`; None: the one setting that differs) and in no condition go in the first table; every
+    other pair in the unlike table, which names each difference (harness.report.likeness). Cells name the
+    sides in the row's order: setup, then reference. `axis_label`: what is compared when no setting is."""
     like_rows, unlike_rows = [], []
     for (ref, s), _ in order_pairs(pairs):
         judged = likeness.judge(s, ref, axis)
@@ -404,8 +389,7 @@ def _silent_node_rows(r: RunRecord) -> list[list[Any]]:
 
 
 def ranks_table(group: ReportGroup) -> str | None:
-    """Every rank of the DDP and multi-node runs: where it ran (node, host name, host id, device), when it
-    loaded the model and its peaks; a node's status when it was not ok (lost, failed, busy)."""
+    """Every rank of the DDP and multi-node runs; a node's status when it was not ok (lost, failed, busy)."""
     rows = []
     for r in group.records:
         rows += _rank_rows(r)

@@ -1,9 +1,9 @@
 """One run across several hosts (`nodes` > 1), top to bottom, as seen from one node's parent process.
 
 Every node runs the same `lorabench run SETUP` with $LORABENCH_RDZV_ENDPOINT pointing at the lead
-(harness.run.launch). The parents meet in the store at that endpoint (harness.run.nodegroup), then:
+(harness.run.launch). After the supervisor's steps 0 and 1 (harness.run.supervisor), the parents meet
+in the store at that endpoint (harness.run.nodegroup), then:
 
-1. Provenance of this host.
 2. Guard on every node (timed runs): each takes its own timed lock, without waiting, and pre-checks its
    own machine (harness.guard.agreement). Every node posts who it is and what its guard saw; the lead
    decides for all: one node busy → the run is refused, naming it; nodes with different setups or
@@ -17,8 +17,6 @@ Every node runs the same `lorabench run SETUP` with $LORABENCH_RDZV_ENDPOINT poi
    (through `harness.run.landing`, as a single run's: under the record's lock, atomically), and posts
    it, so every node's `lorabench run` ends with the same status. A node that loses the lead writes a
    `killed` record itself, so no run vanishes.
-
-A copy of the single-host recipe in harness.run.parent, with the differences above, rather than branches in it.
 """
 
 from __future__ import annotations
@@ -36,29 +34,30 @@ import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness import settings
-from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.guard import GuardRecord, Sampler, offline_env
 from harness.guard.agreement import NodeGuard, guard_this_node, refusal
 from harness.json_types import JsonObject
-from harness.results import MemoryStats, NodeInfo, NodeStatus, RecordHeader, RunRecord, setup_digest
+from harness.results import NodeInfo, NodeStatus, RunRecord, setup_digest
 from harness.run.capped import ChildOutcome
-from harness.run.landing import land, land_run
+from harness.run.landing import land
 from harness.run.launch import Rendezvous, rendezvous_from_env, start_trainer
 from harness.run.nodegroup import LeadLost, Liveness, NodeGroup
-from harness.run.outcome import Outcome, read_outcome, train_window
-from harness.run.parent import (
-    STOP_CAUSES,
-    RunOptions,
-    Stopped,
-    check_and_sweep,
-    record_header,
-    stop_signals_raise,
-    summary_line,
-)
+from harness.run.outcome import Outcome, train_window
 from harness.run.plan import PLAN_FILE, RunPlan
 from harness.run.ranks import NODE_ENV
-from harness.run.workdir import create_work_dir, remove_work_dir
+from harness.run.supervisor import (
+    Begun,
+    Landed,
+    Stopped,
+    land_record,
+    signal_name,
+    stop_signals_raise,
+    stopped_reason,
+    summary_line,
+    trainer_outcome,
+)
+from harness.run.workdir import create_work_dir
 
 SEEN_WAIT_S = 30.0
 
@@ -97,56 +96,44 @@ class NodeEnd(BaseModel):
 
 
 @dataclass(frozen=True)
-class NodeRun:
+class NodeRun(Begun):
     """This node's part of one run, as every step after the nodes met sees it."""
 
-    setup: SetupConfig
-    options: RunOptions
-    header: RecordHeader
     group: NodeGroup
     guard: NodeGuard  # this node's own guard
     hellos: list[Hello]  # every node's, lead first
-    started: float  # perf_counter at the run's start, for the record's total_s
 
 
-def run_on_nodes(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
-    """This node's part of the run. Every node returns the record; its path is on the lead's host unless
-    this node wrote it (the lead, or a node that lost the lead)."""
-    # Nothing has started yet: a bad input is a UserError on this node, before it joins the others.
-    check_and_sweep(setup, options)
-    rendezvous = rendezvous_from_env(setup, options.stack)
-    started = time.perf_counter()
-    # 1. Provenance of this host.
-    header = record_header(setup, options)
-    group = NodeGroup(rendezvous, setup.nodes)
-    with (
-        contextlib.ExitStack() as held,
-        stop_signals_raise(),
-    ):  # `held`: this host's timed lock, through training
-        # 2. This node's guard, then every node's: the lead decides for all.
-        guard = guard_this_node(options.guard, held, timed=options.timed)
-        group.post(
-            f"node/{group.index}", hello(setup, options, header, guard, group.index).model_dump(mode="json")
-        )
-        hellos, status, reason = agree(group, rendezvous.timeout_s, options.allow_noisy)
-        run = NodeRun(setup, options, header, group, guard, hellos, started)
-        if status is not None:
-            return ended_before_training(run, status, reason)
-        # 3–10. The trainers on every node, then the one record.
-        return train_and_record(run, rendezvous)
+class Nodes:
+    """The supervisor's way across several hosts: the nodes meet in the store, the lead decides for all,
+    every node trains, and the lead writes the one record (a node that lost the lead writes its own).
+    Every node returns the record; its path is on the lead's host unless this node wrote it."""
+
+    def run(self, begun: Begun) -> Landed:
+        rendezvous = rendezvous_from_env(begun.setup, begun.options.stack)
+        group = NodeGroup(rendezvous, begun.setup.nodes)
+        # `held`: this host's timed lock, through training
+        with contextlib.ExitStack() as held, stop_signals_raise():
+            # 2. This node's guard, then every node's: the lead decides for all.
+            guard = guard_this_node(begun.options.guard, held, timed=begun.options.timed)
+            group.post(f"node/{group.index}", hello(begun, guard, group.index).model_dump(mode="json"))
+            hellos, status, reason = agree(group, rendezvous.timeout_s, begun.options.allow_noisy)
+            run = NodeRun(**vars(begun), group=group, guard=guard, hellos=hellos)
+            if status is not None:
+                return Landed(*ended_before_training(run, status, reason))
+            # 3–10. The trainers on every node, then the one record.
+            return train_and_record(run, rendezvous)
 
 
-def hello(
-    setup: SetupConfig, options: RunOptions, header: RecordHeader, guard: NodeGuard, index: int
-) -> Hello:
+def hello(begun: Begun, guard: NodeGuard, index: int) -> Hello:
     """Who this node is and what its guard saw, for the others (the lead compares setups and stacks)."""
     return Hello(
         node=index,
         hostname=socket.gethostname(),
-        host=header.host,
-        stack=options.stack,
-        gpus=[g.name for g in header.provenance.host.gpus],
-        setup=setup_digest(setup),
+        host=begun.header.host,
+        stack=begun.options.stack,
+        gpus=[g.name for g in begun.header.provenance.host.gpus],
+        setup=setup_digest(begun.setup),
         guard=guard,
     )
 
@@ -183,24 +170,21 @@ def ended_before_training(run: NodeRun, status: str, reason: str | None) -> tupl
     guard = GuardRecord(
         timed=run.options.timed, precheck=run.guard.precheck, nodes=[h.guard.to_dict() for h in run.hellos]
     )
-    record = RunRecord.from_header(
-        run.header, status=status, reason=reason, guard=guard.to_record(), nodes=nodes
-    )
-    return publish(run.group, *landed(land(run.options.results_dir, run.header, lambda _path: record)))
+    return publish(run.group, *land_untrained(run, status, reason, guard, nodes))
 
 
-def train_and_record(run: NodeRun, rendezvous: Rendezvous) -> tuple[RunRecord, Path]:
+def train_and_record(run: NodeRun, rendezvous: Rendezvous) -> Landed:
     """3–9: torchrun on every node, one c10d rendezvous; the lead's first process reports. 10: the lead
     writes the record from every node's end; a node that lost the lead writes its own."""
     group = run.group
     work_dir = create_work_dir(run.options.results_dir, run.header)
     plan = RunPlan(setup=run.setup, work_dir=work_dir.resolve(), quiet=run.options.quiet or not group.is_lead)
-    stopper = TrainerStopper(plan.work_dir / PLAN_FILE)
+    job_file = plan.work_dir / PLAN_FILE
     liveness = Liveness(
         group,
-        on_lost=lambda node, why: stopper.stop(),
-        on_ended=lambda node, end: stopper.stop(),
-        on_record=stopper.stop,
+        on_lost=lambda node, why: stop_trainer(job_file),
+        on_ended=lambda node, end: stop_trainer(job_file),
+        on_record=lambda: stop_trainer(job_file),
         ranks=lambda: local_ranks(plan.work_dir),
     )
     liveness.start()
@@ -214,21 +198,17 @@ def train_and_record(run: NodeRun, rendezvous: Rendezvous) -> tuple[RunRecord, P
         ends = wait_for_ends(group, liveness)
     except LeadLost as exc:
         liveness.lost.setdefault(0, str(exc))
-        return lead_lost_record(run, liveness.lost[0], ended)
+        return Landed(*lead_lost_record(run, liveness.lost[0], ended))
     finally:
         liveness.close()
-    outcome = lead_outcome(plan.work_dir, child, interrupted)
+    # What the lead's trainer left, read as on one host; `killed` when a stop from outside ended it.
+    outcome = trainer_outcome(plan.work_dir, child, run.options.memory_cap_bytes) if child else Outcome()
+    if interrupted is not None or child is None:
+        outcome.status, outcome.reason = "killed", ended.reason
     nodes, guard = lead_verdict(run, outcome, ends, liveness.lost, ended)
     outcome.add_timings(total_s=round(time.perf_counter() - run.started, 2))
-    record, path = landed(
-        land_run(run.options.results_dir, run.header, outcome, guard, plan.work_dir, nodes=nodes)
-    )
-    remove_work_dir(plan.work_dir)
-    publish(group, record, path)
-    if interrupted is not None:
-        print(summary_line(record, path), file=sys.stderr)
-        raise KeyboardInterrupt(str(interrupted)) from interrupted
-    return record, path
+    record, path = land_record(run.options.results_dir, run.header, outcome, guard, plan.work_dir, nodes)
+    return Landed(*publish(group, record, path), interrupted)
 
 
 def train_here(
@@ -255,17 +235,14 @@ def train_here(
 
 def follower_ends(
     run: NodeRun, plan: RunPlan, liveness: Liveness, ended: NodeEnd, interrupted: BaseException | None
-) -> tuple[RunRecord, Path]:
+) -> Landed:
     """A node other than the lead: posts how its trainer ended and returns the lead's record."""
     if 0 in liveness.lost:
         raise LeadLost(liveness.lost[0])
     run.group.post(f"end/{run.group.index}", ended.to_post())
     record, path = received_record(run.group)
     shutil.rmtree(plan.work_dir, ignore_errors=True)  # what its ranks wrote; the record is the lead's
-    if interrupted is not None:  # the stop goes on up, as on one host: a shell loop stops too
-        print(summary_line(record, path), file=sys.stderr)
-        raise KeyboardInterrupt(str(interrupted)) from interrupted
-    return record, path
+    return Landed(record, path, interrupted)  # the stop goes on up, as on one host: a shell loop stops too
 
 
 def lead_lost_record(run: NodeRun, why_lost: str, ended: NodeEnd) -> tuple[RunRecord, Path]:
@@ -273,19 +250,21 @@ def lead_lost_record(run: NodeRun, why_lost: str, ended: NodeEnd) -> tuple[RunRe
     nodes = [node_info(h, status="lost" if h.node == 0 else "ok") for h in run.hellos]
     mine = ended.reason or "it ended with the lead gone"
     why = f"{node_name(run.hellos[0])}, the lead, was lost mid-run: {why_lost}; written by node {run.group.index} instead ({mine})"
-    guard = GuardRecord(timed=run.options.timed)
-    record = RunRecord.from_header(
-        run.header, status="killed", reason=why, guard=guard.to_record(), nodes=nodes
-    )
-    record, path = landed(land(run.options.results_dir, run.header, lambda _path: record))
+    record, path = land_untrained(run, "killed", why, GuardRecord(timed=run.options.timed), nodes)
     print(summary_line(record, path), file=sys.stderr)
     return record, path
 
 
-def landed(result: tuple[RunRecord, Path] | None) -> tuple[RunRecord, Path]:
-    if result is None:  # `land` returns None only for a late record (a sweep), which a node never writes
-        raise AssertionError("a node's record was not written")
-    return result
+def land_untrained(
+    run: NodeRun, status: str, reason: str | None, guard: GuardRecord, nodes: list[NodeInfo]
+) -> tuple[RunRecord, Path]:
+    """A record with no trainer's outcome in it: the lead's decision before training, or a lead lost."""
+    record = RunRecord.from_header(
+        run.header, status=status, reason=reason, guard=guard.to_record(), nodes=nodes
+    )
+    landed = land(run.options.results_dir, run.header, lambda _path: record)
+    assert landed is not None  # not late: `land` returns None only for a sweep's record
+    return landed
 
 
 def node_name(hello: Hello, ranks: list[int] | None = None) -> str:
@@ -333,18 +312,13 @@ def node_info(
     )
 
 
-class TrainerStopper:
+def stop_trainer(job_file: Path) -> None:
     """Stops this node's torchrun agent (SIGTERM: it stops its workers, which run in sessions of their own)."""
-
-    def __init__(self, job_file: Path) -> None:
-        self.job_file = str(job_file)
-
-    def stop(self) -> None:
-        for proc in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                cmdline = proc.cmdline()
-                if "torch.distributed.run" in cmdline and self.job_file in cmdline:
-                    proc.send_signal(signal.SIGTERM)
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            cmdline = proc.cmdline()
+            if "torch.distributed.run" in cmdline and str(job_file) in cmdline:
+                proc.send_signal(signal.SIGTERM)
 
 
 def local_ranks(work_dir: Path) -> list[int]:
@@ -366,8 +340,7 @@ def node_end(
     """How this node's trainer ended, and whether its timing holds (its pre-check and its sampler)."""
     reason, stopped = None, interrupted is not None
     if interrupted is not None:
-        name = str(interrupted) if isinstance(interrupted, Stopped) else "SIGINT"
-        reason = f"stopped from outside by {STOP_CAUSES.get(name, name)} before the run ended"
+        reason = stopped_reason(signal_name(interrupted))
     elif child is not None and child.returncode != 0:
         reason = f"trainer {child.reason}"
     timing = None
@@ -399,27 +372,6 @@ def wait_for_ends(group: NodeGroup, liveness: Liveness) -> dict[int, NodeEnd]:
         if not [n for n in pending if n not in ends] or time.monotonic() > deadline:
             return ends
         time.sleep(0.25)
-
-
-def lead_outcome(work_dir: Path, child: ChildOutcome | None, interrupted: BaseException | None) -> Outcome:
-    outcome = read_outcome(work_dir) or Outcome(
-        status="killed",
-        reason=f"trainer {child.reason if child and child.reason else 'ended'} before reporting an outcome",
-    )
-    if interrupted is not None:
-        name = str(interrupted) if isinstance(interrupted, Stopped) else "SIGINT"
-        outcome.status = "killed"
-        outcome.reason = f"stopped from outside by {STOP_CAUSES.get(name, name)} before the run ended"
-    if child is not None:
-        memory = outcome.memory or MemoryStats(device=outcome.model.device if outcome.model else "unknown")
-        outcome.memory = memory.model_copy(
-            update={
-                "peak_rss_bytes": child.peak_rss_bytes,
-                "cap_method": child.cap_method,
-                "watchdog_reading": child.reading or None,
-            }
-        )
-    return outcome
 
 
 def lead_verdict(
@@ -537,4 +489,4 @@ def received_record(group: NodeGroup) -> tuple[RunRecord, Path]:
     return record, Path(posted["path"])
 
 
-__all__ = ["run_on_nodes"]
+__all__ = ["Nodes"]

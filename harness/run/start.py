@@ -7,9 +7,10 @@ from pathlib import Path
 
 from harness.config import SetupConfig
 from harness.results import RunRecord
-from harness.run.nodes import run_on_nodes
-from harness.run.parent import RunOptions, run_setup
+from harness.run.nodes import Nodes
+from harness.run.parent import OneHost
+from harness.run.supervisor import RunOptions, supervise
 
 
 def run_on_hosts(setup: SetupConfig, options: RunOptions) -> tuple[RunRecord, Path]:
-    return run_on_nodes(setup, options) if setup.nodes > 1 else run_setup(setup, options)
+    return supervise(Nodes() if setup.nodes > 1 else OneHost(), setup, options)

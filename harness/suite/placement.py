@@ -2,10 +2,11 @@
 its device through the run's `Placement` (harness/run/plan.py), and k workers per GPU on CUDA, where several
 seeds at once were measured faster. A CPU host runs one seed at a time unless the user asks for `-n`.
 
-Worker i of n sits on device i mod len(devices), in slot i // len(devices) of it. A run holds its slot's
-lock (a file lock in the host's lock folder, so two suite sessions on one host share the slots); a run
+Worker i of n sits on device i mod len(devices), in slot i // len(devices) of it. Under xdist a run holds
+its slot's lock (a file lock in the host's lock folder, so two sessions' workers share the slots); a run
 that must be alone on its devices (timed, or a setup of several GPUs) holds every slot of them, so it waits
-for its siblings there and none starts beside it: the record then says it was not shared.
+for its siblings there and none starts beside it: the record then says it was not shared. A session of
+one process has no siblings and takes no slot (the host-wide timed lock still keeps timings apart).
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ class Spread:
     def slots(self, gpus: int, *, alone: bool) -> list[Seat]:
         """The slots a run holds: its own, or every slot of its devices when it must be alone."""
         mine = self.seat
+        if self.workers <= 1:
+            return []
         if not alone and gpus <= 1:
             return [mine]
         seats = {seat(i, self.workers, self.devices) for i in range(self.workers)}

@@ -42,7 +42,7 @@ DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 RUN_FIXTURES = frozenset({"lorabench_run", "lorabench_record"})
 MARKERS = {
     "gpu": "gpu: needs at least one GPU (CUDA or ROCm)",
-    "multi_gpu": "multi_gpu(n=2): needs n GPUs of one host; not under xdist (a worker holds one GPU)",
+    "multi_gpu": "multi_gpu(n=2): needs n GPUs of one host; under xdist its run takes them all (its siblings wait)",
     "cpu_ok": "cpu_ok: finishes on a CPU-only host (others skip there)",
     "slow": "slow: trains a real model (minutes to hours); deselect with -m 'not slow'",
     "timed": "timed: its runs are timed: quiet-machine guard, host-wide lock, never reuses an untimed record",
@@ -404,8 +404,6 @@ def _host_skip_reason(config: pytest.Config, item: pytest.Item) -> str | None:
     caps = capabilities(config)
     if multi:
         needed = int(multi.kwargs.get("n", multi.args[0] if multi.args else 2))
-        if os.environ.get("PYTEST_XDIST_WORKER"):
-            return f"multi_gpu: needs all {needed} GPUs, but an xdist worker holds one; run these cases without -n"
         if reason := caps.missing_gpus(needed):
             return f"multi_gpu: {reason}"
     if wants_gpu and (reason := caps.missing_gpus(1)):

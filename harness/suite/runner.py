@@ -231,8 +231,8 @@ class SuiteRunner:
         note: str | None = None,
         why: str = "no record of this setup on this host",
     ) -> tuple[RunRecord, Path]:
-        from harness.run.parent import RunOptions, summary_line
         from harness.run.start import run_on_hosts
+        from harness.run.supervisor import RunOptions, summary_line
 
         alone = timed or not self.fits_shared(setup)
         options = RunOptions(

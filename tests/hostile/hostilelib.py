@@ -27,8 +27,28 @@ REPO = Path(__file__).resolve().parents[2]
 CODE_ROOT = Path(os.environ.get("HOSTILE_CODE_ROOT") or REPO)
 SPY = Path(__file__).resolve().parent / "spy"
 
-# A file's content: bytes, text, or built from the test's context (paths of the fixtures).
-Content = bytes | str | Callable[[dict[str, str]], bytes | str]
+
+@dataclass(frozen=True)
+class Sparse:
+    """A file of `size` bytes, NULs after `head`, written sparse: a 2 GB file costs no disk and no time."""
+
+    size: int
+    head: str = ""
+
+
+# A file's content: bytes, text, sparse NULs, or built from the test's context (paths of the fixtures).
+Content = bytes | str | Sparse | Callable[[dict[str, str]], bytes | str]
+
+
+def write_content(path: Path, content: Content, ctx: dict[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, Sparse):
+        with path.open("wb") as handle:
+            handle.write(content.head.encode())
+            handle.truncate(content.size)
+        return
+    value = content(ctx) if callable(content) else content
+    path.write_bytes(value if isinstance(value, bytes) else value.encode())
 
 
 @dataclass(frozen=True)

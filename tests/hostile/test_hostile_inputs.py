@@ -12,7 +12,9 @@ import random
 from pathlib import Path
 
 import pytest
-from hostilelib import Case, jsonl, judge, mounted, run_cli, sql_row
+from hostilelib import Case, Sparse, jsonl, judge, mounted, run_cli, sql_row, write_content
+
+from harness.results import RunRecord
 
 RUN = (
     "run", "--model", "{model}", "--steps", "2", "--results", "{results}", "--quiet",
@@ -45,6 +47,13 @@ def binary(_: dict[str, str]) -> bytes:
 def truncated_gguf(ctx: dict[str, str]) -> bytes:
     with open(ctx["gguf"], "rb") as handle:
         return handle.read(1 << 20)
+
+
+def run_record(status: str, reason: str | None = None) -> str:
+    return RunRecord(
+        run_id=f"r-{status}", status=status, reason=reason, created="2026-12-01T00:00:00+00:00", experiment="exp-a",
+        setup_name="s", seed=1, stack="cpu", host="h", fingerprint="f", setup={}, provenance={},
+    ).model_dump_json()  # fmt: skip
 
 
 def record(**fields: object) -> str:
@@ -232,6 +241,17 @@ CASES = [
     Case("--set value not YAML", run_with("--set", "lora.targets=[q_proj"), "not YAML"),
     Case("GGUF model: lora.targets partly matching", (*WITH_DATA, "--model", "{gguf}", "--set", "lora.targets=[q_proj,nope_proj]"),
          "'nope_proj'"),
+    # Issue 39, the audit of this stop: each of these is refused in one line too (the stack cases filed
+    # records in .work/, where a sweep sets folders aside, or outside the results folder).
+    Case("env: LORABENCH_STACK .work", WITH_DATA, "$LORABENCH_STACK", env={"LORABENCH_STACK": ".work"}),
+    Case("env: LORABENCH_STACK ..", WITH_DATA, "$LORABENCH_STACK", env={"LORABENCH_STACK": ".."}),
+    data_case("data: 2 GB of NULs", "rows.jsonl", Sparse(2 << 30), "binary data"),
+    data_case("data: 2 GB of NULs after good rows", "rows.jsonl", Sparse(2 << 30, rows(60)), "rows.jsonl:61"),
+    Case("compare: records with no metric", ("compare", "{tmp}/a.json", "{tmp}/a.json"), "nothing to compare",
+         files={"a.json": run_record("killed", "stopped from outside by SIGTERM")}),
+    Case("compare: a finished record against a killed one", ("compare", "{tmp}/a.json", "{tmp}/b.json"), "no run finished",
+         files={"a.json": run_record("ok"), "b.json": run_record("failed", "out of memory")}),
+    Case("env: lock dir read-only", WITH_DATA, "$LORABENCH_LOCK_DIR", env={"LORABENCH_LOCK_DIR": "{tmp}/mnt"}, mount="read-only"),
     Case("GGUF model: lora.rank 100000", (*WITH_DATA, "--model", "{gguf}", "--set", "lora.rank=100000"), "lora.rank"),
 ]
 # fmt: on
@@ -249,10 +269,7 @@ def test_hostile_input_gets_one_clean_line(
     ctx = {"model": str(tiny_model_dir), "data": str(sql_rows_file), "tmp": str(tmp_path),
            "results": str(tmp_path / "results"), "gguf": str(smollm2_gguf)}  # fmt: skip
     for name, content in case.files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        value = content(ctx) if callable(content) else content
-        path.write_bytes(value if isinstance(value, bytes) else value.encode())
+        write_content(tmp_path / name, content, ctx)
     argv = [part.format(**ctx) for part in case.argv]
     env = {name: value.format(**ctx) for name, value in case.env.items()}
     results = Path(argv[argv.index("--results") + 1]) if "--results" in argv else tmp_path / "results"

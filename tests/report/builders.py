@@ -10,8 +10,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from harness.atomic import write_lines
 from harness.report.claim_table import DEFAULT_BENCHMARKS, load_setups, setup_references
-from harness.results import RunRecord, record_path, write_predictions, write_record
+from harness.results import RunRecord, predictions_path, record_path, write_record
 
 GIB = 1024**3
 SEEDS = (3407, 42, 1234)
@@ -141,7 +142,7 @@ def make_record(
 def write(results: Path, record: RunRecord, rows: list[dict[str, Any]] | None) -> Path:
     path = write_record(results, record)
     if rows is not None:
-        write_predictions(path, rows)
+        write_lines(predictions_path(path), rows)
     return path
 
 

@@ -14,7 +14,7 @@ from builders import write_story_results
 
 from harness.cli import main
 from harness.config import SetupConfig
-from harness.report.pipeline import write_reports
+from harness.report.pipeline import build_reports
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 # The suite's setup files: the claims' bounds come from their [claims] tables.
@@ -30,7 +30,7 @@ MARKDOWN = (
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("story")
     write_story_results(root / "results")
-    write_reports([root / "results"], root / "reports", BENCHMARKS)
+    build_reports([root / "results"], root / "reports", BENCHMARKS)
     if os.environ.get("LORABENCH_UPDATE_GOLDEN"):
         for name in MARKDOWN:
             (GOLDEN / name).parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +47,9 @@ def test_markdown_matches_golden(rendered: Path, name: str) -> None:
 
 def test_same_records_same_bytes(rendered: Path, tmp_path: Path) -> None:
     # Through the CLI this time, into a fresh folder: Markdown and PNGs must be byte-identical.
-    assert main(["report", str(rendered / "results"), "-o", str(tmp_path), "--benchmarks", str(BENCHMARKS)]) == 0
+    assert (
+        main(["report", str(rendered / "results"), "-o", str(tmp_path), "--benchmarks", str(BENCHMARKS)]) == 0
+    )
     first = sorted(
         p.relative_to(rendered / "reports") for p in (rendered / "reports").rglob("*") if p.is_file()
     )
@@ -84,7 +86,7 @@ def test_index_keeps_reports_from_earlier_runs(rendered: Path, tmp_path: Path) -
     # Render the CPU results alone into a folder that already holds the AMD report: both stay listed.
     out = tmp_path / "reports"
     shutil.copytree(rendered / "reports", out)
-    write_reports([rendered / "results" / "cpu"], out, BENCHMARKS)
+    build_reports([rendered / "results" / "cpu"], out, BENCHMARKS)
     assert (out / "README.md").read_text() == (GOLDEN / "README.md").read_text()
 
 
@@ -107,14 +109,18 @@ def test_other_tasks_compare_without_the_sql_miss_analysis(tmp_path: Path) -> No
                      "contract": True, "decision": "fair", "tag": None, "base_exact": False} for i in range(12)]  # fmt: skip
             record = make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp_g", setup_name=name, seed=seed,
                                  created="2026-11-30T00:00:00+00:00", rows=rows)  # fmt: skip
-            scores = {"semantic": None, "n_scorable": None, "n_unscorable": None}  # the SQL task's: not a verdict's
+            scores = {
+                "semantic": None,
+                "n_scorable": None,
+                "n_unscorable": None,
+            }  # the SQL task's: not a verdict's
             record = record.model_copy(update={
                 "setup": SetupConfig.model_validate({**record.setup.model_dump(exclude={"data"}), "task": "verdict"}),
                 "baseline": Metrics(**record.baseline.model_dump(exclude=set(scores))),
                 "trained": Metrics(**record.trained.model_dump(exclude=set(scores))),
             })  # fmt: skip
             write(tmp_path / "results", record, rows)
-    write_reports([tmp_path / "results"], tmp_path / "reports", BENCHMARKS)
+    build_reports([tmp_path / "results"], tmp_path / "reports", BENCHMARKS)
     (scorecard,) = (tmp_path / "reports").glob("*/*/scorecard.md")
     text = scorecard.read_text()
     assert "verdict-b vs verdict-a" in text and "of 24 (seeds 42, 3407)" in text
@@ -136,7 +142,9 @@ def test_a_semantic_score_the_sql_safety_net_touched_is_marked_and_explained(tmp
         record = make_record(host=HOST_CPU, stack=STACK_CPU, experiment="exp_a", setup_name="s", seed=1,
                              created="2026-12-01T00:00:00+00:00", rows=predictions(1, 0))  # fmt: skip
         trained = record.trained.model_copy(update={"n_clock_stopped": n_clock_stopped})
-        return SetupRuns("exp_a", "s", (LoadedRecord(record.model_copy(update={"trained": trained}), tmp_path / "r.json"),))
+        return SetupRuns(
+            "exp_a", "s", (LoadedRecord(record.model_copy(update={"trained": trained}), tmp_path / "r.json"),)
+        )
 
     assert CLOCK_STOPPED not in experiment_table([runs(0)])
     assert CLOCK_STOPPED in experiment_table([runs(2)])
@@ -145,7 +153,7 @@ def test_a_semantic_score_the_sql_safety_net_touched_is_marked_and_explained(tmp
     # The legend appears only where the mark does (the golden files above have neither).
     results = tmp_path / "results"
     write_story_results(results)
-    write_reports([results], tmp_path / "reports", BENCHMARKS)
+    build_reports([results], tmp_path / "reports", BENCHMARKS)
     assert "‡" not in (tmp_path / "reports" / MARKDOWN[2]).read_text(encoding="utf-8")
 
 

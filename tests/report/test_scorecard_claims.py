@@ -13,14 +13,16 @@ from builders import EXP_A_SETUP, EXP_B_SETUP, HOST_AMD, SEEDS, STACK_ROCM, make
 
 from harness.report.claim_table import evaluate_claims, load_setups
 from harness.report.groups import group_records, load_records
-from harness.report.pipeline import write_reports
+from harness.report.pipeline import build_reports
 from harness.results import RunRecord
 from harness.suite.catalogue import assert_claim
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def amd(experiment: str, setup: str, seed: int, rows: list[dict[str, Any]] | None, **kwargs: Any) -> RunRecord:
+def amd(
+    experiment: str, setup: str, seed: int, rows: list[dict[str, Any]] | None, **kwargs: Any
+) -> RunRecord:
     return make_record(host=HOST_AMD, stack=STACK_ROCM, experiment=experiment, setup_name=setup, seed=seed,
                        created=f"2026-11-28T10:00:{seed % 60:02d}+00:00", rows=rows, **kwargs)  # fmt: skip
 
@@ -32,7 +34,7 @@ def wrong_from(rows: list[dict[str, Any]], first: int, last: int) -> list[dict[s
 
 def render(results: Path, benchmarks: Path = BENCHMARKS) -> tuple[str, str]:
     out = results.parent / "reports"
-    write_reports([results], out, benchmarks)
+    build_reports([results], out, benchmarks)
     (scorecard,) = out.glob("*/*/scorecard.md")
     return scorecard.read_text(encoding="utf-8"), (out / "README.md").read_text(encoding="utf-8")
 
@@ -85,7 +87,10 @@ def test_one_seed_is_not_evaluable_and_a_speedup_shows_n_1(tmp_path: Path) -> No
     text, index = render(tmp_path / "results")
     spread = claim_row(text, "seed spread")
     assert spread[4] == "seed spread needs at least 2 seeds, got 1" and spread[5] == "*not evaluable*"
-    assert claim_row(text, "accuracy equivalent to bf16")[4] == "equivalence needs at least 2 seeds run on both sides, got 1"
+    assert (
+        claim_row(text, "accuracy equivalent to bf16")[4]
+        == "equivalence needs at least 2 seeds run on both sides, got 1"
+    )
     assert verdict(text).startswith("INCOMPLETE · 3 of 24 claims judged: 4 not evaluable, 3 pass")
     assert "| INCOMPLETE ·" in index
     (row,) = [line for line in text.splitlines() if line.startswith(f"| {EXP_B_SETUP} vs {EXP_A_SETUP}")]
@@ -95,16 +100,30 @@ def test_one_seed_is_not_evaluable_and_a_speedup_shows_n_1(tmp_path: Path) -> No
 
 def test_a_run_that_did_not_finish_fails_its_claims(tmp_path: Path) -> None:
     write_ab(tmp_path / "results", wrong=None)
-    killed = amd("exp_b", EXP_B_SETUP, 42, None, status="killed", reason="stopped by SIGTERM", train_s=None,
-                 precision="4bit")  # the same setup's run (other settings would make it a setup of its own)
+    killed = amd(
+        "exp_b",
+        EXP_B_SETUP,
+        42,
+        None,
+        status="killed",
+        reason="stopped by SIGTERM",
+        train_s=None,
+        precision="4bit",
+    )  # the same setup's run (other settings would make it a setup of its own)
     write(tmp_path / "results", killed, None)
     text, _ = render(tmp_path / "results")
     row = claim_row(text, "accuracy equivalent to bf16")
-    assert row[4] == "exp_b/smollm2-135m-4bit seed 42: run killed: stopped by SIGTERM" and row[5] == "**FAIL**"
+    assert (
+        row[4] == "exp_b/smollm2-135m-4bit seed 42: run killed: stopped by SIGTERM" and row[5] == "**FAIL**"
+    )
 
 
 def test_an_errored_check_is_an_error_and_a_skipped_one_is_named(tmp_path: Path) -> None:
-    error = {"verdict": "error", "detail": "AttributeError: 'NoneType' object has no attribute 'max'", "evidence": {}}
+    error = {
+        "verdict": "error",
+        "detail": "AttributeError: 'NoneType' object has no attribute 'max'",
+        "evidence": {},
+    }
     skipped = {"verdict": "skipped", "detail": "batches have no attention_mask", "evidence": {}}
     passed = {"verdict": "pass", "detail": "", "evidence": {}}
     for seed in SEEDS:
@@ -112,11 +131,18 @@ def test_an_errored_check_is_an_error_and_a_skipped_one_is_named(tmp_path: Path)
         checks = {"cache_parity": passed, "mask_audit": passed}
         write(tmp_path / "results", amd("exp_a", EXP_A_SETUP, seed, rows, checks=checks), rows)
         checks = {"cache_parity": error, "mask_audit": skipped}
-        write(tmp_path / "results", amd("exp_f", "smollm2-135m-unsloth", seed, rows, backend="unsloth", checks=checks), rows)
+        write(
+            tmp_path / "results",
+            amd("exp_f", "smollm2-135m-unsloth", seed, rows, backend="unsloth", checks=checks),
+            rows,
+        )
     text, _ = render(tmp_path / "results")
     (cache,) = [line for line in text.splitlines() if "KV sharing breaks" in line]
     assert "**check error**" in cache
-    assert "cache_parity errored in 3 of 6 runs (exp_f/smollm2-135m-unsloth seeds 42, 1234, 3407: AttributeError" in cache
+    assert (
+        "cache_parity errored in 3 of 6 runs (exp_f/smollm2-135m-unsloth seeds 42, 1234, 3407: AttributeError"
+        in cache
+    )
     (mask,) = [line for line in text.splitlines() if "loss on the prompt" in line]
     assert "**partly tested**" in mask and "mask_audit was skipped in 3 of 6 runs" in mask
     assert "works as-is" not in cache + mask
@@ -127,7 +153,9 @@ def test_an_errored_check_is_an_error_and_a_skipped_one_is_named(tmp_path: Path)
 def test_a_time_claim_on_unguarded_runs_is_not_evaluable(tmp_path: Path) -> None:
     for n, seed in enumerate(SEEDS):
         rows = predictions(seed, skill=0)
-        write(tmp_path / "results", amd("exp_a", EXP_A_SETUP, seed, rows, train_s=100.0 + n, timed=False), rows)
+        write(
+            tmp_path / "results", amd("exp_a", EXP_A_SETUP, seed, rows, train_s=100.0 + n, timed=False), rows
+        )
         write(tmp_path / "results", amd("exp_f", "smollm2-135m-unsloth", seed, rows, backend="unsloth",
                                         train_s=50.0 + n, timed=False), rows)  # fmt: skip
     text, _ = render(tmp_path / "results")
@@ -149,11 +177,13 @@ def test_comparisons_name_what_differs_and_like_for_like_comes_first(tmp_path: P
         write(tmp_path / "results", amd("exp_a", "smollm2-135m-lora-eager", seed, rows, steps=300), rows)
         write(tmp_path / "results", amd("exp_f", "smollm2-135m-unsloth", seed, rows, backend="unsloth"), rows)
     text, _ = render(tmp_path / "results")
-    section = text[text.index("## Experiment `exp_f`"):]
+    section = text[text.index("## Experiment `exp_f`") :]
     rows = [cells(line) for line in section.splitlines() if line.startswith("| smollm2-135m-unsloth vs ")]
     # Against the exp_a setup that differs least (the eager one), like for like: only the backend differs,
     # named in the row's order (unsloth first, as the row names it).
-    assert [row[:2] for row in rows] == [["smollm2-135m-unsloth vs smollm2-135m-lora-eager", "backend: unsloth vs hf"]]
+    assert [row[:2] for row in rows] == [
+        ["smollm2-135m-unsloth vs smollm2-135m-lora-eager", "backend: unsloth vs hf"]
+    ]
     assert "**Unlike**" not in section.split("## ", 2)[1]
     # The claim is judged against the suite's reference (exp_a.toml): a time claim across compile modes
     # is not evaluable, and the claim names every setting the two differ in.
@@ -172,9 +202,13 @@ def test_without_the_suites_setup_files_the_claims_are_not_judged(tmp_path: Path
 def test_miss_categories_partition_the_questions(tmp_path: Path) -> None:
     write_ab(tmp_path / "results", wrong=(6, 12))
     text, _ = render(tmp_path / "results")
-    section = text[text.index("### Misses: `smollm2-135m-4bit`"):]
+    section = text[text.index("### Misses: `smollm2-135m-4bit`") :]
     assert "The first three rows partition them" in section and "overlap those rows and each other" in section
-    counts = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in section.splitlines()[4:14] if line.startswith("|")}
+    counts = {
+        line.split("|")[1].strip(): line.split("|")[2].strip()
+        for line in section.splitlines()[4:14]
+        if line.startswith("|")
+    }
     parts = [int(counts[k]) for k in ("always right", "mixed (depends on the seed)", "always wrong")]
     assert sum(parts) == int(counts["all questions"]) == 24
     assert "ceiling" not in section.split("\n\n")[1].replace("no exact-match ceiling is estimated", "")
@@ -199,7 +233,13 @@ def test_the_memory_claim_takes_the_bf16_run_of_the_4bit_runs_compile_mode(tmp_p
     """Exp B's memory claim compares 4-bit with bf16 in the same compile mode: a graphed bf16 run keeps
     CUDA graph pools. Against the graphed runs alone it is not evaluable; with bf16 runs of the same setup
     made with `--set recipe.compile=none`, it is judged on those, and says so."""
-    quantizable = {"quantizable_fraction": {"verdict": "pass", "detail": "", "evidence": {"max_saving_bytes": int(1.2 * 1024**3)}}}
+    quantizable = {
+        "quantizable_fraction": {
+            "verdict": "pass",
+            "detail": "",
+            "evidence": {"max_saving_bytes": int(1.2 * 1024**3)},
+        }
+    }
     for seed in SEEDS:
         rows = predictions(seed, skill=0)
         graphed = amd("exp_a", EXP_A_SETUP, seed, rows, vram_gib=2.91, checks=quantizable)
@@ -208,7 +248,9 @@ def test_the_memory_claim_takes_the_bf16_run_of_the_4bit_runs_compile_mode(tmp_p
             "train": graphed.train.model_copy(update={"graphs": {"shapes": 4}}),  # type: ignore[union-attr]
         })  # fmt: skip
         write(tmp_path / "results", graphed, rows)
-        write(tmp_path / "results", amd("exp_b", EXP_B_SETUP, seed, rows, precision="4bit", vram_gib=2.21), rows)
+        write(
+            tmp_path / "results", amd("exp_b", EXP_B_SETUP, seed, rows, precision="4bit", vram_gib=2.21), rows
+        )
     text, _ = render(tmp_path / "results")
     row = claim_row(text, "memory saved as predicted")
     assert row[5] == "*not evaluable*" and "recipe.compile: graphs (auto) vs none" in row[4]
@@ -219,7 +261,7 @@ def test_the_memory_claim_takes_the_bf16_run_of_the_4bit_runs_compile_mode(tmp_p
                                          "setup": eager.setup.model_copy(update={"recipe": eager.setup.recipe.model_copy(update={"compile": "none"})})})  # fmt: skip
         write(tmp_path / "more", eager, rows)
     out = tmp_path / "reports2"
-    write_reports([tmp_path / "results", tmp_path / "more"], out, BENCHMARKS)
+    build_reports([tmp_path / "results", tmp_path / "more"], out, BENCHMARKS)
     text = next(out.glob("*/*/scorecard.md")).read_text(encoding="utf-8")
     row = claim_row(text, "memory saved as predicted")
     # 4-bit (2.21 GiB) used more than eager bf16 (1.44 GiB): the claim fails, as it should.

@@ -29,7 +29,7 @@ from faultlib import (
 )
 
 from harness.results import load_record
-from harness.run.parent import new_run_id
+from harness.run.supervisor import new_run_id
 
 
 def test_a_sigkilled_parent_takes_its_trainer_along_and_the_next_run_records_it(

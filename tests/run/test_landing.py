@@ -84,9 +84,9 @@ def hashing_a_fingerprint_payload(trees: dict[str, ast.Module]) -> set[str]:
 def test_one_function_writes_every_record() -> None:
     trees = modules()
     assert callers_of("write_record", trees) == {"harness/run/landing.py::land"}
-    # Nodes' records (refused, lead lost, the lead's) go through it too, not a writer of their own.
+    # Nodes' records (refused, lead lost, the lead's: the supervisor's land_record) go through it too.
     nodes = trees["harness/run/nodes.py"]
-    assert {"land", "land_run"} <= called_names(nodes)
+    assert {"land", "land_record"} <= called_names(nodes)
     assert not {"write_record", "write_text", "write_json"} & called_names(nodes)
     # The scan catches a second writer (the bug the issue names: nodes writing records their own way).
     trees["harness/run/nodes.py"] = ast.parse("def lead_record(d, r):\n    return write_record(d, r)\n")

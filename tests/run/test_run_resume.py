@@ -13,7 +13,7 @@ import pytest
 from harness.config import load_setup
 from harness.errors import UserError
 from harness.results import load_record
-from harness.run.parent import RunOptions, refuse_unused_checkpoints
+from harness.run.supervisor import RunOptions, refuse_unused_checkpoints
 from tests.run.faultlib import cli_args, cli_env, find_trainers, started_run
 
 STEPS = 8

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from harness.atomic import write_lines
 from harness.cli import main
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.results import RunRecord, write_predictions, write_record
+from harness.results import RunRecord, predictions_path, write_record
 from harness.tasks.sql.data import SqlExample, make_split, row_id
 from harness.tasks.sql.misses import ALL_QUESTIONS, analyze_misses, category_rows, load_predictions
 from harness.tasks.sql.scoring import exact_match
@@ -160,7 +161,7 @@ def test_command_reads_the_rows_back_through_the_record(tmp_path: Path, capsys: 
             "data": {"source": str(data), "split_hash": split.hash, "n_rows": 16, "n_train": 10, "n_test": 6},
         })  # fmt: skip
         path = write_record(tmp_path / "results", record)
-        write_predictions(path, preds)
+        write_lines(predictions_path(path), preds)
         paths.append(path)
     assert main(["misses", "--json", *map(str, paths)]) == 0
     analysis = json.loads(capsys.readouterr().out)
