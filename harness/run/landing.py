@@ -71,12 +71,15 @@ def _own_path(target: Path, header: RecordHeader, current: RunRecord | None, *, 
     record keeps it from a late one. A record landed while this run ran (two runs of one setup and seed
     at once) keeps it too: its run has printed that path already, and before issue 39 the later run moved
     it aside, so both runs printed one path that held only the later record. This run's record goes
-    beside it as a previous record (what `report` leaves out), and the run says so."""
+    beside it as a previous record (what `report` leaves out), and the run says so. Only a finished
+    run's record is kept so: one that did not finish (the killed record this run's own sweep wrote for
+    the run it now resumes, a run stopped with Ctrl-C) gives the name to this run's record, or the report
+    and the suite would read the stopped run in place of the one that finished."""
     if current is None or current.run_id == header.run_id:
         return target
     if late:
         return previous_path(target, header.created) if current.created > header.created else target
-    if not _landed_since(target, header.created):
+    if current.status != "ok" or not _landed_since(target, header.created):
         return target
     path = previous_path(target, header.created)
     print(

@@ -194,6 +194,19 @@ def test_a_record_landed_while_this_run_ran_keeps_its_name_and_this_one_goes_bes
     assert f"(run r1) wrote {landed_first[1]} while this one ran" in capsys.readouterr().err
 
 
+def test_a_record_of_a_run_that_did_not_finish_gives_the_name_to_this_run(tmp_path: Path) -> None:
+    # `lorabench run` after a SIGKILL: its own sweep records the dead run as killed while it runs, then it
+    # resumes that run's checkpoint and finishes; its record, not the killed one, must hold the name.
+    now = datetime.now(UTC).replace(microsecond=0)
+    dead, resumed = header("r1", now.isoformat()), header("r2", now.isoformat())
+    assert land(tmp_path, dead, lambda _path: RunRecord.from_header(dead, status="killed"), late=True)
+    landed = land(tmp_path, resumed, lambda _path: RunRecord.from_header(resumed, status="ok"))
+    assert landed is not None and landed[1] == resumed.record_path(tmp_path)
+    assert load_record(landed[1]).run_id == "r2"
+    kept = [load_record(p).run_id for p in tmp_path.rglob("seed-3407.prev-*.json")]
+    assert kept == ["r1"]
+
+
 def test_a_record_landed_before_this_run_started_is_kept_as_previous(tmp_path: Path) -> None:
     earlier = header("r1", "2026-12-01T10:00:00+00:00")
     landed_earlier = land(tmp_path, earlier, lambda _path: RunRecord.from_header(earlier, status="ok"))
