@@ -215,7 +215,11 @@ def build_cases(rows: list[dict[str, str]]) -> tuple[list[dict[str, Any]], Count
         first = mutants(gold, ids, siblings)
         for m in first:
             rule = equivalence_rule(gold, m.sql)
-            status = f"equivalent by rule: {rule}" if rule else ("judged" if run_sql(m.sql, context).is_ok else "does not execute")
+            status = (
+                f"equivalent by rule: {rule}"
+                if rule
+                else ("judged" if run_sql(m.sql, context).is_ok else "does not execute")
+            )
             counts[f"mutant {status}" if status != "judged" else "mutant judged"] += 1
             cases.append({**base, "set": "mutant", "kind": m.kind, "pred": m.sql, "status": status})
         rng = random.Random(f"second-order|{index}|{gold}")
@@ -228,9 +232,21 @@ def build_cases(rows: list[dict[str, str]]) -> tuple[list[dict[str, Any]], Count
             second = rng.choice(options)
             seen.add(spelling(second.sql))
             rule = equivalence_rule(gold, second.sql)
-            status = f"equivalent by rule: {rule}" if rule else ("judged" if run_sql(second.sql, context).is_ok else "does not execute")
+            status = (
+                f"equivalent by rule: {rule}"
+                if rule
+                else ("judged" if run_sql(second.sql, context).is_ok else "does not execute")
+            )
             counts[f"second-order {status}"] += 1
-            cases.append({**base, "set": "second-order", "kind": f"{m.kind} + {second.kind}", "pred": second.sql, "status": status})
+            cases.append(
+                {
+                    **base,
+                    "set": "second-order",
+                    "kind": f"{m.kind} + {second.kind}",
+                    "pred": second.sql,
+                    "status": status,
+                }
+            )
         for w in rewrites(gold, ids):
             counts["rewrites"] += 1
             cases.append({**base, "set": "rewrite", "kind": w.kind, "pred": w.sql, "status": "judged"})
@@ -249,7 +265,9 @@ def oracle(pred: str, gold: str, context: str) -> Any:
         gold.lower(), context.lower(), ORACLE_SEED, max_databases=10_000, candidates=ORACLE_CANDIDATES,
         local_steps=ORACLE_LOCAL_STEPS, patience=10**9, budget_instructions=ORACLE_BUDGETS * ANSWER_INSTRUCTIONS,
     )  # fmt: skip
-    return compare_on_suite(pred, gold, context, suite, ORACLE_FRESH, ORACLE_SEED, Budget(ORACLE_BUDGETS * ANSWER_INSTRUCTIONS))
+    return compare_on_suite(
+        pred, gold, context, suite, ORACLE_FRESH, ORACLE_SEED, Budget(ORACLE_BUDGETS * ANSWER_INSTRUCTIONS)
+    )
 
 
 def judge_here(cases: list[dict[str, Any]], **options: Any) -> list[bool | None]:
@@ -263,7 +281,9 @@ def _other_harness(rev: str, tmp: Path) -> Path:
     target = tmp / f"harness-{rev}"
     if not target.exists():
         target.mkdir(parents=True)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "harness"], check=True, capture_output=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev, "harness"], check=True, capture_output=True
+        )
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
     return target
 
@@ -319,7 +339,9 @@ def rates_report(name: str, rows: list[dict[str, str]], before_root: Path | None
         generator_kills = sum(c["generator_only"] is False for c in told)
         before_only = [c for c in undecided if c["before"] is False]
         label = "mutants" if set_name == "mutant" else "second-order mutants (held out from distillation)"
-        left_out = {k: v for k, v in counts.items() if k.startswith(set_name.split("-")[0]) and "judged" not in k}
+        left_out = {
+            k: v for k, v in counts.items() if k.startswith(set_name.split("-")[0]) and "judged" not in k
+        }
         lines += [
             f"{label}: {len(pool)} judged; left out: " + (", ".join(f"{k.split(' ', 1)[1]} {v}" for k, v in sorted(left_out.items())) or "none"),
             f"  distinguishable {len(told)}, undecided {len(undecided)}" + (f" (of which the before matcher rejected {len(before_only)})" if before_root else ""),
@@ -328,7 +350,11 @@ def rates_report(name: str, rows: list[dict[str, str]], before_root: Path | None
             f"  after, counting every undecided one as a miss: {_pct(after_kills, len(pool))}",
         ]  # fmt: skip
         if set_name == "mutant":
-            lines += ["", "  | kind | judged | distinguishable | undecided | before killed | after killed |", "  | --- | ---: | ---: | ---: | ---: | ---: |"]
+            lines += [
+                "",
+                "  | kind | judged | distinguishable | undecided | before killed | after killed |",
+                "  | --- | ---: | ---: | ---: | ---: | ---: |",
+            ]
             for kind in sorted({c["kind"] for c in pool}):
                 sub = [c for c in pool if c["kind"] == kind]
                 sub_told = [c for c in sub if c in told]
@@ -338,20 +364,33 @@ def rates_report(name: str, rows: list[dict[str, str]], before_root: Path | None
                 )
         survivors = [c for c in told if c["after"] is not False]
         by_drawn = sum("drawn for this answer" in c.get("oracle_detail", "") for c in survivors)
-        lines += ["", f"  survivors after (told apart by the oracle, matched by the matcher): {len(survivors)} "
-                  f"({by_drawn} by a database the oracle drew for the answer, {len(survivors) - by_drawn} by its distilled suite)"]
+        lines += [
+            "",
+            f"  survivors after (told apart by the oracle, matched by the matcher): {len(survivors)} "
+            f"({by_drawn} by a database the oracle drew for the answer, {len(survivors) - by_drawn} by its distilled suite)",
+        ]
         lines += [f"    {c['kind']}: {c['pred'][:150]}  |  gold: {c['gold'][:150]}" for c in survivors[:SHOW]]
         if before_only:
-            lines += [f"  undecided but rejected by the before matcher (a gap of both searches, or the old one judging"
-                      f" chance: it ran the gold in one scan order), {len(before_only)}, the first {min(SHOW, len(before_only))}:"]
-            lines += [f"    {c['kind']}: {c['pred'][:150]}  |  gold: {c['gold'][:150]}" for c in before_only[:SHOW]]
+            lines += [
+                f"  undecided but rejected by the before matcher (a gap of both searches, or the old one judging"
+                f" chance: it ran the gold in one scan order), {len(before_only)}, the first {min(SHOW, len(before_only))}:"
+            ]
+            lines += [
+                f"    {c['kind']}: {c['pred'][:150]}  |  gold: {c['gold'][:150]}" for c in before_only[:SHOW]
+            ]
         sample = random.Random(0).sample(undecided, min(SHOW, len(undecided)))
-        lines += [f"  undecided, a sample of {len(sample)}:"] + [f"    {c['kind']}: {c['pred'][:150]}  |  gold: {c['gold'][:150]}" for c in sample]
+        lines += [f"  undecided, a sample of {len(sample)}:"] + [
+            f"    {c['kind']}: {c['pred'][:150]}  |  gold: {c['gold'][:150]}" for c in sample
+        ]
         lines.append("")
     pool = [c for c in judged if c["set"] == "rewrite"]
     lines.append(
         f"equivalent rewrites: {len(pool)}; matched before "
-        + (f"{sum(c['before'] is True for c in pool)} ({_pct(sum(c['before'] is True for c in pool), len(pool))})" if before_root else "not run")
+        + (
+            f"{sum(c['before'] is True for c in pool)} ({_pct(sum(c['before'] is True for c in pool), len(pool))})"
+            if before_root
+            else "not run"
+        )
         + f", after {sum(c['after'] is True for c in pool)} ({_pct(sum(c['after'] is True for c in pool), len(pool))})"
     )
     for c in [c for c in pool if c["after"] is not True][:10]:
@@ -376,8 +415,19 @@ def synthetic_answers(rows: list[dict[str, str]], n: int = 300) -> list[dict[str
         if not run_sql(gold, context).is_ok:
             continue
         k = len(answers) % 3
-        options = [gold] if k == 0 else [v.sql for v in (rewrites if k == 1 else mutants)(gold, identifiers_of(schema), *([siblings_of(schema)] if k == 2 else []))]
-        answers.append({"pred": random.Random(len(answers)).choice(options or [gold]), "gold": gold, "context": context})
+        options = (
+            [gold]
+            if k == 0
+            else [
+                v.sql
+                for v in (rewrites if k == 1 else mutants)(
+                    gold, identifiers_of(schema), *([siblings_of(schema)] if k == 2 else [])
+                )
+            ]
+        )
+        answers.append(
+            {"pred": random.Random(len(answers)).choice(options or [gold]), "gold": gold, "context": context}
+        )
         if len(answers) == n:
             break
     return answers
@@ -391,11 +441,20 @@ def record_answers(record_path: Path, data: Path) -> list[dict[str, str]]:
     test = record_test_rows(record, str(data))
     if test is None:
         raise SystemExit(f"{record_path}: its test rows are not at hand in {data} (split hash differs)")
-    predictions = [json.loads(line) for line in record_path.with_suffix(".predictions.jsonl").read_text().splitlines() if line.strip()]
-    return [{"pred": p["prediction"], "gold": test[p["index"]].answer, "context": test[p["index"]].context} for p in predictions]
+    predictions = [
+        json.loads(line)
+        for line in record_path.with_suffix(".predictions.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    return [
+        {"pred": p["prediction"], "gold": test[p["index"]].answer, "context": test[p["index"]].context}
+        for p in predictions
+    ]
 
 
-def timing_report(label: str, answers: list[dict[str, str]], before_root: Path | None, repeats: int, tmp: Path) -> list[str]:
+def timing_report(
+    label: str, answers: list[dict[str, str]], before_root: Path | None, repeats: int, tmp: Path
+) -> list[str]:
     path = tmp / "answers.json"
     path.write_text(json.dumps(answers))
     lines = []
@@ -418,7 +477,10 @@ def timing_report(label: str, answers: list[dict[str, str]], before_root: Path |
 
 
 def hostile_report(before_root: Path | None) -> list[str]:
-    lines = ["| case | who | wall s | peak RSS MB (baseline) | outcome |", "| --- | --- | ---: | ---: | --- |"]
+    lines = [
+        "| case | who | wall s | peak RSS MB (baseline) | outcome |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
     for name in HOSTILE:
         for who, root in (("before", before_root), ("after", None)):
             if who == "before" and root is None:
@@ -429,7 +491,9 @@ def hostile_report(before_root: Path | None) -> list[str]:
             except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
                 result = None
             if result is None:
-                lines.append(f"| {name} | {who} | - | - | child died or hung (rc {getattr(done, 'returncode', '?')}): {getattr(done, 'stderr', '')[-120:]!r} |")
+                lines.append(
+                    f"| {name} | {who} | - | - | child died or hung (rc {getattr(done, 'returncode', '?')}): {getattr(done, 'stderr', '')[-120:]!r} |"
+                )
                 continue
             lines.append(
                 f"| {name} | {who} | {result['wall']:.2f} | {result['peak_mb']:.0f} ({result['base_mb']:.0f}) | {result['outcome'].replace('|', '/')} |"
@@ -443,7 +507,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="first N rows of each file (default: all)")
     parser.add_argument("--matcher-from", default=None, help="git revision of the 'before' matcher")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--record", type=Path, default=DEFAULT_RECORD, help="run record whose 300 predictions are timed")
+    parser.add_argument(
+        "--record", type=Path, default=DEFAULT_RECORD, help="run record whose 300 predictions are timed"
+    )
     parser.add_argument("--skip-rates", action="store_true")
     parser.add_argument("--skip-timing", action="store_true")
     parser.add_argument("--skip-hostile", action="store_true")
@@ -488,12 +554,33 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_timing:
             emit([f"## Scoring time (score_prediction, caches cleared per repeat, {args.repeats} repeats)"])
             if args.record.exists():
-                emit(timing_report(f"run record {args.record.relative_to(ROOT)}", record_answers(args.record, DEFAULT_DATA[0]), before_root, args.repeats, tmp))
+                emit(
+                    timing_report(
+                        f"run record {args.record.relative_to(ROOT)}",
+                        record_answers(args.record, DEFAULT_DATA[0]),
+                        before_root,
+                        args.repeats,
+                        tmp,
+                    )
+                )
             for path in args.data:
-                emit(timing_report(f"synthetic on {path.name}", synthetic_answers(load_rows(path, None)), before_root, args.repeats, tmp))
+                emit(
+                    timing_report(
+                        f"synthetic on {path.name}",
+                        synthetic_answers(load_rows(path, None)),
+                        before_root,
+                        args.repeats,
+                        tmp,
+                    )
+                )
             emit([""])
         if not args.skip_hostile:
-            emit(["## Hostile answers (each in a fresh process under RLIMIT_AS 1 GiB; peak RSS includes the interpreter)", ""])
+            emit(
+                [
+                    "## Hostile answers (each in a fresh process under RLIMIT_AS 1 GiB; peak RSS includes the interpreter)",
+                    "",
+                ]
+            )
             emit(hostile_report(before_root))
     return 0
 

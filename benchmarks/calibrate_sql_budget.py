@@ -52,17 +52,27 @@ SHAPES = {
     "4-way cross join, correlated subquery": "SELECT COUNT(*) FROM t a, t b, t c, t d WHERE a.age < (SELECT MAX(e.age) FROM t e WHERE e.name > d.name)",
 }
 _LONG = MAX_VALUE_BYTES - 50
-_PASS_ALONG = f"WITH RECURSIVE c(x, s) AS (SELECT 1, printf('%.{_LONG}c', 'y') UNION ALL SELECT x + 1, s FROM c) "
+_PASS_ALONG = (
+    f"WITH RECURSIVE c(x, s) AS (SELECT 1, printf('%.{_LONG}c', 'y') UNION ALL SELECT x + 1, s FROM c) "
+)
 BYTE_SHAPES = {
     f"{_LONG} B value per row, passed along": _PASS_ALONG + "SELECT COUNT(*) FROM c",
-    f"{_LONG} B value per row, concatenated": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE length(s || 'z') > 0",
+    f"{_LONG} B value per row, concatenated": _PASS_ALONG
+    + "SELECT COUNT(*) FROM c WHERE length(s || 'z') > 0",
     f"{_LONG} B value per row, upper": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE upper(s) = 'a'",
-    f"{_LONG} B value per row, substr from the end": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE substr(s, -5) = 'a'",
+    f"{_LONG} B value per row, substr from the end": _PASS_ALONG
+    + "SELECT COUNT(*) FROM c WHERE substr(s, -5) = 'a'",
     f"{_LONG} B value per row, instr 1 char (charged)": _PASS_ALONG + "SELECT SUM(instr(s, 'z')) FROM c",
-    f"{_LONG} B value per row, instr 400 B needle (charged)": _PASS_ALONG + "SELECT SUM(instr(s, substr(s, 1, 400) || 'z')) FROM c",
-    f"{_LONG} B value per row, replace (charged)": _PASS_ALONG + "SELECT SUM(length(replace(s, 'y', 'z'))) FROM c",
-    f"{_LONG} B value per row, LIKE with 200 '_' (charged)": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE s LIKE '%" + "y_" * 200 + "z%'",
-    f"{_LONG} B value per row, printf (charged)": _PASS_ALONG + "SELECT COUNT(*) FROM c WHERE printf('%s', s) = 'a'",
+    f"{_LONG} B value per row, instr 400 B needle (charged)": _PASS_ALONG
+    + "SELECT SUM(instr(s, substr(s, 1, 400) || 'z')) FROM c",
+    f"{_LONG} B value per row, replace (charged)": _PASS_ALONG
+    + "SELECT SUM(length(replace(s, 'y', 'z'))) FROM c",
+    f"{_LONG} B value per row, LIKE with 200 '_' (charged)": _PASS_ALONG
+    + "SELECT COUNT(*) FROM c WHERE s LIKE '%"
+    + "y_" * 200
+    + "z%'",
+    f"{_LONG} B value per row, printf (charged)": _PASS_ALONG
+    + "SELECT COUNT(*) FROM c WHERE printf('%s', s) = 'a'",
 }
 # Long enough that start-up costs vanish, short enough for a shared machine: 0.1-1 CPU s each.
 SHAPE_INSTRUCTIONS = 10_000_000
@@ -82,7 +92,10 @@ def measure_shape(sql: str) -> tuple[int, float]:
 
 
 def shapes_report(repeats: int, shapes: dict[str, str]) -> tuple[list[str], list[float]]:
-    lines = ["| statement | instructions | CPU s (median) | M instructions per CPU s |", "| --- | ---: | ---: | ---: |"]
+    lines = [
+        "| statement | instructions | CPU s (median) | M instructions per CPU s |",
+        "| --- | ---: | ---: | ---: |",
+    ]
     rates = []
     for name, sql in shapes.items():
         runs = [measure_shape(sql) for _ in range(repeats)]

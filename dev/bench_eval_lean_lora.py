@@ -36,11 +36,15 @@ from harness.tasks.sql.data import load_split
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--limit", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--switch", choices=sorted(SWITCHES), default="lean-lora")
-    parser.add_argument("--adapter", type=Path, help="a trained adapter's folder (default: random small B matrices)")
+    parser.add_argument(
+        "--adapter", type=Path, help="a trained adapter's folder (default: random small B matrices)"
+    )
     args = parser.parse_args()
     setup = load_setup(Path("benchmarks/setups/exp_a.toml"), settings.data_source_sets())
     runtime = resolve_setup_runtime(setup)
@@ -58,7 +62,9 @@ def main() -> None:
     test = load_split(setup.data).test[: args.limit]
     times: dict[bool, list[float]] = {False: [], True: []}
     answers: dict[bool, list[str]] = {}
-    print(f"runtime: {runtime.device} {runtime.precision} {runtime.attention}, {len(test)} questions, threads {torch.get_num_threads()}")
+    print(
+        f"runtime: {runtime.device} {runtime.precision} {runtime.attention}, {len(test)} questions, threads {torch.get_num_threads()}"
+    )
     for round_ in range(args.rounds):
         for on in (False, True) if round_ % 2 == 0 else (True, False):
             started = time.perf_counter()
@@ -76,10 +82,24 @@ def main() -> None:
 # --switch: (the name of the way off, of the way on, the context manager of harness.run.evaluate that
 # answer_questions enters, and what stands in for it when off: the same span, disabled).
 SWITCHES = {
-    "lean-lora": ("PEFT", "lean", "lean_lora_forward", lambda saved: lambda model, enabled=True: saved(model, False)),
-    "grouped-attention": ("eager", "grouped", "grouped_eager", lambda saved: lambda enabled=True: saved(False)),
-    "contiguous-head": ("strided head input", "contiguous", "contiguous_head_input",
-                        lambda saved: lambda model: contextlib.nullcontext()),
+    "lean-lora": (
+        "PEFT",
+        "lean",
+        "lean_lora_forward",
+        lambda saved: lambda model, enabled=True: saved(model, False),
+    ),
+    "grouped-attention": (
+        "eager",
+        "grouped",
+        "grouped_eager",
+        lambda saved: lambda enabled=True: saved(False),
+    ),
+    "contiguous-head": (
+        "strided head input",
+        "contiguous",
+        "contiguous_head_input",
+        lambda saved: lambda model: contextlib.nullcontext(),
+    ),
 }
 
 

@@ -48,7 +48,9 @@ def test_missing_and_malformed_files_say_what_to_do(tmp_path: Path) -> None:
 
 
 def test_fingerprint_payload_changes_with_the_setup() -> None:
-    assert load_setup(None).fingerprint_payload() != load_setup(None, ["recipe.seed=42"]).fingerprint_payload()
+    assert (
+        load_setup(None).fingerprint_payload() != load_setup(None, ["recipe.seed=42"]).fingerprint_payload()
+    )
 
 
 def test_fields_at_their_default_stay_out_of_the_fingerprint() -> None:
@@ -56,7 +58,9 @@ def test_fields_at_their_default_stay_out_of_the_fingerprint() -> None:
     payload = json.loads(load_setup(None).fingerprint_payload())
     assert payload == {"fingerprint_version": FINGERPRINT_VERSION}
     explicit = load_setup(None, ["eval.batch_size=64"]).fingerprint_payload()
-    assert explicit != load_setup(None).fingerprint_payload()  # 64 is not auto: on a GPU it decodes differently
+    assert (
+        explicit != load_setup(None).fingerprint_payload()
+    )  # 64 is not auto: on a GPU it decodes differently
 
 
 def test_eval_autos_resolve_per_device() -> None:
@@ -71,12 +75,17 @@ def test_eval_autos_resolve_per_device() -> None:
     assert decoded_in(default, cpu_fp32) == "fp32" and not merges_adapter(default, cpu_fp32)
     assert decoded_in(default, cpu_bf16) == "bf16" and not merges_adapter(default, cpu_bf16)
     train = load_setup(None, ["eval.precision=train"])
-    assert decoded_in(train, gpu_bf16) == "bf16" and not merges_adapter(train, gpu_bf16)  # never folded into bf16
+    assert decoded_in(train, gpu_bf16) == "bf16" and not merges_adapter(
+        train, gpu_bf16
+    )  # never folded into bf16
     on = load_setup(None, ["eval.merge_adapter=true"])
     assert merges_adapter(on, cpu_fp32)
     # Never into a quantized base nor lifted, whatever the setting.
     qlora = load_setup(None, ["eval.merge_adapter=true", "precision=4bit"])
-    assert not merges_adapter(qlora, gpu_bf16) and decoded_in(load_setup(None, ["precision=4bit"]), gpu_bf16) == "bf16"
+    assert (
+        not merges_adapter(qlora, gpu_bf16)
+        and decoded_in(load_setup(None, ["precision=4bit"]), gpu_bf16) == "bf16"
+    )
     with pytest.raises(ConfigError, match=r"eval\.batch_size"):
         load_setup(None, ["eval.batch_size=0"])
 

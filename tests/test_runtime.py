@@ -92,7 +92,10 @@ def test_a_whole_run_takes_the_path_of_the_cpu_it_is_given(
     assert (setup.precision, setup.model.attention) == ("auto", "auto")
     record, _ = run_setup(setup, RunOptions(results_dir=tmp_path, isolate=False))
     assert record.status == "ok", record.reason
-    assert record.model is not None and (record.model.precision, record.model.attention) == (precision, attention)
+    assert record.model is not None and (record.model.precision, record.model.attention) == (
+        precision,
+        attention,
+    )
     assert str(record.provenance.host.kind).endswith(f"-{kind}")
     assert record.train is not None and record.train.steps_done == 2
 

@@ -50,7 +50,11 @@ def settings_aliases(sources: list[str]) -> set[str]:
     for source in sources:
         for node in ast.walk(ast.parse(source)):
             value = node.value if isinstance(node, ast.Assign) else None
-            if isinstance(value, ast.Attribute) and value.attr == "name" and ast.unparse(value.value).startswith("settings."):
+            if (
+                isinstance(value, ast.Attribute)
+                and value.attr == "name"
+                and ast.unparse(value.value).startswith("settings.")
+            ):
                 aliases |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     return aliases
 
@@ -122,7 +126,9 @@ def test_no_environ_lookup_keyed_by_a_settings_name_outside_settings() -> None:
         for p, s in sources.items()
         for line, code in environ_reads_of_settings(s, aliases)
     ]
-    assert not found, "use settings.X.get() (state for a trainer child goes in its run plan):\n" + "\n".join(found)
+    assert not found, "use settings.X.get() (state for a trainer child goes in its run plan):\n" + "\n".join(
+        found
+    )
 
 
 def test_the_lookup_scan_catches_reads_through_an_alias_or_a_name() -> None:
@@ -227,7 +233,9 @@ def test_values_are_read_at_call_time_and_empty_means_the_default(monkeypatch: p
     )  # a recorded environment
 
 
-def test_the_data_override_of_a_script_is_absent_when_the_variable_is(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_data_override_of_a_script_is_absent_when_the_variable_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from harness.config import load_setup
 
     exp_a = ROOT / "benchmarks" / "setups" / "exp_a.toml"

@@ -21,7 +21,9 @@ from harness.errors import UserError
 from harness.runtime import Runtime
 
 
-def _loss_and_grads(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> tuple[float, list[torch.Tensor]]:
+def _loss_and_grads(
+    model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor
+) -> tuple[float, list[torch.Tensor]]:
     model.zero_grad(set_to_none=True)
     labels = ids.masked_fill(mask == 0, -100)
     loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
@@ -112,7 +114,9 @@ def test_a_batch_short_of_full_rows_runs_eager_and_is_never_captured(tiny_model_
         loss, grads = _loss_and_grads(model, short_ids, short_mask)
         assert graphed.stats.shapes == 0 and graphed.stats.eager_calls == len(graphed.layers) and not asked
         # Same numbers as plain eager (it is plain eager).
-        assert loss == eager_short[0] and all(torch.equal(a, b) for a, b in zip(grads, eager_short[1], strict=True))
+        assert loss == eager_short[0] and all(
+            torch.equal(a, b) for a, b in zip(grads, eager_short[1], strict=True)
+        )
         _loss_and_grads(model, ids, mask)
         assert graphed.stats.shapes == 1 and graphed.stats.graphed_calls == len(graphed.layers)
         # One warm-up pass before the capture (preflight has already warmed the kernels up).
@@ -132,7 +136,9 @@ def test_a_batch_short_of_full_rows_runs_eager_and_is_never_captured(tiny_model_
     ],
 )
 def test_graphs_refuse_what_they_cannot_replay(setting: str, field: str) -> None:
-    with pytest.raises(UserError, match=rf"recipe\.compile: 'graphs' cannot run with {field} .*or recipe\.compile = 'none'"):
+    with pytest.raises(
+        UserError, match=rf"recipe\.compile: 'graphs' cannot run with {field} .*or recipe\.compile = 'none'"
+    ):
         load_setup(None, ["recipe.compile=graphs", setting])
 
 
@@ -143,7 +149,9 @@ def test_graphs_on_a_cpu_run_name_the_fix(tiny_model_dir: Path, tmp_path: Path, 
     setup = load_setup(None, [f"model.source={tiny_model_dir}", "recipe.compile=graphs", "recipe.steps=1",
                               "checks.preflight=false"])  # fmt: skip
     model, tokenizer = hf.load(setup, tiny_model_dir, Runtime("cpu", "fp32"))
-    example = SqlExample(question="Name?", context="CREATE TABLE t (name VARCHAR)", answer="SELECT name FROM t")
+    example = SqlExample(
+        question="Name?", context="CREATE TABLE t (name VARCHAR)", answer="SELECT name FROM t"
+    )
     with pytest.raises(UserError, match=r"'graphs' needs a CUDA \(or ROCm\) GPU, this run is on 'cpu'"):
         hf.train(model, tokenizer, [example] * 4, setup, Runtime("cpu", "fp32"))
 

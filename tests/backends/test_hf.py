@@ -58,7 +58,9 @@ def _train_tiny(tiny_model_dir: Path, compile_: str) -> tuple[object, list[float
     return outcome.model, outcome.losses
 
 
-def test_compiled_layers_train_the_same_and_are_put_back(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+def test_compiled_layers_train_the_same_and_are_put_back(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # the trainer's scratch folder
     _, eager = _train_tiny(tiny_model_dir, "none")
     model, compiled = _train_tiny(tiny_model_dir, "layers")
@@ -75,7 +77,9 @@ def test_compile_needs_decoder_layers() -> None:
         hf.compiled_layers(torch.nn.Linear(2, 2), True).__enter__()
 
 
-def test_the_sync_free_trainer_trains_as_sft_trainer_does(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+def test_the_sync_free_trainer_trains_as_sft_trainer_does(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch
+) -> None:
     """Same losses step by step as TRL's own SFTTrainer (its metrics and per-step token reads left out),
     and the same non-padding token count as Trainer's `include_num_input_tokens_seen`."""
     from trl import SFTTrainer
@@ -108,7 +112,9 @@ def test_the_sync_free_trainer_trains_as_sft_trainer_does(tiny_model_dir: Path, 
     assert our_tokens == their_tokens > 0
 
 
-def test_wrapped_packing_fills_every_row_to_max_length(tiny_model_dir: Path, tmp_path: Path, monkeypatch) -> None:
+def test_wrapped_packing_fills_every_row_to_max_length(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch
+) -> None:
     """recipe.packing = 'wrapped': every batch is batch_size × max_length real tokens (no padding), and
     the sync-free trainer counts exactly those; packed rows still train (the loss moves)."""
     monkeypatch.chdir(tmp_path)
@@ -135,5 +141,7 @@ def test_packing_is_refused_where_a_score_or_check_would_read_it(field: str, val
 
     others = {"eval.enabled": "false", "checks.preflight": "false"}
     others[field] = value
-    with pytest.raises(UserError, match=rf"recipe\.packing: 'wrapped' .* {field} = True .* recipe\.packing = 'none'"):
+    with pytest.raises(
+        UserError, match=rf"recipe\.packing: 'wrapped' .* {field} = True .* recipe\.packing = 'none'"
+    ):
         load_setup(None, ["recipe.packing=wrapped", *(f"{k}={v}" for k, v in others.items())])

@@ -26,7 +26,10 @@ def test_default_patches_nothing_and_keeps_the_fingerprint(tiny_model_dir: Path)
 def test_liger_on_a_cpu_is_refused_naming_the_field(tiny_model_dir: Path) -> None:
     setup = load_setup(None, [f"model.source={tiny_model_dir}", "recipe.kernels=liger"])
     model, _ = hf.load(setup, tiny_model_dir, resolve_runtime("cpu", "fp32"))
-    with pytest.raises(UserError, match=r"^recipe.kernels: 'liger' runs Triton kernels on a GPU .* set recipe.kernels = 'none'$"):
+    with pytest.raises(
+        UserError,
+        match=r"^recipe.kernels: 'liger' runs Triton kernels on a GPU .* set recipe.kernels = 'none'$",
+    ):
         hf.fused_kernels(model, setup, resolve_runtime("cpu", "fp32"))
 
 

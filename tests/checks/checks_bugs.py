@@ -21,7 +21,9 @@ class IgnoresNumItems(LlamaForCausalLM):
 class CacheOnlyAttention(modeling_llama.LlamaAttention):
     """Gemma-style KV sharing gone wrong: K/V come only from the cache; without one the layer sees zeros."""
 
-    def forward(self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None, **kwargs):  # type: ignore[override]
+    def forward(
+        self, hidden_states, position_embeddings=None, attention_mask=None, past_key_values=None, **kwargs
+    ):  # type: ignore[override]
         shape = (*hidden_states.shape[:-1], -1, self.head_dim)
         query = self.q_proj(hidden_states).view(shape).transpose(1, 2)
         key = self.k_proj(hidden_states).view(shape).transpose(1, 2)
@@ -34,7 +36,9 @@ class CacheOnlyAttention(modeling_llama.LlamaAttention):
         attend = modeling_llama.ALL_ATTENTION_FUNCTIONS.get_interface(
             self.config._attn_implementation, modeling_llama.eager_attention_forward
         )
-        out, weights = attend(self, query, key, value, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
+        out, weights = attend(
+            self, query, key, value, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs
+        )
         return self.o_proj(out.reshape(*hidden_states.shape[:-1], -1).contiguous()), weights
 
 
@@ -104,7 +108,10 @@ def nll_trainer(model: Any, tokenizer: Any, examples: Any, *, batch: int, accum:
 
     tokenized = tokenize_examples(tokenizer, examples)
     dataset = Dataset.from_dict(
-        {"input_ids": [t.input_ids for t in tokenized], "completion_mask": [t.completion_mask for t in tokenized]}
+        {
+            "input_ids": [t.input_ids for t in tokenized],
+            "completion_mask": [t.completion_mask for t in tokenized],
+        }
     )
     args = SFTConfig(
         output_dir=".trainer-scratch", per_device_train_batch_size=batch, gradient_accumulation_steps=accum,

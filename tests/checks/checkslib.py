@@ -19,7 +19,8 @@ def make_examples(n: int) -> list[SqlExample]:
         SqlExample(
             question=f"What is the name when the year is {1990 + i}?",
             context=f"CREATE TABLE table_{i} (name VARCHAR, year VARCHAR)",
-            answer=f'SELECT name FROM table_{i} WHERE year = "{1990 + i}"' + " AND name IS NOT NULL" * (i % 3),
+            answer=f'SELECT name FROM table_{i} WHERE year = "{1990 + i}"'
+            + " AND name IS NOT NULL" * (i % 3),
         )
         for i in range(n)
     ]

@@ -12,7 +12,9 @@ from harness.checks import accumulation_parity
 from harness.runtime import Runtime
 
 
-def run_trainer(model: Any, tokenizer: Any, examples: list, runtime: Runtime, *, batch: int, accum: int) -> Any:
+def run_trainer(
+    model: Any, tokenizer: Any, examples: list, runtime: Runtime, *, batch: int, accum: int
+) -> Any:
     """The trainer a run builds (backends.hf), for `batch` × `accum` micro-steps: what preflight hands the check."""
     return build_trainer(model, tokenizer, examples[: batch * accum],
                          small_setup(batch_size=batch, grad_accum=accum, steps=1), runtime, [])  # fmt: skip
@@ -20,7 +22,9 @@ def run_trainer(model: Any, tokenizer: Any, examples: list, runtime: Runtime, *,
 
 def test_clean_tiny_agrees(tiny, examples, runtime):
     model, tokenizer = tiny
-    verdict = accumulation_parity(run_trainer(model, tokenizer, examples, runtime, batch=2, accum=2), batch=2, accum=2)
+    verdict = accumulation_parity(
+        run_trainer(model, tokenizer, examples, runtime, batch=2, accum=2), batch=2, accum=2
+    )
     assert verdict.verdict == "pass", verdict
     assert abs(verdict.evidence["grad_norm_ratio"] - 1) < 1e-4
     assert all(p.grad is None for p in model.parameters())
@@ -48,7 +52,9 @@ def test_trl_chunked_loss_does_not_run_the_model_loss(tiny_model_dir, examples, 
     # Audit finding: TRL 1.14's default loss_type="chunked_nll" replaces the model's forward when labels are
     # given, so the same buggy model trains correctly through backends.hf.build_trainer.
     model, tokenizer = load_model(tiny_model_dir, checks_bugs.IgnoresNumItems)
-    verdict = accumulation_parity(run_trainer(model, tokenizer, examples, runtime, batch=1, accum=4), batch=1, accum=4)
+    verdict = accumulation_parity(
+        run_trainer(model, tokenizer, examples, runtime, batch=1, accum=4), batch=1, accum=4
+    )
     assert verdict.verdict == "pass", verdict
     assert verdict.evidence["loss_type"] == "chunked_nll"
 

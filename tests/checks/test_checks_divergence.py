@@ -35,7 +35,9 @@ def healthy_curves() -> dict[str, list[float]]:
     return curves
 
 
-def observe(losses: list[float], grad_norms: list[float | None] | None = None) -> tuple[DivergenceObserver, str | None]:
+def observe(
+    losses: list[float], grad_norms: list[float | None] | None = None
+) -> tuple[DivergenceObserver, str | None]:
     observer = DivergenceObserver(DEFAULT)
     for step, loss in enumerate(losses, start=1):
         reason = observer.on_step(step, loss, grad_norms[step - 1] if grad_norms else None)
@@ -112,7 +114,9 @@ def test_the_spike_the_smoke_averages_away_is_caught():
 def test_spike_bound_is_validated():
     with pytest.raises(ConfigError, match=r"checks\.divergence\.spike_ratio: input should be greater than 1"):
         load_setup(None, ["checks.divergence.spike_ratio=1"])
-    with pytest.raises(ConfigError, match=r"checks\.divergence\.spike_window: input should be greater than or equal to 1"):
+    with pytest.raises(
+        ConfigError, match=r"checks\.divergence\.spike_window: input should be greater than or equal to 1"
+    ):
         load_setup(None, ["checks.divergence.spike_window=0"])
     assert load_setup(None, ["checks.divergence.spike_ratio=4"]).checks.divergence.spike_ratio == 4
 
@@ -124,7 +128,9 @@ def test_huge_learning_rate_gives_a_raw_nan_loss_at_step_two(tiny, examples, run
     model, tokenizer = tiny
     divergence = DivergenceObserver(DEFAULT)
     smoke = SmokeObserver(SmokeConfig(first_loss_min=9.0, first_loss_max=12.5, steps=5))
-    outcome = hf.train(model, tokenizer, examples, small_setup(steps=6, lr=1e30), runtime, [divergence, smoke])
+    outcome = hf.train(
+        model, tokenizer, examples, small_setup(steps=6, lr=1e30), runtime, [divergence, smoke]
+    )
     assert outcome.stopped_reason == "divergence: loss is nan at step 2"
     # The step belongs to the check that stopped the run: one failure, one failed verdict.
     assert smoke.final_verdict().verdict == "skipped"
@@ -139,8 +145,12 @@ def test_an_injected_spike_stops_training_at_its_step(tiny, examples, runtime):
     model, tokenizer = tiny
     spike = checks_bugs.LossSpike(model, factor=3000.0, after=3)
     divergence = DivergenceObserver(DEFAULT)
-    outcome = hf.train(model, tokenizer, examples, small_setup(steps=8, lr=2e-2), runtime, [spike, divergence])
-    assert outcome.stopped_reason is not None and outcome.stopped_reason.startswith("divergence: loss spiked to ")
+    outcome = hf.train(
+        model, tokenizer, examples, small_setup(steps=8, lr=2e-2), runtime, [spike, divergence]
+    )
+    assert outcome.stopped_reason is not None and outcome.stopped_reason.startswith(
+        "divergence: loss spiked to "
+    )
     assert divergence.verdict.evidence["step"] == 4 and len(outcome.losses) == 4
     assert divergence.verdict.evidence["ratio"] > DEFAULT.spike_ratio
     assert all(9 < x < 12 for x in outcome.losses[:3]), outcome.losses
@@ -169,7 +179,9 @@ def test_clean_training_passes_every_divergence_check(tiny, examples, runtime):
     assert verdict.verdict == "pass" and verdict.evidence["max_ratio"] < 1.5, verdict
     assert verdict.evidence["max_grad_norm"] > 0
     weights = check_adapter_weights(outcome.model)
-    assert weights.verdict == "pass" and weights.evidence["n_weights"] == 2 * len(lora_parameters(outcome.model))
+    assert weights.verdict == "pass" and weights.evidence["n_weights"] == 2 * len(
+        lora_parameters(outcome.model)
+    )
 
 
 def test_one_nan_adapter_weight_is_named(tiny, examples, runtime):
@@ -187,7 +199,10 @@ def test_one_nan_adapter_weight_is_named(tiny, examples, runtime):
 def test_all_empty_answers_fail_unless_the_untrained_model_was_mute_too():
     assert check_answers(["", " ", "\t"]).verdict == "fail", "no baseline: all empty is enough"
     spoke = check_answers(["", "", ""], ["SELECT 1", "", "SELECT 2"])
-    assert spoke.verdict == "fail" and spoke.detail == "every one of the 3 answers is empty (the untrained model answered 2)"
+    assert (
+        spoke.verdict == "fail"
+        and spoke.detail == "every one of the 3 answers is empty (the untrained model answered 2)"
+    )
     mute = check_answers(["", "", ""], ["", "", ""])
     assert mute.verdict == "skipped" and mute.evidence == {"n": 3, "n_empty": 3, "n_empty_before_training": 3}
     assert check_answers(["", "SELECT 1", ""]).evidence == {"n": 3, "n_empty": 2}

@@ -18,7 +18,12 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-VISIBILITY = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION")
+VISIBILITY = (
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HSA_OVERRIDE_GFX_VERSION",
+)
 ROCM = {"bench", "smoke", "bench-setups"}  # bench-setups: bench with your own setups folder mounted
 NVIDIA = {"bench-nvidia", "smoke-nvidia"}
 CPU = {"bench-cpu", "smoke-cpu", "report-cpu"}
@@ -111,7 +116,10 @@ def test_every_service_as_compose_renders_it(host: str, variables: str, tmp_path
             assert command[command.index("-o") + 1] == "reports-local", name
         if name in ROCM:
             assert [d["source"] for d in service["devices"]] == ["/dev/kfd", "/dev/dri"], name
-            assert service["group_add"] == [HOSTS[host]["LORABENCH_VIDEO_GID"], HOSTS[host]["LORABENCH_RENDER_GID"]]
+            assert service["group_add"] == [
+                HOSTS[host]["LORABENCH_VIDEO_GID"],
+                HOSTS[host]["LORABENCH_RENDER_GID"],
+            ]
             assert service["ipc"] == "host" and int(service["shm_size"]) == 16 * 2**30, name
             assert env["LORABENCH_REQUIRE_GPU"] == "rocm", name
         elif name in NVIDIA:
@@ -120,7 +128,9 @@ def test_every_service_as_compose_renders_it(host: str, variables: str, tmp_path
             assert reservation["driver"] == "nvidia" and reservation["count"] == -1, name  # -1: all
             assert service["ipc"] == "host" and int(service["shm_size"]) == 16 * 2**30, name
         else:
-            assert not service.get("devices") and not service.get("group_add") and not service.get("deploy"), name
+            assert (
+                not service.get("devices") and not service.get("group_add") and not service.get("deploy")
+            ), name
 
 
 def run_wrapper(service: str, dev: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -159,7 +169,10 @@ def test_rocm_service_with_its_device_nodes_goes_to_docker(tmp_path: Path) -> No
 def test_cpu_and_nvidia_services_pick_their_profile_and_need_no_kfd(tmp_path: Path) -> None:
     dev = tmp_path / "dev"
     dev.mkdir()
-    assert run_wrapper("smoke-cpu", dev, tmp_path).stdout.strip() == "docker compose --profile cpu run --rm smoke-cpu"
+    assert (
+        run_wrapper("smoke-cpu", dev, tmp_path).stdout.strip()
+        == "docker compose --profile cpu run --rm smoke-cpu"
+    )
     assert run_wrapper("bench-nvidia", dev, tmp_path).stdout.strip() == (
         "docker compose --profile nvidia run --rm bench-nvidia"
     )
@@ -169,7 +182,9 @@ def test_an_unset_variable_is_absent_in_the_container_and_a_set_one_arrives(tmp_
     """What the engine does with compose's null: the ROCm `bench` service started for real (on lorabench:cpu,
     its devices dropped by the rehearsal override), its environment printed."""
     docker = compose()
-    if subprocess.run([docker, "image", "inspect", "lorabench:cpu"], capture_output=True, check=False).returncode:
+    if subprocess.run(
+        [docker, "image", "inspect", "lorabench:cpu"], capture_output=True, check=False
+    ).returncode:
         pytest.skip("lorabench:cpu is not built: bash scripts/build_image.sh cpu")
     env = {k: v for k, v in os.environ.items() if k not in VISIBILITY and not k.startswith("LORABENCH_")}
     env |= {"STACK": "cpu", "COMPOSE_FILE": "compose.yaml:tests/containers/compose.rehearsal-cpu.yaml",
@@ -190,7 +205,9 @@ def test_an_unset_variable_is_absent_in_the_container_and_a_set_one_arrives(tmp_
 
 def test_the_rehearsal_override_drops_the_gpu_devices_of_every_rocm_service(tmp_path: Path) -> None:
     """tests/containers/compose.rehearsal-cpu.yaml, which CI's ROCm stand-in smoke and the workflow rehearsals use."""
-    services = render("cpu-only", tmp_path, {"COMPOSE_FILE": "compose.yaml:tests/containers/compose.rehearsal-cpu.yaml"})
+    services = render(
+        "cpu-only", tmp_path, {"COMPOSE_FILE": "compose.yaml:tests/containers/compose.rehearsal-cpu.yaml"}
+    )
     for name in ROCM:
         assert not services[name].get("devices") and not services[name].get("group_add"), name
         assert services[name]["environment"]["LORABENCH_REQUIRE_GPU"] == "", name

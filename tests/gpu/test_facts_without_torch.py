@@ -35,7 +35,9 @@ def cuda_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     package = tmp_path / "site" / "torch"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("raise ImportError('not for importing')\n")
-    (package / "version.py").write_text("from typing import Optional\ncuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n")
+    (package / "version.py").write_text(
+        "from typing import Optional\ncuda: Optional[str] = '13.0'\nhip: Optional[str] = None\n"
+    )
     tool = tmp_path / "bin" / "nvidia-smi"
     tool.parent.mkdir()
     tool.write_text(SMI)
@@ -50,7 +52,9 @@ def test_cuda_host_is_told_by_nvidia_smi(cuda_host: None, monkeypatch: pytest.Mo
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     told = facts.collect_gpus()
     assert told["runtime"] == "cuda" and told["runtime_version"] == "13.0" and told["machine_gpus"] == 2
-    assert [g["name"] for g in told["gpus"]] == ["NVIDIA H200", "NVIDIA H200"] and told["gpus"][0]["arch"] == "sm_90"
+    assert [g["name"] for g in told["gpus"]] == ["NVIDIA H200", "NVIDIA H200"] and told["gpus"][0][
+        "arch"
+    ] == "sm_90"
     assert host_id({"gpus": told["gpus"], "machine_gpus": told["machine_gpus"]}) == "nvidia-h200x2"
     assert "torch" not in sys.modules
 

@@ -56,7 +56,9 @@ def test_unreadable_file_is_a_user_error(tmp_path: Path) -> None:
         ("guard.toml", b"\xff\xfe", "not UTF-8"),
     ],
 )
-def test_a_guard_file_is_read_by_the_one_config_reader(tmp_path: Path, name: str, text: str | bytes, words: str) -> None:
+def test_a_guard_file_is_read_by_the_one_config_reader(
+    tmp_path: Path, name: str, text: str | bytes, words: str
+) -> None:
     """Setups and guard thresholds share `harness.config.read_config_file`: a fault reads the same in both."""
     path = tmp_path / name
     path.write_bytes(text if isinstance(text, bytes) else text.encode())

@@ -13,7 +13,9 @@ TYPES: dict[str, tuple[type, ...]] = {
 }  # fmt: skip
 
 
-def errors(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None = None, at: str = "$") -> list[str]:
+def errors(
+    instance: Any, schema: dict[str, Any], root: dict[str, Any] | None = None, at: str = "$"
+) -> list[str]:
     """Every way `instance` breaks `schema`, as `path: problem`; empty when it validates."""
     root = root or schema
     if "$ref" in schema:
@@ -31,7 +33,9 @@ def errors(instance: Any, schema: dict[str, Any], root: dict[str, Any] | None = 
     if kind is not None:
         kinds = kind if isinstance(kind, list) else [kind]
         is_bool = isinstance(instance, bool)
-        if not any(isinstance(instance, TYPES[k]) and not (is_bool and k in ("integer", "number")) for k in kinds):
+        if not any(
+            isinstance(instance, TYPES[k]) and not (is_bool and k in ("integer", "number")) for k in kinds
+        ):
             return [*out, f"{at}: {type(instance).__name__} is not {kind}"]
     if isinstance(instance, dict):
         properties = schema.get("properties", {})

@@ -40,7 +40,9 @@ SHARED_DATA = REPO.parent / "shared" / "data" / "sql-create-context" / "random-s
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not SHARED_DATA.is_file():
-        pytest.skip(f"the committed reports were rendered with LORABENCH_DATA={SHARED_DATA.relative_to(REPO.parent)}, absent here")
+        pytest.skip(
+            f"the committed reports were rendered with LORABENCH_DATA={SHARED_DATA.relative_to(REPO.parent)}, absent here"
+        )
     out = tmp_path_factory.mktemp("committed") / "reports"
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(REPO)  # the index names its sources as given: relative, as the committed one was made
@@ -81,7 +83,11 @@ def _json_strings(path: Path) -> list[str]:
             return [s for v in value for s in walk(v)]
         return []
 
-    lines = path.read_text(encoding="utf-8").splitlines() if path.suffix == ".jsonl" else [path.read_text(encoding="utf-8")]
+    lines = (
+        path.read_text(encoding="utf-8").splitlines()
+        if path.suffix == ".jsonl"
+        else [path.read_text(encoding="utf-8")]
+    )
     return [s for line in lines if line.strip() for s in walk(json.loads(line))]
 
 
@@ -107,14 +113,18 @@ def test_publish_cuts_machine_paths_and_keeps_the_json_intact() -> None:
     text = '{"a": "/root/lbdata/x.jsonl", "tb": "File \\"/tmp/site/pkg/m.py\\", line 3\\nnext", "dev": "/dev/kfd"}'
     cut = json.loads(public_json(text))
     assert cut == {"a": "…/x.jsonl", "tb": 'File "…/m.py", line 3\nnext', "dev": "/dev/kfd"}
-    assert public_json('{"n": 1.5e-05, "s": "plain"}') == '{"n": 1.5e-05, "s": "plain"}'  # other bytes as they were
+    assert (
+        public_json('{"n": 1.5e-05, "s": "plain"}') == '{"n": 1.5e-05, "s": "plain"}'
+    )  # other bytes as they were
 
 
 def test_an_absolute_path_in_a_record_never_reaches_the_report(tmp_path: Path) -> None:
     # The injected case: model and data named by machine paths; the report shows their last part only.
     record = make_record(host=HOST_AMD, stack=STACK_ROCM, experiment="exp_x", setup_name="local", seed=3407,
                          created="2026-11-28T10:00:00+00:00", model="/home/someone/models/smollm2-135m", rows=None)  # fmt: skip
-    record = record.model_copy(update={"setup": record.setup.model_copy(update={"data": DataConfig(source="/srv/data/sql.jsonl")})})
+    record = record.model_copy(
+        update={"setup": record.setup.model_copy(update={"data": DataConfig(source="/srv/data/sql.jsonl")})}
+    )
     write(tmp_path / "results", record, None)
     assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports")]) == 0
     text = "".join(p.read_text(encoding="utf-8") for p in rendered_files(tmp_path / "reports"))
@@ -124,7 +134,10 @@ def test_an_absolute_path_in_a_record_never_reaches_the_report(tmp_path: Path) -
 
 
 def test_public_cuts_machine_paths_and_keeps_the_rest() -> None:
-    assert public("data /root/lbdata/random-sample.jsonl vs C:\\data\\x.jsonl") == "data …/random-sample.jsonl vs …/x.jsonl"
+    assert (
+        public("data /root/lbdata/random-sample.jsonl vs C:\\data\\x.jsonl")
+        == "data …/random-sample.jsonl vs …/x.jsonl"
+    )
     assert public("~/models/m and ~bob/m/x") == "…/m and …/x"
     kept = "https://www.nvidia.com/en-us/data-center/h200/ img/exp-a.png <results>/cpu/x/ 51.0 / 51.3 no /dev/kfd"
     assert public(kept) == kept
@@ -178,9 +191,15 @@ def test_n_is_in_the_order_the_row_names_the_sides(tmp_path: Path) -> None:
             left_out.unlink()
     assert main(["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports")]) == 0
     index = (tmp_path / "reports/README.md").read_text(encoding="utf-8")
-    (intel,) = [line for line in index.splitlines() if line.startswith("| cpu-intel-r-xeon-r-processor-2c · cpu (CPU) vs nvidia-h200 ")]
+    (intel,) = [
+        line
+        for line in index.splitlines()
+        if line.startswith("| cpu-intel-r-xeon-r-processor-2c · cpu (CPU) vs nvidia-h200 ")
+    ]
     assert "(n = 1 vs n = 3)" in intel  # one Intel run, three H200 runs
-    (epyc,) = [line for line in index.splitlines() if line.startswith("| cpu-amd-epyc-2c · cpu (CPU) vs cpu-intel")]
+    (epyc,) = [
+        line for line in index.splitlines() if line.startswith("| cpu-amd-epyc-2c · cpu (CPU) vs cpu-intel")
+    ]
     assert "(n = 3 vs n = 1)" in epyc
 
 
@@ -202,7 +221,9 @@ def test_the_memory_claim_is_not_judged_across_compile_modes() -> None:
 def test_the_index_shows_coverage_and_the_platforms_without_a_record() -> None:
     index = (REPORTS / "README.md").read_text(encoding="utf-8")
     header = next(line for line in index.splitlines() if line.startswith("| "))
-    assert header.startswith("| verdict ") and "claims judged / in the suite" in header  # the verdict word first
+    assert (
+        header.startswith("| verdict ") and "claims judged / in the suite" in header
+    )  # the verdict word first
     rows = [line for line in index.splitlines() if line.startswith(("| PASS", "| FAIL", "| INCOMPLETE"))]
     assert len(rows) == 4 and all(re.search(r"\| \d+ / 24 ", row) for row in rows)
     assert "- No AMD GPU record yet (ROCm)" in index
@@ -212,7 +233,14 @@ def test_a_chart_no_report_shows_is_removed(tmp_path: Path) -> None:
     from builders import write_story_results
 
     write_story_results(tmp_path / "results")
-    argv = ["report", str(tmp_path / "results"), "-o", str(tmp_path / "reports"), "--benchmarks", str(BENCHMARKS)]
+    argv = [
+        "report",
+        str(tmp_path / "results"),
+        "-o",
+        str(tmp_path / "reports"),
+        "--benchmarks",
+        str(BENCHMARKS),
+    ]
     assert main(argv) == 0
     img = tmp_path / "reports/amd-radeon-rx-7900-xtx/rocm7.2-hf5.5/img"
     kept = sorted(p.name for p in img.glob("*.png"))

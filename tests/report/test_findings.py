@@ -48,7 +48,10 @@ def test_an_errored_or_skipped_check_never_reads_as_works() -> None:
     assert status([amd(checks=error)], "loss-on-prompt")[0] == "check error"
     got, evidence = status([amd(checks=PASS_MASK), amd(seed=2, checks=skipped)], "loss-on-prompt")
     assert got == "partly tested"
-    assert evidence == "mask_audit was skipped in 1 of 2 runs (exp-a/s seed 2: padding-free batches); passed in 1"
+    assert (
+        evidence
+        == "mask_audit was skipped in 1 of 2 runs (exp-a/s seed 2: padding-free batches); passed in 1"
+    )
     assert status([amd(checks=skipped)], "loss-on-prompt")[0] == "not tested"
     # A failure anywhere outranks an error elsewhere: the problem showed up.
     assert status([amd(checks=FAIL_MASK), amd(seed=2, checks=error)], "loss-on-prompt")[0] == "caught"

@@ -34,7 +34,10 @@ def merged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)  # relative folder names, so the index names them the same every time
     artifact(tmp_path / "artifact-h200", H200_RUNS)
     artifact(tmp_path / "artifact-cpu", CPU_RUNS)
-    assert main(["report", "artifact-h200", "artifact-cpu", "-o", "reports", "--benchmarks", str(BENCHMARKS)]) == 0
+    assert (
+        main(["report", "artifact-h200", "artifact-cpu", "-o", "reports", "--benchmarks", str(BENCHMARKS)])
+        == 0
+    )
     if os.environ.get("LORABENCH_UPDATE_GOLDEN"):
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(tmp_path / "reports" / "README.md", GOLDEN)
@@ -44,7 +47,11 @@ def merged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_two_artifact_folders_make_one_index(merged: Path) -> None:
     index = (merged / "README.md").read_text(encoding="utf-8")
     assert index == GOLDEN.read_text(encoding="utf-8")
-    rows = [line for line in index.splitlines() if line.startswith(("| PASS", "| FAIL", "| INCOMPLETE", "| NO CLAIMS"))]
+    rows = [
+        line
+        for line in index.splitlines()
+        if line.startswith(("| PASS", "| FAIL", "| INCOMPLETE", "| NO CLAIMS"))
+    ]
     # The verdict word first, then claims judged out of the suite's; sorted platform / stack / host,
     # whatever order the folders came in.
     assert [row.split("|")[3].strip() for row in rows] == ["CPU", "CUDA 13.0"]
@@ -58,7 +65,9 @@ def test_two_artifact_folders_make_one_index(merged: Path) -> None:
 def test_the_same_setup_on_two_hosts_is_compared_never_pooled(merged: Path) -> None:
     index = (merged / "README.md").read_text(encoding="utf-8")
     section = index.split("### `exp_a/smollm2-135m-lora` on 2 hosts × stacks", 1)[1]
-    assert "| cpu-amd-epyc-2c · cpu (CPU)" in section and "| nvidia-h200x2 · h200-image (CUDA 13.0)" in section
+    assert (
+        "| cpu-amd-epyc-2c · cpu (CPU)" in section and "| nvidia-h200x2 · h200-image (CUDA 13.0)" in section
+    )
     # Compared only in the table labelled unlike: the sides differ in more than the host (precision,
     # compile mode, commit), each named in the row's order (H200 first, as the row names it).
     unlike = section.split("**Unlike**", 1)[1]
@@ -77,26 +86,54 @@ EXP_E = "smollm2-135m-lora"  # benchmarks/setups/exp_e.toml's name, experiment e
 
 def test_exp_e_is_judged_across_two_stacks_artifacts(tmp_path: Path) -> None:
     """Two runners of one host, one stack each: the index judges the cross-stack claims on both."""
-    other_stack = {**STACK_ROCM, "name": "rocm7.2-hf5.17", "packages": {**STACK_ROCM["packages"], "transformers": "5.17.0"}}
+    other_stack = {
+        **STACK_ROCM,
+        "name": "rocm7.2-hf5.17",
+        "packages": {**STACK_ROCM["packages"], "transformers": "5.17.0"},
+    }
     for folder, stack, skill, train_s in (("a", STACK_ROCM, 0, 140.0), ("b", other_stack, 1, 150.0)):
         for n, seed in enumerate(SEEDS):
             rows = predictions(seed, skill=skill)
             write(tmp_path / folder, make_record(host=HOST_AMD, stack=stack, experiment="exp_e", setup_name=EXP_E, seed=seed,
                                                  created=f"2026-11-28T1{n}:00:00+00:00", train_s=train_s + n, rows=rows), rows)  # fmt: skip
     out = tmp_path / "reports"
-    assert main(["report", str(tmp_path / "b"), str(tmp_path / "a"), "-o", str(out), "--benchmarks", str(BENCHMARKS)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(tmp_path / "b"),
+                str(tmp_path / "a"),
+                "-o",
+                str(out),
+                "--benchmarks",
+                str(BENCHMARKS),
+            ]
+        )
+        == 0
+    )
     index = (out / "README.md").read_text(encoding="utf-8")
     section = index.split("## Across stacks of one host", 1)[1]
     assert "### amd-radeon-rx-7900-xtx: rocm7.2-hf5.17 → rocm7.2-hf5.5" in section
     lines = {line.split("|")[2].strip(): line for line in section.splitlines() if line.startswith("| exp_e")}
-    assert set(lines) == {"accuracy equivalent across stacks", "time ratio across stacks", "the stacks differ"}
-    assert "| pass " in lines["the stacks differ"] and "transformers 5.17.0 → 5.5.0" in lines["the stacks differ"]
+    assert set(lines) == {
+        "accuracy equivalent across stacks",
+        "time ratio across stacks",
+        "the stacks differ",
+    }
+    assert (
+        "| pass " in lines["the stacks differ"]
+        and "transformers 5.17.0 → 5.5.0" in lines["the stacks differ"]
+    )
     assert "| pass " in lines["time ratio across stacks"]
     # 24 questions a seed cannot show ±3 points: judged, and failed for want of evidence, with its numbers.
     assert "| **FAIL** " in lines["accuracy equivalent across stacks"]
-    assert "90% interval [-7.1, +7.1] (TOST p = 0.171, n = 3 seeds" in lines["accuracy equivalent across stacks"]
+    assert (
+        "90% interval [-7.1, +7.1] (TOST p = 0.171, n = 3 seeds" in lines["accuracy equivalent across stacks"]
+    )
     # A scorecard holds one stack: there the same claims say where they are judged.
-    scorecard = (out / "amd-radeon-rx-7900-xtx" / "rocm7.2-hf5.5" / "scorecard.md").read_text(encoding="utf-8")
+    scorecard = (out / "amd-radeon-rx-7900-xtx" / "rocm7.2-hf5.5" / "scorecard.md").read_text(
+        encoding="utf-8"
+    )
     assert "the index judges it when `lorabench report` is given both stacks' records" in scorecard
 
 
@@ -105,10 +142,42 @@ def test_a_record_in_two_artifacts_counts_once(tmp_path: Path) -> None:
     for name in ("one", "two"):
         artifact(tmp_path / name, H200_RUNS)
     out = tmp_path / "reports"
-    assert main(["report", str(tmp_path / "one"), str(tmp_path / "two"), "-o", str(out), "--benchmarks", str(BENCHMARKS)]) == 0
-    assert "3 of 3 runs ok" in (out / "nvidia-h200x2" / "h200-image" / "scorecard.md").read_text(encoding="utf-8")
+    assert (
+        main(
+            [
+                "report",
+                str(tmp_path / "one"),
+                str(tmp_path / "two"),
+                "-o",
+                str(out),
+                "--benchmarks",
+                str(BENCHMARKS),
+            ]
+        )
+        == 0
+    )
+    assert "3 of 3 runs ok" in (out / "nvidia-h200x2" / "h200-image" / "scorecard.md").read_text(
+        encoding="utf-8"
+    )
     # A different record under the same name is another run and is counted: edit one copy's score.
     copy = tmp_path / "two" / H200_RUNS.relative_to(REPO / "reports") / "seed-42.json"
-    copy.write_text(copy.read_text(encoding="utf-8").replace('"run_id": "', '"run_id": "other-', 1), encoding="utf-8")
-    assert main(["report", str(tmp_path / "one"), str(tmp_path / "two"), "-o", str(out), "--benchmarks", str(BENCHMARKS)]) == 0
-    assert "4 of 4 runs ok" in (out / "nvidia-h200x2" / "h200-image" / "scorecard.md").read_text(encoding="utf-8")
+    copy.write_text(
+        copy.read_text(encoding="utf-8").replace('"run_id": "', '"run_id": "other-', 1), encoding="utf-8"
+    )
+    assert (
+        main(
+            [
+                "report",
+                str(tmp_path / "one"),
+                str(tmp_path / "two"),
+                "-o",
+                str(out),
+                "--benchmarks",
+                str(BENCHMARKS),
+            ]
+        )
+        == 0
+    )
+    assert "4 of 4 runs ok" in (out / "nvidia-h200x2" / "h200-image" / "scorecard.md").read_text(
+        encoding="utf-8"
+    )

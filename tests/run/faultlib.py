@@ -30,13 +30,24 @@ def cli_args(model: Path, data: Path, results: Path, steps: int) -> list[str]:
 
 def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "LORABENCH_DATA"}
-    return {**env, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "LORABENCH_CACHE": str(tmp_path / "cache"), **extra}
+    return {
+        **env,
+        "PYTHONPATH": str(REPO),
+        "HF_HUB_OFFLINE": "1",
+        "LORABENCH_CACHE": str(tmp_path / "cache"),
+        **extra,
+    }
 
 
 @contextlib.contextmanager
 def started_run(tmp_path: Path, args: list[str], **env: str) -> Generator[subprocess.Popen[str]]:
     process = subprocess.Popen(
-        args, cwd=tmp_path, env=cli_env(tmp_path, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        args,
+        cwd=tmp_path,
+        env=cli_env(tmp_path, **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         yield process
@@ -48,7 +59,9 @@ def started_run(tmp_path: Path, args: list[str], **env: str) -> Generator[subpro
 
 
 def journal(results: Path) -> list[str]:
-    return [line for events in results.glob(".work/*/events.jsonl") for line in events.read_text().splitlines()]
+    return [
+        line for events in results.glob(".work/*/events.jsonl") for line in events.read_text().splitlines()
+    ]
 
 
 def journaled_steps(results: Path) -> int:
@@ -63,12 +76,16 @@ def wait_for_steps(results: Path, n: int, process: subprocess.Popen[str], timeou
     deadline = time.monotonic() + timeout_s
     train_started: float | None = None
     while (steps := journaled_steps(results)) < n:
-        if train_started is None and any('"phase": "train", "event": "start"' in line for line in journal(results)):
+        if train_started is None and any(
+            '"phase": "train", "event": "start"' in line for line in journal(results)
+        ):
             train_started = time.monotonic()
         if steps == 0 and train_started is not None and time.monotonic() - train_started > 120:
             return
         if process.poll() is not None:
-            pytest.fail(f"the run ended before step {n}: {process.stderr.read()[-2000:] if process.stderr else ''}")
+            pytest.fail(
+                f"the run ended before step {n}: {process.stderr.read()[-2000:] if process.stderr else ''}"
+            )
         if time.monotonic() > deadline:
             pytest.fail(f"no step {n} within {timeout_s} s")
         time.sleep(0.2)
@@ -88,7 +105,9 @@ def find_trainers(where: Path) -> list[psutil.Process]:
 def tmpfs(where: Path, size: str) -> Generator[Path]:
     """A real tmpfs of `size` ("8m") mounted at `where` for the block (skips where this host cannot mount one)."""
     where.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True).returncode:
+    if subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+    ).returncode:
         pytest.skip("cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
     try:
         yield where
@@ -97,7 +116,9 @@ def tmpfs(where: Path, size: str) -> Generator[Path]:
 
 
 @contextlib.contextmanager
-def filling_disk(results: Path, filler: Path, *, leave_bytes: int = 0, keep_full: bool = False) -> Generator[None]:
+def filling_disk(
+    results: Path, filler: Path, *, leave_bytes: int = 0, keep_full: bool = False
+) -> Generator[None]:
     """For the block: from the first step a run journals in `results`, write `filler` until its disk has
     `leave_bytes` free. `keep_full`: then keep taking every block freed (what another job writing there does)."""
     stop = threading.Event()

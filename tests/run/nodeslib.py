@@ -53,9 +53,7 @@ class Node:
         self.proc.wait(timeout=30)
 
 
-def start_node(
-    tmp: Path, name: str, port: int, *args: str, env: dict[str, str] | None = None
-) -> Node:
+def start_node(tmp: Path, name: str, port: int, *args: str, env: dict[str, str] | None = None) -> Node:
     results, locks, log = tmp / f"results-{name}", tmp / f"locks-{name}", tmp / f"{name}.log"
     locks.mkdir(parents=True, exist_ok=True)
     node_env = {
@@ -85,8 +83,11 @@ def start_pair(
     port = free_port()
     a = start_node(tmp, "a", port, *args, env=env_a)
     try:
-        wait_for(lambda: a.proc.poll() is not None or is_listening(a, port),
-                 240, f"node a to listen on port {port}")  # fmt: skip  (~2 s idle, ~6 s on a loaded 2-core box)
+        wait_for(
+            lambda: a.proc.poll() is not None or is_listening(a, port),
+            240,
+            f"node a to listen on port {port}",
+        )  # fmt: skip  (~2 s idle, ~6 s on a loaded 2-core box)
         if a.proc.poll() is not None:
             raise AssertionError(f"node a ended ({a.proc.returncode}) before listening: {a.output()[-3000:]}")
     except BaseException:

@@ -29,7 +29,9 @@ def bare_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return package
 
 
-def test_writing_off_and_no_bytecode_beside_the_sources_gets_a_cache(bare_sources: Path, tmp_path: Path) -> None:
+def test_writing_off_and_no_bytecode_beside_the_sources_gets_a_cache(
+    bare_sources: Path, tmp_path: Path
+) -> None:
     env = child_bytecode_env({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin"}, tmp_path / "cache")
     assert "PYTHONDONTWRITEBYTECODE" not in env and env["PATH"] == "/bin"
     assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "cache" / "bytecode" / sys.implementation.cache_tag)
@@ -38,7 +40,10 @@ def test_writing_off_and_no_bytecode_beside_the_sources_gets_a_cache(bare_source
 def test_nothing_changes_where_it_would_not_help_or_is_the_users(bare_sources: Path, tmp_path: Path) -> None:
     off = {"PYTHONDONTWRITEBYTECODE": "1"}
     assert child_bytecode_env({}, tmp_path) == {}  # writing on: the interpreter caches beside the sources
-    assert child_bytecode_env({**off, "PYTHONPYCACHEPREFIX": "/mine"}, tmp_path) == {**off, "PYTHONPYCACHEPREFIX": "/mine"}
+    assert child_bytecode_env({**off, "PYTHONPYCACHEPREFIX": "/mine"}, tmp_path) == {
+        **off,
+        "PYTHONPYCACHEPREFIX": "/mine",
+    }
     assert child_bytecode_env(off, tmp_path, enabled=False) == off
     cache = bare_sources / "__pycache__"
     cache.mkdir()
@@ -46,11 +51,15 @@ def test_nothing_changes_where_it_would_not_help_or_is_the_users(bare_sources: P
     assert child_bytecode_env(off, tmp_path) == off  # compiled at install: a prefix would hide it
 
 
-def test_a_child_writes_its_bytecode_in_the_cache_and_not_beside_the_sources(bare_sources: Path, tmp_path: Path) -> None:
+def test_a_child_writes_its_bytecode_in_the_cache_and_not_beside_the_sources(
+    bare_sources: Path, tmp_path: Path
+) -> None:
     module = tmp_path / "code" / "lorabench_bytecode_probe.py"
     module.parent.mkdir()
     module.write_text("X = 2\n")
-    env = child_bytecode_env({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(module.parent)}, tmp_path / "cache")
+    env = child_bytecode_env(
+        {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(module.parent)}, tmp_path / "cache"
+    )
     run = [sys.executable, "-c", "import lorabench_bytecode_probe, sys; print(sys.flags.dont_write_bytecode)"]
     assert subprocess.run(run, env=env, capture_output=True, text=True, check=True).stdout.strip() == "0"
     written = list((tmp_path / "cache").rglob("lorabench_bytecode_probe.*.pyc"))

@@ -45,7 +45,9 @@ def trained_then(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
     monkeypatch.setattr(hf, "train", train_and_change)
 
 
-def test_huge_learning_rate_is_diverged_at_step_two(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+def test_huge_learning_rate_is_diverged_at_step_two(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
     record, _ = run_inline(tiny_setup(tiny_model_dir, sql_rows_file, "recipe.lr=1e30"), tmp_path)
     assert record.status == "diverged"
     assert record.reason == "divergence: loss is nan at step 2"
@@ -68,9 +70,13 @@ def test_nan_adapter_weight_after_training_is_diverged(
     trained_then(monkeypatch, poison)
     record, _ = run_inline(tiny_setup(tiny_model_dir, sql_rows_file), tmp_path)
     assert record.status == "diverged"
-    assert record.reason.startswith("adapter_weights: 1 of 28 LoRA weight matrices hold NaN/inf after training")
+    assert record.reason.startswith(
+        "adapter_weights: 1 of 28 LoRA weight matrices hold NaN/inf after training"
+    )
     assert record.checks["divergence"].verdict == "pass", "every step's loss was finite"
-    assert record.checks["adapter_weights"].evidence["non_finite"] == ["model.layers.0.self_attn.q_proj.lora_B"]
+    assert record.checks["adapter_weights"].evidence["non_finite"] == [
+        "model.layers.0.self_attn.q_proj.lora_B"
+    ]
     assert record.trained is None
 
 
@@ -93,14 +99,18 @@ def test_a_model_that_only_ends_its_turn_is_diverged(
     assert record.status == "diverged"
     assert record.reason == "answers: every one of the 6 answers is empty"
     assert record.checks["answers"].evidence == {"n": 6, "n_empty": 6}
-    assert record.checks["divergence"].verdict == "pass" and record.checks["adapter_weights"].verdict == "pass"
+    assert (
+        record.checks["divergence"].verdict == "pass" and record.checks["adapter_weights"].verdict == "pass"
+    )
     # Scored and kept: the scorecard can show what the run was judged on.
     assert record.trained is not None and record.trained.exact_match == 0
     rows = [json.loads(line) for line in predictions_path(path).read_text().splitlines()]
     assert [r["prediction"] for r in rows] == [""] * 6
 
 
-def test_clean_run_passes_the_divergence_checks(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+def test_clean_run_passes_the_divergence_checks(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
     record, _ = run_inline(tiny_setup(tiny_model_dir, sql_rows_file, "recipe.lr=2e-2"), tmp_path)
     assert record.status == "ok", record.reason
     for name in ("divergence", "adapter_weights", "answers"):
@@ -109,8 +119,12 @@ def test_clean_run_passes_the_divergence_checks(tiny_model_dir: Path, sql_rows_f
     assert record.checks["answers"].evidence["n_empty"] < 6
 
 
-def test_divergence_checks_can_be_turned_off(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
-    setup = tiny_setup(tiny_model_dir, sql_rows_file, "recipe.lr=1e30", "recipe.steps=2", "checks.divergence.enabled=false")
+def test_divergence_checks_can_be_turned_off(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
+    setup = tiny_setup(
+        tiny_model_dir, sql_rows_file, "recipe.lr=1e30", "recipe.steps=2", "checks.divergence.enabled=false"
+    )
     record, _ = run_inline(setup, tmp_path)
     assert not {"divergence", "adapter_weights", "answers"} & set(record.checks)
     assert record.status == "ok", "nothing else looks: why the check is on by default"

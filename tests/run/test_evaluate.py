@@ -44,7 +44,9 @@ def test_merged_adapter_decodes_alike_and_is_unmerged_after(tiny: tuple[object, 
     base, tokenizer = tiny
     torch.manual_seed(0)
     # init_lora_weights=False: B is random, so the adapter really changes the answers.
-    config = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj"], init_lora_weights=False)
+    config = LoraConfig(
+        r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj"], init_lora_weights=False
+    )
     model = get_peft_model(base, config)
     weight = model.base_model.model.model.layers[0].self_attn.q_proj.base_layer.weight
     before = weight.detach().clone()
@@ -70,7 +72,9 @@ def test_fp32_eval_decodes_a_bf16_model_as_its_fp32_copy_and_puts_it_back(tiny_m
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
     base = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), dtype=torch.bfloat16)
     torch.manual_seed(0)
-    config = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj"], init_lora_weights=False)
+    config = LoraConfig(
+        r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj"], init_lora_weights=False
+    )
     model = get_peft_model(base, config)  # base in bf16, LoRA weights in fp32 (PEFT's default)
     before = {name: t.detach().clone() for name, t in model.state_dict().items()}
     lifted = copy.deepcopy(model).float()
@@ -148,7 +152,9 @@ def test_shrinking_decode_gives_generates_tokens_as_rows_stop_apart(smollm2_dir:
     # Stop tokens that end rows at different steps, so rows leave the batch one by one and the survivors'
     # cache rows must stay theirs: row 0's 3rd token and the first token of another row met nowhere before.
     stops = {int(free[0, 2])}
-    stops.add(next(int(t) for t in free[2:, 4:].flatten() if int(t) not in set(free[:, :4].flatten().tolist())))
+    stops.add(
+        next(int(t) for t in free[2:, 4:].flatten() if int(t) not in set(free[:, :4].flatten().tolist()))
+    )
     shrunk = greedy_shrinking(model, ids, mask, new, stops)
     eos = {model.generation_config.eos_token_id} if isinstance(model.generation_config.eos_token_id, int) else set(
         model.generation_config.eos_token_id or [])  # fmt: skip
@@ -156,7 +162,7 @@ def test_shrinking_decode_gives_generates_tokens_as_rows_stop_apart(smollm2_dir:
                                pad_token_id=tokenizer.pad_token_id,
                                stopping_criteria=StoppingCriteriaList([StopAtTokens(stops, ids.shape[1])]))  # fmt: skip
     for row, tokens in enumerate(shrunk):
-        expected = reference[row, ids.shape[1]:].tolist()
+        expected = reference[row, ids.shape[1] :].tolist()
         ended = next((k + 1 for k, t in enumerate(expected) if t in stops | eos), len(expected))
         assert tokens == expected[:ended], row
     assert len({len(t) for t in shrunk}) > 2  # rows did stop apart
@@ -175,11 +181,15 @@ def test_the_heads_input_made_contiguous_gives_the_same_logits(smollm2_dir: Path
     for dtype, made_contiguous in ((torch.bfloat16, True), (torch.float32, False)):
         model = AutoModelForCausalLM.from_pretrained(str(smollm2_dir), dtype=dtype)
         seen: list[bool] = []
-        model.get_output_embeddings().register_forward_hook(lambda m, args, out, seen=seen: seen.append(args[0].is_contiguous()))
+        model.get_output_embeddings().register_forward_hook(
+            lambda m, args, out, seen=seen: seen.append(args[0].is_contiguous())
+        )
         with torch.no_grad():
             plain = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
             with contiguous_head_input(model):
                 contiguous = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
             after = model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
-        assert seen == [False, made_contiguous, False], dtype  # the strided view logits_to_keep hands the head
+        assert seen == [False, made_contiguous, False], (
+            dtype
+        )  # the strided view logits_to_keep hands the head
         assert torch.equal(contiguous, plain) and torch.equal(after, plain), dtype

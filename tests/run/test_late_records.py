@@ -43,7 +43,9 @@ def assert_landed_as_it_ended(results: Path) -> RunRecord:
     assert record.trained is not None and record.baseline is not None and record.train is not None
     assert record.train.steps_done == 2 and record.data is not None and record.model is not None
     assert record.predictions_file and (path.parent / record.predictions_file).is_file()
-    assert (path.parent / "seed-3407.adapter" / "adapter_model.safetensors").is_file(), "the adapter was deleted"
+    assert (path.parent / "seed-3407.adapter" / "adapter_model.safetensors").is_file(), (
+        "the adapter was deleted"
+    )
     assert "recorded by a later run" in (record.reason or "")
     assert not (results / ".work").exists(), "an empty .work/ was left"
     return record
@@ -64,7 +66,9 @@ def test_a_lock_folder_that_became_a_file_defers_the_record_and_the_next_run_wri
 ) -> None:
     results, locks = tmp_path / "results", tmp_path / "locks"
     locks.mkdir()
-    with started_run(tmp_path, cli_args(tiny_model_dir, sql_rows_file, results, steps=2), LORABENCH_LOCK_DIR=str(locks)) as run:
+    with started_run(
+        tmp_path, cli_args(tiny_model_dir, sql_rows_file, results, steps=2), LORABENCH_LOCK_DIR=str(locks)
+    ) as run:
         wait_for_steps(results, 1, run)
         shutil.rmtree(locks)
         locks.write_text("not a folder")  # the record's lock can no longer be taken
@@ -72,7 +76,9 @@ def test_a_lock_folder_that_became_a_file_defers_the_record_and_the_next_run_wri
     assert run.returncode == 2, stderr[-2000:]
     assert "Traceback" not in stderr
     error = [line for line in stderr.splitlines() if "error:" in line]
-    assert len(error) == 1 and "the run ended (ok) but its record could not be written" in error[0], stderr[-2000:]
+    assert len(error) == 1 and "the run ended (ok) but its record could not be written" in error[0], stderr[
+        -2000:
+    ]
     assert not records(results) and len(work_folders(results)) == 1
 
     # The next run, as a user would start it, records the finished run as it ended.
@@ -88,13 +94,19 @@ def test_a_lock_folder_that_became_a_file_defers_the_record_and_the_next_run_wri
     assert late.status == "ok" and late.trained is not None and late.baseline is not None
     assert "could not be written then" in (late.reason or "") and late.train and late.train.steps_done == 2
     assert late.predictions_file and (late_path.parent / late.predictions_file).is_file()
-    assert (late_path.parent / late_path.name.replace(".json", ".adapter") / "adapter_model.safetensors").is_file()
+    assert (
+        late_path.parent / late_path.name.replace(".json", ".adapter") / "adapter_model.safetensors"
+    ).is_file()
     assert not (results / ".work").exists()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
 def test_a_stop_while_waiting_for_the_record_lock_defers_the_record(
-    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, sig: signal.Signals, monkeypatch: pytest.MonkeyPatch
+    tiny_model_dir: Path,
+    sql_rows_file: Path,
+    tmp_path: Path,
+    sig: signal.Signals,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     results, locks = tmp_path / "results", tmp_path / "locks"
     monkeypatch.setenv("LORABENCH_LOCK_DIR", str(locks))
@@ -111,7 +123,10 @@ def test_a_stop_while_waiting_for_the_record_lock_defers_the_record(
     assert "Traceback" not in stderr
     assert "the run ended (ok) but was stopped by" in stderr and "the next run in" in stderr
     # Issue 39: the wait is said, with who holds the lock (it was logged at INFO with no handler: silence).
-    assert f"lorabench: waiting for the record lock {record_lock_path(target)}, held by pid {os.getpid()}" in stderr
+    assert (
+        f"lorabench: waiting for the record lock {record_lock_path(target)}, held by pid {os.getpid()}"
+        in stderr
+    )
     assert not records(results)
     swept = sweep_stale_runs(results)
     assert len(swept) == 1 and swept[0].record is not None
@@ -130,7 +145,9 @@ def test_ctrl_c_in_training_is_named_and_the_killed_record_keeps_what_was_comput
     assert run.returncode == 130, stderr[-2000:]
     (record,) = records(results)
     assert record.status == "killed"
-    assert "stopped from outside by SIGINT (Ctrl-C)" in (record.reason or "") and "docker stop" not in (record.reason or "")
+    assert "stopped from outside by SIGINT (Ctrl-C)" in (record.reason or "") and "docker stop" not in (
+        record.reason or ""
+    )
     # Before: data, model, baseline, checks and load_s were null though the baseline had been scored.
     assert record.data is not None and record.model is not None and record.baseline is not None
     assert record.checks and record.timings.load_s is not None
@@ -185,7 +202,9 @@ def test_a_sweep_sets_aside_a_work_folder_of_another_version_and_says_why(tmp_pa
     work = tmp_path / ".work" / "20200101T000000.000000Z-deadbeef-s1-abcdef"
     work.mkdir(parents=True)
     # Its owner of an earlier boot: provably dead.
-    (work / "run.json").write_text(json.dumps({"owner": "an-earlier-boot/ns/999999/1.00", "base": {"run_id": "x", "format": "v0"}}))
+    (work / "run.json").write_text(
+        json.dumps({"owner": "an-earlier-boot/ns/999999/1.00", "base": {"run_id": "x", "format": "v0"}})
+    )
     swept = sweep_stale_runs(tmp_path)  # before: ValidationError, an internal error of the next run
     assert len(swept) == 1 and swept[0].record is None
     assert "could not be read as this version's" in str(swept[0]) and ".unrecorded-" in str(swept[0])

@@ -20,7 +20,13 @@ CHILD = ["-m", "harness.run.child", str(JOB)]
 
 @pytest.fixture(autouse=True)
 def _no_rendezvous_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("LORABENCH_RDZV_ENDPOINT", "PET_RDZV_ENDPOINT", "LORABENCH_RDZV_ID", "PET_RDZV_ID", "LORABENCH_RDZV_TIMEOUT"):
+    for name in (
+        "LORABENCH_RDZV_ENDPOINT",
+        "PET_RDZV_ENDPOINT",
+        "LORABENCH_RDZV_ID",
+        "PET_RDZV_ID",
+        "LORABENCH_RDZV_TIMEOUT",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -31,7 +37,9 @@ def test_one_process_one_host_and_several_nodes() -> None:
     ]  # fmt: skip
 
 
-def test_several_nodes_meet_through_c10d_at_the_endpoint_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_several_nodes_meet_through_c10d_at_the_endpoint_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     setup = load_setup(None, ["nodes=2", "gpus=4"])
     monkeypatch.setenv("LORABENCH_RDZV_ENDPOINT", "10.0.0.5:29500")
     monkeypatch.setenv("LORABENCH_RDZV_ID", "exp-c-1")
@@ -51,7 +59,11 @@ def test_torchruns_own_variables_serve_too_and_the_default_id_is_the_same_on_eve
     monkeypatch.setenv("PET_RDZV_ENDPOINT", "lead.example")
     setup = load_setup(None, ["nodes=2"])
     rendezvous = rendezvous_from_env(setup, "cpu")
-    assert (rendezvous.host, rendezvous.port, rendezvous.endpoint) == ("lead.example", 29400, "lead.example:29400")
+    assert (rendezvous.host, rendezvous.port, rendezvous.endpoint) == (
+        "lead.example",
+        29400,
+        "lead.example:29400",
+    )
     # The id comes from what the run is: the same setup on the same stack meets; another seed does not.
     assert rendezvous.run_id == default_run_id(load_setup(None, ["nodes=2"]), "cpu")
     assert rendezvous.run_id != default_run_id(load_setup(None, ["nodes=2", "recipe.seed=42"]), "cpu")
@@ -65,7 +77,10 @@ def test_torchruns_own_variables_serve_too_and_the_default_id_is_the_same_on_eve
         ({}, r"\$LORABENCH_RDZV_ENDPOINT is not set; on every node set LORABENCH_RDZV_ENDPOINT=HOST:PORT"),
         ({"LORABENCH_RDZV_ENDPOINT": "a:b:c"}, r"\$LORABENCH_RDZV_ENDPOINT: 'a:b:c' is not HOST:PORT"),
         ({"LORABENCH_RDZV_ENDPOINT": "h:99999"}, "is not HOST:PORT"),
-        ({"LORABENCH_RDZV_ENDPOINT": "h:1", "LORABENCH_RDZV_TIMEOUT": "soon"}, r"\$LORABENCH_RDZV_TIMEOUT: 'soon'"),
+        (
+            {"LORABENCH_RDZV_ENDPOINT": "h:1", "LORABENCH_RDZV_TIMEOUT": "soon"},
+            r"\$LORABENCH_RDZV_TIMEOUT: 'soon'",
+        ),
     ],
 )
 def test_a_missing_or_wrong_endpoint_is_one_clear_line(
@@ -77,13 +92,18 @@ def test_a_missing_or_wrong_endpoint_is_one_clear_line(
         rendezvous_from_env(load_setup(None, ["nodes=2"]), "cpu")
 
 
-def test_nodes_is_part_of_the_setup_and_its_fingerprint_where_it_meets_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nodes_is_part_of_the_setup_and_its_fingerprint_where_it_meets_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert load_setup(None).fingerprint_payload() == load_setup(None, ["nodes=1"]).fingerprint_payload()
     assert '"nodes":2' in load_setup(None, ["nodes=2"]).fingerprint_payload()
     assert load_setup(None, ["nodes=2", "gpus=4"]).world_size == 8
     with pytest.raises(ConfigError, match=r"nodes: input should be greater than or equal to 1, got 0"):
         load_setup(None, ["nodes=0"])
-    with pytest.raises(ConfigError, match=r"eval.adapter: .* with gpus = 1, nodes = 2; set backend = 'hf' and gpus = 1 and nodes = 1"):
+    with pytest.raises(
+        ConfigError,
+        match=r"eval.adapter: .* with gpus = 1, nodes = 2; set backend = 'hf' and gpus = 1 and nodes = 1",
+    ):
         load_setup(None, ["nodes=2", "eval.adapter=/x"])
     with pytest.raises(ConfigError, match=r"recipe.compile: 'graphs' cannot run with nodes = 2"):
         load_setup(None, ["nodes=2", "recipe.compile=graphs"])
@@ -98,7 +118,9 @@ def hello(node: int, *, setup: str = "s1", stack: str = "cpu", guard: NodeGuard 
 
 def test_the_lead_decides_for_every_node() -> None:
     quiet = NodeGuard(timed=True, ok=True, lock="held")
-    busy = NodeGuard(timed=True, ok=False, reason="refused to time: 3 GB downloaded. use --allow-noisy", lock="held")
+    busy = NodeGuard(
+        timed=True, ok=False, reason="refused to time: 3 GB downloaded. use --allow-noisy", lock="held"
+    )
     assert decide([hello(0, guard=quiet), hello(1, guard=quiet)], allow_noisy=False) == (None, None)
     assert decide([hello(0, guard=quiet), hello(1, guard=busy)], allow_noisy=False) == (
         "refused", "node 1 (box1, nvidia-h200x2): refused to time: 3 GB downloaded. use --allow-noisy"

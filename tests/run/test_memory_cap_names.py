@@ -33,4 +33,7 @@ def test_the_cap_is_named_where_the_failure_is_an_allocation(reason: str, named:
 
 def test_a_signal_death_is_the_cap_probably() -> None:
     said = name_the_cap(None, ended("killed by SIGKILL", returncode=-9), CAP)
-    assert said == "the memory cap $LORABENCH_MEM_CAP = 700 MiB (rlimit) was reached (probably): raise it or unset it"
+    assert (
+        said
+        == "the memory cap $LORABENCH_MEM_CAP = 700 MiB (rlimit) was reached (probably): raise it or unset it"
+    )

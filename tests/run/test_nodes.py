@@ -55,7 +55,9 @@ def test_two_nodes_on_loopback_train_one_run_and_the_record_names_both(
     assert [(n.node, n.hostname, n.host, n.status) for n in record.nodes] == [
         (0, hostname, record.host, "ok"), (1, hostname, record.host, "ok")
     ]  # fmt: skip
-    assert sorted(r for n in record.nodes for r in n.ranks) == [0, 1] and all(len(n.ranks) == 1 for n in record.nodes)
+    assert sorted(r for n in record.nodes for r in n.ranks) == [0, 1] and all(
+        len(n.ranks) == 1 for n in record.nodes
+    )
     assert [r.rank for r in record.ranks] == [0, 1]
     assert {r.node for r in record.ranks} == {0, 1}
     for rank in record.ranks:
@@ -93,7 +95,9 @@ def test_a_node_lost_mid_run_leaves_a_killed_record_naming_it(
         def b_trains() -> bool:
             return any('"train"' in f.read_text() for f in b.results.glob(".work/*/events-rank*.jsonl"))
 
-        wait_for(b_trains, 480, f"node b to train ({b.output()[-1500:]})")  # 240 s ran out once on a loaded CI machine
+        wait_for(
+            b_trains, 480, f"node b to train ({b.output()[-1500:]})"
+        )  # 240 s ran out once on a loaded CI machine
         (events,) = b.results.glob(".work/*/events-rank*.jsonl")
         b_rank = int(events.name.removeprefix("events-rank").removesuffix(".jsonl"))
         time.sleep(2)
@@ -147,11 +151,17 @@ def test_a_busy_node_refuses_the_timed_run_on_every_node(
         watched = tmp_path / f"downloads-{name}"
         watched.mkdir()
         configs[name] = tmp_path / f"guard-{name}.toml"
-        configs[name].write_text(f'[guard]\nchecks = ["downloads"]\nwindow_s = 1.5\ndownload_dirs = ["{watched}"]\n')
+        configs[name].write_text(
+            f'[guard]\nchecks = ["downloads"]\nwindow_s = 1.5\ndownload_dirs = ["{watched}"]\n'
+        )
     lock_b = tmp_path / "locks-b" / "lorabench-timed.lock"
     lock_b.parent.mkdir(parents=True)
     args = (*tiny_args(tiny_model_dir, sql_rows_file), "--timed")
-    noise = exclusive_lock(lock_b, what="timed lock") if busy == "lock" else growing_download(tmp_path / "downloads-a")
+    noise = (
+        exclusive_lock(lock_b, what="timed lock")
+        if busy == "lock"
+        else growing_download(tmp_path / "downloads-a")
+    )
     with noise:
         a, b = start_pair(tmp_path, (*args, "--guard-config", str(configs["a"])),
                           args_b=(*args, "--guard-config", str(configs["b"])))  # fmt: skip
@@ -164,8 +174,12 @@ def test_a_busy_node_refuses_the_timed_run_on_every_node(
     record = load_record(path)
     assert record.status == "refused"
     busy_node = 1 if busy == "lock" else 0
-    assert record.reason.startswith(f"node {busy_node} ({socket.gethostname()}, {record.host}): refused to time: "), record.reason
-    assert f"is held by pid {os.getpid()}" in record.reason if busy == "lock" else ".incomplete" in record.reason
+    assert record.reason.startswith(
+        f"node {busy_node} ({socket.gethostname()}, {record.host}): refused to time: "
+    ), record.reason
+    assert (
+        f"is held by pid {os.getpid()}" in record.reason if busy == "lock" else ".incomplete" in record.reason
+    )
     assert [n.status for n in record.nodes] == ["busy" if n.node == busy_node else "ok" for n in record.nodes]
     assert record.nodes[1 - busy_node].guard["ok"] is True
     # Refused before any trainer started: no training, no plan handed to torchrun.
@@ -211,8 +225,11 @@ def test_a_node_stopped_from_outside_stops_its_ranks_and_the_run_is_killed(
                      "--set", "checks.preflight=false")  # fmt: skip
     a, b = start_pair(tmp_path, args)
     try:
-        wait_for(lambda: any('"train"' in f.read_text() for f in b.results.glob(".work/*/events-rank*.jsonl")),
-                 480, f"node b to train ({b.output()[-1500:]})")  # fmt: skip  (a loaded 2-core CI machine: 240 s once ran out)
+        wait_for(
+            lambda: any('"train"' in f.read_text() for f in b.results.glob(".work/*/events-rank*.jsonl")),
+            480,
+            f"node b to train ({b.output()[-1500:]})",
+        )  # fmt: skip  (a loaded 2-core CI machine: 240 s once ran out)
         b_processes = b.tree()
         assert any("harness.run.child" in " ".join(p.cmdline()) for p in b_processes)
         b.proc.send_signal(signal.SIGTERM)
@@ -228,10 +245,16 @@ def test_a_node_stopped_from_outside_stops_its_ranks_and_the_run_is_killed(
     (path,) = records(a.results)
     record = load_record(path)
     assert record.status == "killed"
-    assert re.match(rf"node 1 \({socket.gethostname()}, {record.host}; ranks \d\) was stopped from outside by SIGTERM", record.reason), record.reason
+    assert re.match(
+        rf"node 1 \({socket.gethostname()}, {record.host}; ranks \d\) was stopped from outside by SIGTERM",
+        record.reason,
+    ), record.reason
     assert record.nodes[1].status == "failed" and "SIGTERM" in record.nodes[1].detail
     # Node b ends like a one-host run stopped from outside: the record's line, then exit 130.
-    assert "\nkilled | adhoc/adhoc seed 3407" in b.output() and b.output().splitlines()[-1] == "lorabench run: interrupted"
+    assert (
+        "\nkilled | adhoc/adhoc seed 3407" in b.output()
+        and b.output().splitlines()[-1] == "lorabench run: interrupted"
+    )
 
 
 def test_a_lost_lead_leaves_a_killed_record_on_the_node_that_survived(
@@ -242,8 +265,11 @@ def test_a_lost_lead_leaves_a_killed_record_on_the_node_that_survived(
                      "--set", "checks.preflight=false")  # fmt: skip
     a, b = start_pair(tmp_path, args)
     try:
-        wait_for(lambda: any('"train"' in f.read_text() for f in b.results.glob(".work/*/events-rank*.jsonl")),
-                 480, f"node b to train ({b.output()[-1500:]})")  # fmt: skip  (a loaded 2-core CI machine: 240 s once ran out)
+        wait_for(
+            lambda: any('"train"' in f.read_text() for f in b.results.glob(".work/*/events-rank*.jsonl")),
+            480,
+            f"node b to train ({b.output()[-1500:]})",
+        )  # fmt: skip  (a loaded 2-core CI machine: 240 s once ran out)
         a.kill()
         assert b.wait(timeout=120) == 1, b.output()[-3000:]
         left = [p for p in b.tree() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]

@@ -45,7 +45,9 @@ def test_a_stop_mid_run_keeps_what_the_trainer_had_computed_and_names_ctrl_c(tmp
     partial.add_timings(load_s=1.5)
     outcome = stopped_outcome(tmp_path, "SIGINT")
     assert outcome.status == "killed" and "SIGINT (Ctrl-C)" in (outcome.reason or "")
-    assert outcome.data == DATA and outcome.baseline == BASELINE and outcome.timings.load_s == pytest.approx(1.5)
+    assert (
+        outcome.data == DATA and outcome.baseline == BASELINE and outcome.timings.load_s == pytest.approx(1.5)
+    )
 
 
 def test_partial_is_rewritten_as_each_field_is_set(tmp_path: Path) -> None:
@@ -97,13 +99,17 @@ def test_files_and_folders_get_the_users_umask_not_0600(tmp_path: Path, mask: in
         ("LORABENCH_MIN_FREE", "lots", "not a size"),
     ],
 )
-def test_sizes_that_mean_nothing_are_refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str, words: str) -> None:
+def test_sizes_that_mean_nothing_are_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, words: str
+) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(UserError, match=rf"\${name}: .*{words}"):
         settings.lookup(name).get()
 
 
-def test_a_cap_too_small_or_a_floor_above_the_hosts_memory_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cap_too_small_or_a_floor_above_the_hosts_memory_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with pytest.raises(UserError, match=r"\$LORABENCH_MEM_CAP: 1 MiB is too small"):
         check_memory_settings(1 << 20, None)
     with pytest.raises(UserError, match=r"\$LORABENCH_MEMORY_FLOOR: 100 TiB is not below this host's"):

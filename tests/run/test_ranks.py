@@ -20,7 +20,9 @@ def _rank(rank: int, store: str, results: str) -> None:
         dist.destroy_process_group()
 
 
-def test_every_rank_gets_every_ranks_value_in_rank_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_rank_gets_every_ranks_value_in_rank_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")  # loopback: the sandbox may have no other interface
     mp.spawn(_rank, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=2, join=True)
     expected = repr([(0.0, 4.0), (10.0, 14.0)])

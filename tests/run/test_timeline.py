@@ -44,7 +44,9 @@ def test_unaccounted_is_the_wall_clock_no_phase_covers() -> None:
     time.sleep(0.1)  # a gap that no phase names
     close_books(outcome, None, fallback_start=time.time() - 0.15)
     assert outcome.timings.unaccounted_s is not None and outcome.timings.unaccounted_s >= 0.09
-    assert outcome.timings.wall_s - outcome.timings.unaccounted_s == pytest.approx(outcome.timings.phases["known"], abs=0.02)
+    assert outcome.timings.wall_s - outcome.timings.unaccounted_s == pytest.approx(
+        outcome.timings.phases["known"], abs=0.02
+    )
 
 
 def test_trainer_that_never_reported_keeps_its_seconds_as_unreported() -> None:
@@ -59,7 +61,9 @@ def test_trainer_that_never_reported_keeps_its_seconds_as_unreported() -> None:
     assert reported.timings.phases["child_exit"] == pytest.approx(1.5)
 
 
-def test_isolated_run_names_every_phase_in_order(tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path) -> None:
+def test_isolated_run_names_every_phase_in_order(
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+) -> None:
     record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), RunOptions(results_dir=tmp_path))
     assert record.status == "ok", record.reason
     timings = record.timings
@@ -67,7 +71,9 @@ def test_isolated_run_names_every_phase_in_order(tiny_model_dir: Path, sql_rows_
     assert [n for n in names if n in PARENT + CHILD] == [n for n in PARENT + CHILD if n in names]
     assert set(PARENT[1:]) | set(CHILD) <= set(names), set(PARENT + CHILD) - set(names)
     # Independent measures: the wall clock from the process's start and the sum of the phases.
-    assert timings.wall_s and abs(timings.wall_s - sum(timings.phases.values()) - timings.unaccounted_s) < 0.05
+    assert (
+        timings.wall_s and abs(timings.wall_s - sum(timings.phases.values()) - timings.unaccounted_s) < 0.05
+    )
     assert timings.phases["preflight"] == timings.preflight_s
 
 

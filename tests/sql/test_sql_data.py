@@ -30,7 +30,12 @@ def test_shared_sample_split_matches_the_peer_script(shared_sample: Path) -> Non
 
 def test_bad_rows_name_the_row_and_field(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
-    path.write_text(json.dumps({"question": "q", "context": "c", "answer": "a"}) + "\n" + json.dumps({"question": "q"}) + "\n")
+    path.write_text(
+        json.dumps({"question": "q", "context": "c", "answer": "a"})
+        + "\n"
+        + json.dumps({"question": "q"})
+        + "\n"
+    )
     with pytest.raises(UserError, match="row 2 lacks text field\\(s\\) context, answer"):
         load_split(DataConfig(source=str(path), test_size=1))
 

@@ -24,7 +24,10 @@ def _draw(n: int, gold: str = GOLD) -> list[dict[str, list[tuple[object, ...]]]]
 
 
 def test_hints_aim_literals_and_their_neighbours_at_their_columns() -> None:
-    hints = collect_hints([GOLD, "select name from player where score < -2.5 and age in (select age from team) and 7 <= age"], IDS)
+    hints = collect_hints(
+        [GOLD, "select name from player where score < -2.5 and age in (select age from team) and 7 <= age"],
+        IDS,
+    )
     assert hints.by_column["age"][:3] == [30, 29, 31]
     assert hints.exact["team"] == ["rams"]
     assert {"an", "xanx"} <= set(hints.by_column["name"])
@@ -44,10 +47,14 @@ def test_the_first_forty_databases_hold_nulls_negatives_mixed_types_duplicates_a
     assert any(None in row for _, row in values)
     assert any(isinstance(v, int | float) and v < 0 for _, row in values for v in row)
     assert any(isinstance(row[2], str) for row in player)  # text in the INTEGER column age
-    assert any(isinstance(row[1], str) and row[1].lstrip("-").isdigit() for row in player)  # a number in VARCHAR name
+    assert any(
+        isinstance(row[1], str) and row[1].lstrip("-").isdigit() for row in player
+    )  # a number in VARCHAR name
     assert any(isinstance(row[3], float) and not row[3].is_integer() for row in player)
     # Rows that meet the whole WHERE exist: age above 30, the team, a name around 'an'.
-    assert any(isinstance(row[2], int) and row[2] > 30 and row[1] in ("an", "xanx", "xan", "anx") for row in player)
+    assert any(
+        isinstance(row[2], int) and row[2] > 30 and row[1] in ("an", "xanx", "xan", "anx") for row in player
+    )
     assert any(rows.count(row) > 1 for db in _draw(8) for rows in db.values() for row in rows)
 
 
@@ -68,7 +75,10 @@ def test_perturb_makes_small_edits_only() -> None:
     for seed in range(20):
         edited = perturb(base, schema, hints, random.Random(seed))
         # Each of at most three edits removes and/or adds one row.
-        diff = sum(((Counter(base[t]) - Counter(edited[t])) + (Counter(edited[t]) - Counter(base[t]))).total() for t in base)
+        diff = sum(
+            ((Counter(base[t]) - Counter(edited[t])) + (Counter(edited[t]) - Counter(base[t]))).total()
+            for t in base
+        )
         assert diff <= 6
         changes.append(diff)
     assert max(changes) > 0
@@ -92,7 +102,10 @@ def test_null_copies_put_a_null_in_every_column() -> None:
         for table in schema.tables:
             rows = drawn[table.name]
             if rows:
-                assert all(any(row[j] is None for row in rows) for j in range(len(table.columns))), (i, table.name)
+                assert all(any(row[j] is None for row in rows) for j in range(len(table.columns))), (
+                    i,
+                    table.name,
+                )
     assert with_copies >= 6  # most databases: three of the first four shapes, half of the later ones
     clean = profile(0, random.Random("nulls|0"))
     assert not clean.null_copies and not clean.p_null  # the first database stays NULL-free
@@ -109,7 +122,9 @@ def test_fractions_sit_beside_whole_number_literals_and_just_inside_their_bounds
 def test_tables_reach_past_limit_offset_and_having_count_thresholds() -> None:
     assert collect_hints(["select name from player order by age limit 5 offset 2"], IDS).min_rows == 9
     assert collect_hints(["select team from team group by team having count(*) > 6"], IDS).min_rows == 8
-    assert collect_hints(["select name from player limit 1000"], IDS).min_rows == 24  # capped: tables stay small
+    assert (
+        collect_hints(["select name from player limit 1000"], IDS).min_rows == 24
+    )  # capped: tables stay small
     assert collect_hints(["select name from player"], IDS).min_rows == 0
     for odd in ("limit 0x10", "limit 1e999", "limit -3"):  # model output: read, never raised on
         assert collect_hints([f"select name from player {odd}"], IDS).min_rows == 0

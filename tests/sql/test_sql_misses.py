@@ -22,12 +22,36 @@ from harness.tasks.sql.semantic import semantic_match
 CTX = "CREATE TABLE t (name VARCHAR, year VARCHAR, votes VARCHAR)"
 # index -> gold, and per run the prediction; the base model's answer is the same in every run.
 QUESTIONS: dict[int, tuple[str, list[str], str]] = {
-    0: ("SELECT name FROM t WHERE year = '1990'", ["SELECT name FROM t WHERE year = '1990'"] * 3, "SELECT year FROM t"),
-    1: ("SELECT name FROM t WHERE year = 71", ["SELECT name FROM t WHERE year = 71"] * 3, 'SELECT name FROM t WHERE year = "71"'),
-    2: ("SELECT COUNT(name) FROM t", ["SELECT name FROM t", "SELECT year FROM t", "SELECT votes FROM t"], "SELECT name FROM t"),
-    3: ("SELECT name FROM t", ["SELECT name FROM t", "SELECT year FROM t", "SELECT name FROM t"], "SELECT votes FROM t"),
+    0: (
+        "SELECT name FROM t WHERE year = '1990'",
+        ["SELECT name FROM t WHERE year = '1990'"] * 3,
+        "SELECT year FROM t",
+    ),
+    1: (
+        "SELECT name FROM t WHERE year = 71",
+        ["SELECT name FROM t WHERE year = 71"] * 3,
+        'SELECT name FROM t WHERE year = "71"',
+    ),
+    2: (
+        "SELECT COUNT(name) FROM t",
+        ["SELECT name FROM t", "SELECT year FROM t", "SELECT votes FROM t"],
+        "SELECT name FROM t",
+    ),
+    3: (
+        "SELECT name FROM t",
+        ["SELECT name FROM t", "SELECT year FROM t", "SELECT name FROM t"],
+        "SELECT votes FROM t",
+    ),
     # Gold counts where the question asks for the maximum; two runs agree, in different words.
-    4: ("SELECT COUNT(votes) FROM t WHERE name = 'a'", ["SELECT MAX(votes) FROM t WHERE name = 'a'", 'select max(votes) from t where "a" = name', "SELECT votes FROM t"], "SELECT votes FROM t"),
+    4: (
+        "SELECT COUNT(votes) FROM t WHERE name = 'a'",
+        [
+            "SELECT MAX(votes) FROM t WHERE name = 'a'",
+            'select max(votes) from t where "a" = name',
+            "SELECT votes FROM t",
+        ],
+        "SELECT votes FROM t",
+    ),
     5: ("SELECT name FROM t WHERE x = 3 OFFSET 095", ["SELECT name FROM t"] * 3, "SELECT name FROM t"),
 }
 
@@ -39,9 +63,14 @@ def _row(index: int, run: int) -> dict[str, Any]:
     gold, preds, base = QUESTIONS[index]
     pred = preds[run]
     return {
-        "index": index, "row": row_id(TEST_ROWS[index]), "prediction": pred,
-        "base_prediction": base, "exact": exact_match(pred, gold), "executes": True,
-        "semantic": semantic_match(pred, gold, CTX), "base_exact": exact_match(base, gold),
+        "index": index,
+        "row": row_id(TEST_ROWS[index]),
+        "prediction": pred,
+        "base_prediction": base,
+        "exact": exact_match(pred, gold),
+        "executes": True,
+        "semantic": semantic_match(pred, gold, CTX),
+        "base_exact": exact_match(base, gold),
         "base_semantic": semantic_match(base, gold, CTX),
     }
 
@@ -75,12 +104,23 @@ def test_categories_style_fixes_and_bad_gold() -> None:
 def test_the_first_rows_partition_the_questions() -> None:
     analysis = analyze_misses(_runs(), test_rows=TEST_ROWS)
     rows = category_rows(analysis, shown=8)
-    assert [row[0] for row in rows[:4]] == ["always right", "mixed (depends on the seed)", "always wrong", ALL_QUESTIONS]
+    assert [row[0] for row in rows[:4]] == [
+        "always right",
+        "mixed (depends on the seed)",
+        "always wrong",
+        ALL_QUESTIONS,
+    ]
     assert rows[0][1] + rows[1][1] + rows[2][1] == rows[3][1] == analysis.n_questions == 6  # type: ignore[operator]
     assert [row[1] for row in rows[:3]] == [2, 1, 3]
     # One run cannot agree with another: that row says so instead of counting zero.
-    single = {row[0]: row[1:] for row in category_rows(analyze_misses(_runs()[:1], test_rows=TEST_ROWS), shown=8)}
-    assert single["… runs agree on another wrong answer (a shared mistake or a bad gold)"] == ["–", "–", "needs 2 or more runs"]
+    single = {
+        row[0]: row[1:] for row in category_rows(analyze_misses(_runs()[:1], test_rows=TEST_ROWS), shown=8)
+    }
+    assert single["… runs agree on another wrong answer (a shared mistake or a bad gold)"] == [
+        "–",
+        "–",
+        "needs 2 or more runs",
+    ]
 
 
 def test_without_the_rows_answers_agree_by_text_only() -> None:
@@ -115,7 +155,9 @@ def test_loader_names_the_line_and_key(tmp_path: Path) -> None:
     rows = _runs()[0]
     good = _write(tmp_path / "seed-1.predictions.jsonl", rows)
     assert load_predictions(good) == rows
-    broken = _write(tmp_path / "b.predictions.jsonl", [rows[0], {k: v for k, v in rows[1].items() if k != "row"}])
+    broken = _write(
+        tmp_path / "b.predictions.jsonl", [rows[0], {k: v for k, v in rows[1].items() if k != "row"}]
+    )
     with pytest.raises(UserError, match=r"b.predictions.jsonl:2: key 'row' missing"):
         load_predictions(broken)
     wrong_type = _write(tmp_path / "c.predictions.jsonl", [{**rows[0], "exact": "yes"}])
@@ -128,7 +170,10 @@ def test_command_accepts_records_and_predictions(tmp_path: Path, capsys: pytest.
     paths = [_write(tmp_path / f"seed-{i}.predictions.jsonl", rows) for i, rows in enumerate(runs)]
     (tmp_path / "seed-0.json").write_text("{}", encoding="utf-8")
     out = tmp_path / "out" / "misses.json"
-    assert main(["misses", str(tmp_path / "seed-0.json"), str(paths[1]), str(paths[2]), "-o", str(out.parent)]) == 0
+    assert (
+        main(["misses", str(tmp_path / "seed-0.json"), str(paths[1]), str(paths[2]), "-o", str(out.parent)])
+        == 0
+    )
     table = capsys.readouterr().out
     assert "3 run(s), 6 questions in every run" in table
     assert "the first three rows partition the questions (all questions)" in table
@@ -139,16 +184,23 @@ def test_command_accepts_records_and_predictions(tmp_path: Path, capsys: pytest.
     assert json.loads(capsys.readouterr().out)["n_questions"] == 6
 
 
-def test_command_reads_the_rows_back_through_the_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_reads_the_rows_back_through_the_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A real record and data file: the split is recomputed, its hash checked, the text used for meaning."""
-    setup = SetupConfig.model_validate({"name": "m", "data": {"source": str(tmp_path / "data.jsonl"), "test_size": 6}})
+    setup = SetupConfig.model_validate(
+        {"name": "m", "data": {"source": str(tmp_path / "data.jsonl"), "test_size": 6}}
+    )
     # The split is a seeded shuffle of positions: put the six questions where the test rows land.
     order = list(range(16))
     random.Random(setup.data.split_seed).shuffle(order)
     examples = [SqlExample(f"f{i}", CTX, f"SELECT name FROM t WHERE votes = {i}") for i in range(16)]
     for example, position in zip(TEST_ROWS, order[-6:], strict=True):
         examples[position] = example
-    data = _write(tmp_path / "data.jsonl", [{"question": e.question, "context": e.context, "answer": e.answer} for e in examples])
+    data = _write(
+        tmp_path / "data.jsonl",
+        [{"question": e.question, "context": e.context, "answer": e.answer} for e in examples],
+    )
     split = make_split(examples, setup.data)
     assert split.test == TEST_ROWS
     paths = []
@@ -166,7 +218,9 @@ def test_command_reads_the_rows_back_through_the_record(tmp_path: Path, capsys: 
     assert main(["misses", "--json", *map(str, paths)]) == 0
     analysis = json.loads(capsys.readouterr().out)
     assert analysis["rows_resolved"] is True
-    assert len(analysis["bad_gold_candidates"]) == 2  # the gold that fails to run and the one two runs contest
+    assert (
+        len(analysis["bad_gold_candidates"]) == 2
+    )  # the gold that fails to run and the one two runs contest
     # Moved data: the record's path is gone, --data points at the copy, the hash still matches.
     moved = data.rename(tmp_path / "moved.jsonl")
     assert main(["misses", "--json", *map(str, paths)]) == 0
@@ -175,7 +229,9 @@ def test_command_reads_the_rows_back_through_the_record(tmp_path: Path, capsys: 
     assert json.loads(capsys.readouterr().out)["rows_resolved"] is True
 
 
-def test_command_explains_a_missing_predictions_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_explains_a_missing_predictions_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "seed-3.json").write_text("{}", encoding="utf-8")
     assert main(["misses", str(tmp_path / "seed-3.json")]) == 2
     assert "no seed-3.predictions.jsonl beside the record" in capsys.readouterr().err

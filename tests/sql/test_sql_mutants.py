@@ -10,12 +10,23 @@ from harness.tasks.sql.sqltext import comparisons, conditions, render, tokenize
 
 CONTEXT = "CREATE TABLE t (name VARCHAR, age INTEGER, city VARCHAR, score REAL)"
 ROW_SETS = [
-    {"t": [("ann", 30, "oslo", 1.5), ("bob", 41, "rome", -2.0), ("cid", 30, "oslo", None), ("dan", None, "nice", 7.0)]},
+    {
+        "t": [
+            ("ann", 30, "oslo", 1.5),
+            ("bob", 41, "rome", -2.0),
+            ("cid", 30, "oslo", None),
+            ("dan", None, "nice", 7.0),
+        ]
+    },
     {"t": [("eve", 18, "rome", 3.0), ("fay", 65, "oslo", 3.0), ("gus", 41, None, 0.0)]},
     {"t": []},
 ]
 IDS = frozenset({"t", "name", "age", "city", "score"})
-SIBLINGS = {"name": ["age", "city", "score"], "age": ["name", "city", "score"], "city": ["name", "age", "score"]}
+SIBLINGS = {
+    "name": ["age", "city", "score"],
+    "age": ["name", "city", "score"],
+    "city": ["name", "age", "score"],
+}
 
 
 def _results(sql: str) -> list[list[tuple[object, ...]]]:
@@ -74,7 +85,9 @@ def test_mutants_cover_the_kinds_and_differ_from_the_gold() -> None:
 
 
 def test_mutant_limit_keeps_every_kind() -> None:
-    variants = mutants("SELECT name FROM t WHERE age > 30 AND city = 'oslo' AND score < 2", IDS, SIBLINGS, limit=8)
+    variants = mutants(
+        "SELECT name FROM t WHERE age > 30 AND city = 'oslo' AND score < 2", IDS, SIBLINGS, limit=8
+    )
     assert len(variants) == 8
     assert len({v.kind for v in variants}) == 8
 
@@ -82,12 +95,32 @@ def test_mutant_limit_keeps_every_kind() -> None:
 @pytest.mark.parametrize(
     ("gold", "mutant", "rule"),
     [
-        ("SELECT COUNT(*) FROM t WHERE age > 3", "SELECT COUNT(*) FROM t WHERE age > 3 LIMIT 1", "one-row aggregate"),
+        (
+            "SELECT COUNT(*) FROM t WHERE age > 3",
+            "SELECT COUNT(*) FROM t WHERE age > 3 LIMIT 1",
+            "one-row aggregate",
+        ),
         ("SELECT MAX(age) FROM t", "SELECT DISTINCT MAX(age) FROM t ORDER BY 1 DESC", "one-row aggregate"),
-        ("SELECT city, COUNT(*) FROM t GROUP BY city", "SELECT DISTINCT city, COUNT(*) FROM t GROUP BY city", "groups are distinct"),
-        ("SELECT name FROM t INTERSECT SELECT city FROM t", "SELECT DISTINCT name FROM t INTERSECT SELECT city FROM t", "set operation rows are distinct"),
-        ("SELECT name FROM t WHERE age = 3", "SELECT name FROM t WHERE age = 3 AND age IS NOT NULL", "column already non-NULL"),
-        ("SELECT COUNT(*) FROM t WHERE age > 3", "SELECT COUNT(age) FROM t WHERE age > 3", "column already non-NULL"),
+        (
+            "SELECT city, COUNT(*) FROM t GROUP BY city",
+            "SELECT DISTINCT city, COUNT(*) FROM t GROUP BY city",
+            "groups are distinct",
+        ),
+        (
+            "SELECT name FROM t INTERSECT SELECT city FROM t",
+            "SELECT DISTINCT name FROM t INTERSECT SELECT city FROM t",
+            "set operation rows are distinct",
+        ),
+        (
+            "SELECT name FROM t WHERE age = 3",
+            "SELECT name FROM t WHERE age = 3 AND age IS NOT NULL",
+            "column already non-NULL",
+        ),
+        (
+            "SELECT COUNT(*) FROM t WHERE age > 3",
+            "SELECT COUNT(age) FROM t WHERE age > 3",
+            "column already non-NULL",
+        ),
         (
             "SELECT a.name FROM t AS a JOIN t AS b ON a.age = b.age WHERE b.city = 'x'",
             "SELECT a.name FROM t AS a LEFT JOIN t AS b ON a.age = b.age WHERE b.city = 'x'",
@@ -105,10 +138,19 @@ def test_equivalence_rules_hold_on_real_rows(gold: str, mutant: str, rule: str) 
     [
         ("SELECT COUNT(*) FROM t WHERE age > 3", "SELECT COUNT(*) FROM t WHERE age > 3 LIMIT 0"),
         ("SELECT city, COUNT(*) FROM t GROUP BY city", "SELECT city, COUNT(*) FROM t GROUP BY city LIMIT 1"),
-        ("SELECT name FROM t UNION ALL SELECT city FROM t", "SELECT DISTINCT name FROM t UNION ALL SELECT city FROM t"),
-        ("SELECT name FROM t WHERE age = 3 OR city = 'x'", "SELECT name FROM t WHERE age = 3 OR city = 'x' AND age IS NOT NULL"),
+        (
+            "SELECT name FROM t UNION ALL SELECT city FROM t",
+            "SELECT DISTINCT name FROM t UNION ALL SELECT city FROM t",
+        ),
+        (
+            "SELECT name FROM t WHERE age = 3 OR city = 'x'",
+            "SELECT name FROM t WHERE age = 3 OR city = 'x' AND age IS NOT NULL",
+        ),
         ("SELECT COUNT(*) FROM t WHERE age > 3", "SELECT COUNT(name) FROM t WHERE age > 3"),
-        ("SELECT a.name FROM t AS a JOIN t AS b ON a.age = b.age", "SELECT a.name FROM t AS a LEFT JOIN t AS b ON a.age = b.age"),
+        (
+            "SELECT a.name FROM t AS a JOIN t AS b ON a.age = b.age",
+            "SELECT a.name FROM t AS a LEFT JOIN t AS b ON a.age = b.age",
+        ),
     ],
 )
 def test_equivalence_rules_do_not_overreach(gold: str, mutant: str) -> None:
@@ -116,7 +158,9 @@ def test_equivalence_rules_do_not_overreach(gold: str, mutant: str) -> None:
 
 
 def test_tokens_keep_identifiers_with_symbols_and_conditions_split_around_between() -> None:
-    tokens = tokenize('SELECT money___£__ FROM t WHERE £1_fraction = "1/240" AND x$y BETWEEN 1 AND 2 OR a = 1')
+    tokens = tokenize(
+        'SELECT money___£__ FROM t WHERE £1_fraction = "1/240" AND x$y BETWEEN 1 AND 2 OR a = 1'
+    )
     assert [t.text for t in tokens[:4]] == ["SELECT", "money___£__", "FROM", "t"]
     assert "£1_fraction" in [t.text for t in tokens]
     (cond,) = conditions(tokens)

@@ -17,9 +17,16 @@ def test_keyed_query_adds_the_sort_keys_and_drops_the_limit() -> None:
     assert keyed is not None
     assert keyed.sql == "select name, count (*), name from t group by city order by count (*) desc, name"
     assert (keyed.n_keys, keyed.limit, keyed.offset) == (2, 2, 1)
-    assert keyed_query("select name as n, age from t order by 2, n limit 3, 4").sql == "select name as n, age, age, name from t order by 2, n"
+    assert (
+        keyed_query("select name as n, age from t order by 2, n limit 3, 4").sql
+        == "select name as n, age, age, name from t order by 2, n"
+    )
     assert keyed_query("select name from t order by age limit 3, 4").offset == 3
-    for not_plain in ("select distinct name from t order by age", "select name from t union select city from t order by 1", "select name from t"):
+    for not_plain in (
+        "select distinct name from t order by age",
+        "select name from t union select city from t order by 1",
+        "select name from t",
+    ):
         assert keyed_query(not_plain) is None
 
 
@@ -46,9 +53,21 @@ def test_ties_may_come_in_any_order_and_a_cut_tie_in_any_choice() -> None:
     ("pred", "gold", "match"),
     [
         # Another plan for the same question: right whichever tied row each picks.
-        ("SELECT name FROM t WHERE age = (SELECT MAX(age) FROM t) LIMIT 1", "SELECT name FROM t ORDER BY age DESC LIMIT 1", True),
-        ("SELECT name FROM t ORDER BY age DESC, city LIMIT 3", "SELECT name FROM t ORDER BY age DESC LIMIT 3", True),
-        ("SELECT name FROM t ORDER BY age ASC LIMIT 1", "SELECT name FROM t ORDER BY age DESC LIMIT 1", False),
+        (
+            "SELECT name FROM t WHERE age = (SELECT MAX(age) FROM t) LIMIT 1",
+            "SELECT name FROM t ORDER BY age DESC LIMIT 1",
+            True,
+        ),
+        (
+            "SELECT name FROM t ORDER BY age DESC, city LIMIT 3",
+            "SELECT name FROM t ORDER BY age DESC LIMIT 3",
+            True,
+        ),
+        (
+            "SELECT name FROM t ORDER BY age ASC LIMIT 1",
+            "SELECT name FROM t ORDER BY age DESC LIMIT 1",
+            False,
+        ),
         ("SELECT name FROM t ORDER BY age LIMIT 3", "SELECT name FROM t ORDER BY age DESC LIMIT 3", False),
     ],
 )

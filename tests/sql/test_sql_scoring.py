@@ -19,7 +19,10 @@ CONTEXT = "CREATE TABLE table_name_47 (entrant VARCHAR, year VARCHAR, chassis VA
 
 
 def test_normaliser_examples_from_the_docstring() -> None:
-    assert normalize_sql('SELECT name FROM t WHERE x = "Phrag Dog";') == "select name from t where x = 'phrag dog'"
+    assert (
+        normalize_sql('SELECT name FROM t WHERE x = "Phrag Dog";')
+        == "select name from t where x = 'phrag dog'"
+    )
     # The story's quirk, kept on purpose: a space before the semicolon survives as a trailing space.
     assert normalize_sql("  SELECT\ta\n FROM t ;; ") == "select a from t "
     assert not exact_match("SELECT a FROM t ;", "SELECT a FROM t")
@@ -56,7 +59,9 @@ def test_score_prediction_style_only_miss() -> None:
 
 
 def test_score_prediction_wrong_and_unscorable() -> None:
-    wrong = score_prediction("SELECT COUNT(entrant) FROM table_name_47", "SELECT entrant FROM table_name_47", CONTEXT)
+    wrong = score_prediction(
+        "SELECT COUNT(entrant) FROM table_name_47", "SELECT entrant FROM table_name_47", CONTEXT
+    )
     assert (wrong.exact, wrong.executes, wrong.semantic) == (False, True, False)
     assert "differ" in wrong.detail
     broken_gold = "SELECT entrant FROM table_name_47 WHERE year = 3 OFFSET 095"
@@ -87,7 +92,9 @@ def test_summarize_rates_over_all_and_semantic_over_scorable() -> None:
 def test_a_literal_too_big_for_sqlite_is_scored_not_raised() -> None:
     # Seen on real SmolLM2 base output on the H200: a 30-digit literal made sqlite3 raise OverflowError.
     context = "CREATE TABLE t (a VARCHAR, b VARCHAR)"
-    score = score_prediction("SELECT a FROM t WHERE b = 123456789012345678901234567890", "SELECT a FROM t WHERE b = 1", context)
+    score = score_prediction(
+        "SELECT a FROM t WHERE b = 123456789012345678901234567890", "SELECT a FROM t WHERE b = 1", context
+    )
     assert score.semantic is False
     assert score.executes is True
 
@@ -99,13 +106,17 @@ def test_one_answer_costs_one_budget_including_executes() -> None:
     assert (score.executes, score.semantic, score.clock_stopped) == (False, False, False)
     assert "(budget)" in score.detail
     assert score.instructions == ANSWER_INSTRUCTIONS  # spent once, not once per check
-    small = score_prediction(endless, "SELECT entrant FROM table_name_47", CONTEXT, budget_instructions=1_000_000)
+    small = score_prediction(
+        endless, "SELECT entrant FROM table_name_47", CONTEXT, budget_instructions=1_000_000
+    )
     assert small.instructions == 1_000_000 and "(budget)" in small.detail  # the count ended it, not the net
 
 
 def _slow(rows: int) -> str:
     """Right for any table_name_47 data, and as slow as `rows` makes it."""
-    count = f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT {rows}) SELECT COUNT(*) FROM c"
+    count = (
+        f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT {rows}) SELECT COUNT(*) FROM c"
+    )
     return f"SELECT entrant FROM table_name_47 WHERE ({count}) > 0"
 
 
@@ -143,7 +154,9 @@ def test_nothing_escapes_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
         raise MemoryError("out of memory in the checker")
 
     monkeypatch.setattr(scoring, "compare_queries", explode)
-    score = score_prediction("SELECT entrant FROM table_name_47", "SELECT entrant FROM table_name_47", CONTEXT)
+    score = score_prediction(
+        "SELECT entrant FROM table_name_47", "SELECT entrant FROM table_name_47", CONTEXT
+    )
     assert (score.exact, score.executes, score.semantic) == (True, True, False)
     assert "MemoryError" in score.detail
     monkeypatch.setattr(scoring, "run_sql", explode)

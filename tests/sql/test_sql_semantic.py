@@ -22,14 +22,38 @@ SPIDER = "CREATE TABLE head (head_id INTEGER, name VARCHAR, age INTEGER); CREATE
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "sql-create-context"
 
 EQUIVALENT = [
-    ('SELECT name FROM table_1 WHERE attendance = "71"', "SELECT name FROM table_1 WHERE attendance = 71", WIKI),
-    ("SELECT name FROM table_1 WHERE attendance = 'phrag dog'", 'SELECT name FROM table_1 WHERE attendance = "phrag dog"', WIKI),
-    ('SELECT name FROM table_1 WHERE attendance = "Phrag Dog"', "select name from table_1 where attendance = 'phrag dog'", WIKI),
+    (
+        'SELECT name FROM table_1 WHERE attendance = "71"',
+        "SELECT name FROM table_1 WHERE attendance = 71",
+        WIKI,
+    ),
+    (
+        "SELECT name FROM table_1 WHERE attendance = 'phrag dog'",
+        'SELECT name FROM table_1 WHERE attendance = "phrag dog"',
+        WIKI,
+    ),
+    (
+        'SELECT name FROM table_1 WHERE attendance = "Phrag Dog"',
+        "select name from table_1 where attendance = 'phrag dog'",
+        WIKI,
+    ),
     # COUNT of a column the WHERE already compares cannot meet a NULL there: COUNT(*) again.
-    ("SELECT COUNT(year) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
+    (
+        "SELECT COUNT(year) FROM table_1 WHERE year = 1958",
+        "SELECT COUNT(*) FROM table_1 WHERE year = '1958'",
+        WIKI,
+    ),
     ("SELECT name, year FROM table_1", "SELECT year, name FROM table_1", WIKI),
-    ("SELECT name FROM table_1 WHERE year > 5 AND attendance = 'x'", "SELECT name FROM table_1 WHERE attendance = 'x' AND year > 5", WIKI),
-    ("SELECT name FROM table_1 ORDER BY year", "SELECT name FROM table_1", WIKI),  # gold unordered: order free
+    (
+        "SELECT name FROM table_1 WHERE year > 5 AND attendance = 'x'",
+        "SELECT name FROM table_1 WHERE attendance = 'x' AND year > 5",
+        WIKI,
+    ),
+    (
+        "SELECT name FROM table_1 ORDER BY year",
+        "SELECT name FROM table_1",
+        WIKI,
+    ),  # gold unordered: order free
     ("SELECT name FROM head WHERE age = '71'", "SELECT name FROM head WHERE age = 71", SPIDER),
     ("SELECT AVG(age) FROM head", "SELECT SUM(age) * 1.0 / COUNT(age) FROM head", SPIDER),
     (
@@ -40,50 +64,105 @@ EQUIVALENT = [
 ]
 
 DIFFERENT = [
-    ("SELECT COUNT(name) FROM table_1 WHERE attendance = '71'", "SELECT name FROM table_1 WHERE attendance = '71'", WIKI),
-    ("SELECT name FROM table_1 WHERE attendance = '72'", "SELECT name FROM table_1 WHERE attendance = '71'", WIKI),
+    (
+        "SELECT COUNT(name) FROM table_1 WHERE attendance = '71'",
+        "SELECT name FROM table_1 WHERE attendance = '71'",
+        WIKI,
+    ),
+    (
+        "SELECT name FROM table_1 WHERE attendance = '72'",
+        "SELECT name FROM table_1 WHERE attendance = '71'",
+        WIKI,
+    ),
     ("SELECT name FROM table_1 WHERE year >= 1958", "SELECT name FROM table_1 WHERE year > 1958", WIKI),
     ("SELECT name FROM table_1", "SELECT DISTINCT name FROM table_1", WIKI),
-    ("SELECT name FROM table_1 WHERE name LIKE '%phrag%'", "SELECT name FROM table_1 WHERE name = 'phrag dog'", WIKI),
-    ("SELECT name FROM table_1", "SELECT name FROM table_1 ORDER BY year", WIKI),  # gold ordered: order counts
-    ("SELECT name FROM table_1 ORDER BY year DESC LIMIT 1", "SELECT name FROM table_1 ORDER BY year LIMIT 1", WIKI),
+    (
+        "SELECT name FROM table_1 WHERE name LIKE '%phrag%'",
+        "SELECT name FROM table_1 WHERE name = 'phrag dog'",
+        WIKI,
+    ),
+    (
+        "SELECT name FROM table_1",
+        "SELECT name FROM table_1 ORDER BY year",
+        WIKI,
+    ),  # gold ordered: order counts
+    (
+        "SELECT name FROM table_1 ORDER BY year DESC LIMIT 1",
+        "SELECT name FROM table_1 ORDER BY year LIMIT 1",
+        WIKI,
+    ),
     ("SELECT name, year FROM table_1", "SELECT name FROM table_1", WIKI),
     ("SELECT MAX(age) FROM head", "SELECT MIN(age) FROM head", SPIDER),
-    ("SELECT name FROM head", "SELECT T1.name FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id", SPIDER),
+    (
+        "SELECT name FROM head",
+        "SELECT T1.name FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id",
+        SPIDER,
+    ),
     # No column gives the literal an affinity: SQLite itself says 1 <> '1', and so do we.
     ("SELECT COUNT(*) FROM head WHERE 1 = '1'", "SELECT COUNT(*) FROM head WHERE 1 = 1", SPIDER),
     ("SELECT nonexistent FROM table_1", "SELECT name FROM table_1", WIKI),
     # NULLs are drawn (issue #18): COUNT(name) skips a NULL name, COUNT(*) does not.
-    ("SELECT COUNT(name) FROM table_1 WHERE year = 1958", "SELECT COUNT(*) FROM table_1 WHERE year = '1958'", WIKI),
+    (
+        "SELECT COUNT(name) FROM table_1 WHERE year = 1958",
+        "SELECT COUNT(*) FROM table_1 WHERE year = '1958'",
+        WIKI,
+    ),
     # Issue #27: near misses that only NULLs, fractions, empty tables or rows past a LIMIT show.
     ("SELECT COUNT(attendance) FROM table_1", "SELECT COUNT(*) FROM table_1", WIKI),
-    ("SELECT name FROM table_1 WHERE year > 1958 OR year IS NULL", "SELECT name FROM table_1 WHERE year > 1958", WIKI),
+    (
+        "SELECT name FROM table_1 WHERE year > 1958 OR year IS NULL",
+        "SELECT name FROM table_1 WHERE year > 1958",
+        WIKI,
+    ),
     ("SELECT SUM(age) / COUNT(*) FROM head", "SELECT AVG(age) FROM head", SPIDER),
     ("SELECT name FROM head WHERE age > 56.5", "SELECT name FROM head WHERE age > 56", SPIDER),
-    ("SELECT name FROM table_1 WHERE year > '1958.5'", "SELECT name FROM table_1 WHERE year > 1958", WIKI),  # text order
-    ("SELECT name FROM head ORDER BY age LIMIT 2 OFFSET 1", "SELECT name FROM head ORDER BY age LIMIT 2", SPIDER),
-    ("SELECT name FROM head GROUP BY name HAVING COUNT(*) > 3", "SELECT name FROM head GROUP BY name HAVING COUNT(*) > 2", SPIDER),
+    (
+        "SELECT name FROM table_1 WHERE year > '1958.5'",
+        "SELECT name FROM table_1 WHERE year > 1958",
+        WIKI,
+    ),  # text order
+    (
+        "SELECT name FROM head ORDER BY age LIMIT 2 OFFSET 1",
+        "SELECT name FROM head ORDER BY age LIMIT 2",
+        SPIDER,
+    ),
+    (
+        "SELECT name FROM head GROUP BY name HAVING COUNT(*) > 3",
+        "SELECT name FROM head GROUP BY name HAVING COUNT(*) > 2",
+        SPIDER,
+    ),
     (
         "SELECT COUNT(name) FROM head WHERE NOT head_id IN (SELECT head_id FROM management)",
         "SELECT COUNT(*) FROM head WHERE NOT head_id IN (SELECT head_id FROM management)",
         SPIDER,
     ),
     # From the shared data: the matcher before issue #27 judged each of these equal to its gold.
-    ('SELECT COUNT(scores) FROM t5 WHERE episode = "5x06" OR episode IS NULL', 'SELECT COUNT(scores) FROM t5 WHERE episode = "5x06"',
-     "CREATE TABLE t5 (scores VARCHAR, episode VARCHAR)"),
-    ("SELECT COUNT(department_id) FROM department WHERE NOT department_id IN (SELECT department_id FROM management)",
-     "SELECT COUNT(*) FROM department WHERE NOT department_id IN (SELECT department_id FROM management)",
-     "CREATE TABLE management (department_id VARCHAR); CREATE TABLE department (department_id VARCHAR)"),
+    (
+        'SELECT COUNT(scores) FROM t5 WHERE episode = "5x06" OR episode IS NULL',
+        'SELECT COUNT(scores) FROM t5 WHERE episode = "5x06"',
+        "CREATE TABLE t5 (scores VARCHAR, episode VARCHAR)",
+    ),
+    (
+        "SELECT COUNT(department_id) FROM department WHERE NOT department_id IN (SELECT department_id FROM management)",
+        "SELECT COUNT(*) FROM department WHERE NOT department_id IN (SELECT department_id FROM management)",
+        "CREATE TABLE management (department_id VARCHAR); CREATE TABLE department (department_id VARCHAR)",
+    ),
     ("SELECT COUNT(id) FROM farm", "SELECT COUNT(*) FROM farm", "CREATE TABLE farm (Id VARCHAR)"),
-    ("SELECT candidate_id FROM candidate_assessments ORDER BY assessment_date DESC LIMIT 1 OFFSET 1",
-     "SELECT candidate_id FROM candidate_assessments ORDER BY assessment_date DESC LIMIT 1",
-     "CREATE TABLE candidate_assessments (candidate_id VARCHAR, assessment_date VARCHAR)"),
-    ("SELECT zip_code FROM weather GROUP BY zip_code HAVING SUM(mean_visibility_miles) / COUNT(*) < 10",
-     "SELECT zip_code FROM weather GROUP BY zip_code HAVING AVG(mean_visibility_miles) < 10",
-     "CREATE TABLE weather (zip_code VARCHAR, mean_visibility_miles INTEGER)"),
-    ("SELECT T1.name FROM useracct AS T1 JOIN review AS T2 ON T1.u_id = T2.u_id ORDER BY T2.rating DESC LIMIT 1 OFFSET 1",
-     "SELECT T1.name FROM useracct AS T1 JOIN review AS T2 ON T1.u_id = T2.u_id ORDER BY T2.rating DESC LIMIT 1",
-     "CREATE TABLE review (u_id VARCHAR, rating VARCHAR); CREATE TABLE useracct (name VARCHAR, u_id VARCHAR)"),
+    (
+        "SELECT candidate_id FROM candidate_assessments ORDER BY assessment_date DESC LIMIT 1 OFFSET 1",
+        "SELECT candidate_id FROM candidate_assessments ORDER BY assessment_date DESC LIMIT 1",
+        "CREATE TABLE candidate_assessments (candidate_id VARCHAR, assessment_date VARCHAR)",
+    ),
+    (
+        "SELECT zip_code FROM weather GROUP BY zip_code HAVING SUM(mean_visibility_miles) / COUNT(*) < 10",
+        "SELECT zip_code FROM weather GROUP BY zip_code HAVING AVG(mean_visibility_miles) < 10",
+        "CREATE TABLE weather (zip_code VARCHAR, mean_visibility_miles INTEGER)",
+    ),
+    (
+        "SELECT T1.name FROM useracct AS T1 JOIN review AS T2 ON T1.u_id = T2.u_id ORDER BY T2.rating DESC LIMIT 1 OFFSET 1",
+        "SELECT T1.name FROM useracct AS T1 JOIN review AS T2 ON T1.u_id = T2.u_id ORDER BY T2.rating DESC LIMIT 1",
+        "CREATE TABLE review (u_id VARCHAR, rating VARCHAR); CREATE TABLE useracct (name VARCHAR, u_id VARCHAR)",
+    ),
     (
         "SELECT T1.head_id FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id GROUP BY T1.head_id ORDER BY COUNT(T1.name) DESC LIMIT 1",
         "SELECT T1.head_id FROM head AS T1 JOIN management AS T2 ON T1.head_id = T2.head_id GROUP BY T1.head_id ORDER BY COUNT(*) DESC LIMIT 1",
@@ -106,7 +185,9 @@ def test_different_pairs_do_not_match(pred: str, gold: str, context: str) -> Non
 
 
 def test_a_gold_that_does_not_execute_is_unscorable() -> None:
-    verdict = compare_queries("SELECT name FROM table_1", "SELECT name FROM table_1 WHERE x = 3 OFFSET 095", WIKI)
+    verdict = compare_queries(
+        "SELECT name FROM table_1", "SELECT name FROM table_1 WHERE x = 3 OFFSET 095", WIKI
+    )
     assert verdict.match is None
     assert "gold does not execute" in verdict.detail
 
@@ -119,11 +200,15 @@ def test_a_gold_that_does_not_execute_is_unscorable() -> None:
         "ATTACH 'x.db' AS x",
     ],
 )
-def test_hostile_predictions_are_wrong_within_one_budget(pred: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_predictions_are_wrong_within_one_budget(
+    pred: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     budget = Budget(ANSWER_INSTRUCTIONS)
     verdict = compare_queries(pred, "SELECT name FROM table_1", WIKI, budget=budget)
-    assert verdict.match is False and not verdict.clock_stopped  # the count or a refusal ended it, not the net
+    assert (
+        verdict.match is False and not verdict.clock_stopped
+    )  # the count or a refusal ended it, not the net
     assert budget.spent <= ANSWER_INSTRUCTIONS  # one budget in all, however many databases
     assert not any(tmp_path.iterdir())
 
@@ -150,7 +235,9 @@ def test_literals_tell_strings_from_identifiers_and_numbers_inside_names() -> No
     assert not has_order_by("SELECT a FROM t WHERE b = 'order by'")
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason=f"the shared sql-create-context data is not beside the checkout ({SHARED})")
+@pytest.mark.skipif(
+    not SHARED.is_dir(), reason=f"the shared sql-create-context data is not beside the checkout ({SHARED})"
+)
 @pytest.mark.parametrize("name", ["random-sample.jsonl", "spider-part.jsonl"])
 def test_gold_against_itself_matches_on_every_scorable_row(name: str) -> None:
     with (SHARED / name).open() as f:
@@ -167,9 +254,18 @@ PLAYERS = "CREATE TABLE player (name VARCHAR, age INTEGER, score REAL, team VARC
 
 NEAR_MISSES = [
     # A literal off by one, an operator changed, a negated comparison.
-    ("SELECT name FROM player WHERE age > 31 AND team = 'rams'", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
-    ("SELECT name FROM player WHERE age >= 30 AND team = 'rams'", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
-    ("SELECT name FROM player WHERE NOT age > 30 AND team = 'rams'", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
+    (
+        "SELECT name FROM player WHERE age > 31 AND team = 'rams'",
+        "SELECT name FROM player WHERE age > 30 AND team = 'rams'",
+    ),
+    (
+        "SELECT name FROM player WHERE age >= 30 AND team = 'rams'",
+        "SELECT name FROM player WHERE age > 30 AND team = 'rams'",
+    ),
+    (
+        "SELECT name FROM player WHERE NOT age > 30 AND team = 'rams'",
+        "SELECT name FROM player WHERE age > 30 AND team = 'rams'",
+    ),
     # A condition dropped from a long AND: needs a row meeting the other three.
     (
         "SELECT name FROM player WHERE age > 30 AND score < 8.5 AND team = 'rams'",
@@ -180,9 +276,15 @@ NEAR_MISSES = [
     # Negative numbers: ABS changes nothing on the old non-negative data.
     ("SELECT ABS(score) FROM player WHERE team = 'rams'", "SELECT score FROM player WHERE team = 'rams'"),
     # NULLs: COUNT(col) skips them, `!=` drops them, IS NOT NULL filters them.
-    ("SELECT COUNT(score) FROM player WHERE team = 'rams'", "SELECT COUNT(*) FROM player WHERE team = 'rams'"),
+    (
+        "SELECT COUNT(score) FROM player WHERE team = 'rams'",
+        "SELECT COUNT(*) FROM player WHERE team = 'rams'",
+    ),
     ("SELECT name FROM player WHERE team != 'rams'", "SELECT name FROM player WHERE NOT team IS 'rams'"),
-    ("SELECT name FROM player WHERE team = 'rams' AND score IS NOT NULL", "SELECT name FROM player WHERE team = 'rams'"),
+    (
+        "SELECT name FROM player WHERE team = 'rams' AND score IS NOT NULL",
+        "SELECT name FROM player WHERE team = 'rams'",
+    ),
     # Text in an INTEGER column: CAST makes it 0, a comparison keeps it text (above every number).
     ("SELECT name FROM player WHERE CAST(age AS INTEGER) > 30", "SELECT name FROM player WHERE age > 30"),
 ]
@@ -195,8 +297,14 @@ def test_near_misses_are_told_apart(pred: str, gold: str) -> None:
 
 
 REWRITES = [
-    ("SELECT name FROM player WHERE 30 < age AND team = 'rams'", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
-    ("SELECT name FROM player WHERE (team = 'rams') AND (age > 30)", "SELECT name FROM player WHERE age > 30 AND team = 'rams'"),
+    (
+        "SELECT name FROM player WHERE 30 < age AND team = 'rams'",
+        "SELECT name FROM player WHERE age > 30 AND team = 'rams'",
+    ),
+    (
+        "SELECT name FROM player WHERE (team = 'rams') AND (age > 30)",
+        "SELECT name FROM player WHERE age > 30 AND team = 'rams'",
+    ),
     ("select name as n from player where age <> 30", "SELECT name FROM player WHERE age != 30"),
     ("SELECT COUNT(1) FROM player WHERE score < -2.5", "SELECT COUNT(*) FROM player WHERE score < -2.5"),
     # Ambiguous golds (LIMIT without ORDER BY, a bare column next to MAX): the same query matches.

@@ -37,11 +37,16 @@ def test_every_job_is_a_known_stack_on_labelled_runners() -> None:
 
 def test_each_job_uploads_its_own_artifact_and_the_report_reads_them_all() -> None:
     upload = next(s for s in steps("bench") if s.get("uses", "").startswith("actions/upload-artifact"))
-    assert upload["with"]["name"] == "results-${{ matrix.host }}-${{ matrix.stack }}" and upload["if"] == "always()"
+    assert (
+        upload["with"]["name"] == "results-${{ matrix.host }}-${{ matrix.stack }}"
+        and upload["if"] == "always()"
+    )
     report = WORKFLOW["jobs"]["report"]
     assert report["needs"] == "bench" and report["if"] == "always()"
     download = next(s for s in steps("report") if s.get("uses", "").startswith("actions/download-artifact"))
     prefix = upload["with"]["name"].split("$")[0]
     assert download["with"]["pattern"] == f"{prefix}*"
     command = next(s["run"] for s in steps("report") if "lorabench report" in s.get("run", ""))
-    assert re.search(rf"lorabench report {download['with']['path']}/{re.escape(prefix)}\* -o \S+", command), command
+    assert re.search(rf"lorabench report {download['with']['path']}/{re.escape(prefix)}\* -o \S+", command), (
+        command
+    )

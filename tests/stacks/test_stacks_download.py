@@ -82,7 +82,10 @@ def test_a_lockfile_whose_pins_download_with_their_hashes_installs(lockdir: Path
     result = download_stack(stack, lockdir, tmp_path / "dl")
     assert result.ok, result.failures
     assert result.files == ("tinypkg-1.0-py3-none-any.whl",)
-    assert "--require-hashes" in result.command and result.command[result.command.index("--python-version") + 1] == PY
+    assert (
+        "--require-hashes" in result.command
+        and result.command[result.command.index("--python-version") + 1] == PY
+    )
     installed = install_stack(stack, lockdir, tmp_path / "dl", tmp_path / "venv")
     assert installed.ok, installed.message
     assert (tmp_path / "venv" / "lib" / f"python{PY}" / "site-packages" / "tinypkg" / "__init__.py").is_file()

@@ -120,10 +120,17 @@ def test_bench_hosts_cpu_job_then_the_report_job(cpu_image: None, tmp_path: Path
                      timeout=1800)  # fmt: skip
     # The short suite cannot learn in 10 steps: the suite step fails its claim (exit 1), as in CI's bench-cpu;
     # the records are still collected and uploaded (`if: always()`).
-    assert "'Upload the records': " in bench.stdout and "FAILED: exit" not in bench.stdout.split("Run the suite")[0]
-    assert list((tmp_path / "artifacts" / "results-cpu-cpu").rglob("seed-3407.json")), bench.stdout + bench.stderr
+    assert (
+        "'Upload the records': " in bench.stdout
+        and "FAILED: exit" not in bench.stdout.split("Run the suite")[0]
+    )
+    assert list((tmp_path / "artifacts" / "results-cpu-cpu").rglob("seed-3407.json")), (
+        bench.stdout + bench.stderr
+    )
     # PyTorch's CPU index is not reachable here: the machine's /opt/wheels (pip's find-links) serves torch+cpu.
-    report = rehearse(wf, "report", tmp_path, "--env", "PIP_EXTRA_INDEX_URL=https://pypi.org/simple", timeout=1800)
+    report = rehearse(
+        wf, "report", tmp_path, "--env", "PIP_EXTRA_INDEX_URL=https://pypi.org/simple", timeout=1800
+    )
     assert report.returncode == 0, report.stdout + report.stderr
     assert (tmp_path / "artifacts" / "reports-rehearsal" / "README.md").is_file()
 

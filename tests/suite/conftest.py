@@ -52,7 +52,9 @@ min_gain = {min_gain}
 """
 
 # The suite's own generic module, as benchmarks/ has it: one case per claim of the setups/ beside it.
-CLAIM_MODULE = (Path(__file__).resolve().parents[2] / "benchmarks" / "test_setups.py").read_text(encoding="utf-8")
+CLAIM_MODULE = (Path(__file__).resolve().parents[2] / "benchmarks" / "test_setups.py").read_text(
+    encoding="utf-8"
+)
 
 STACK = "teststack"
 BASE_ARGS = (

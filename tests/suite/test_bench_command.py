@@ -44,16 +44,25 @@ def test_exit_status_follows_the_claims(
         ["*gain below 20 points: exp_t/tiny seed 3407: 10.0 → 25.0 (gain +15.0)*", "*1 failed*"]
     )
     # The scorecard is rendered whatever the suite's verdict (its claims table is test_own_benchmark.py's).
-    failed.stdout.fnmatch_lines(["lorabench bench: scorecards from results (yours)", "reports-local/*/teststack/scorecard.md: *"])
+    failed.stdout.fnmatch_lines(
+        ["lorabench bench: scorecards from results (yours)", "reports-local/*/teststack/scorecard.md: *"]
+    )
 
 
 def test_suite_folder_is_the_default_path() -> None:
-    assert pytest_command([], Path("r"))[-3:] == ["--lorabench-results=r", "--lorabench-published=reports/results", "benchmarks"]
+    assert pytest_command([], Path("r"))[-3:] == [
+        "--lorabench-results=r",
+        "--lorabench-published=reports/results",
+        "benchmarks",
+    ]
     assert pytest_command(["--", "-k", "exp_a"], Path("r"))[-3:] == ["-k", "exp_a", "benchmarks"]
     here = str(Path(__file__))
     assert pytest_command([f"{here}::test_suite_folder_is_the_default_path"], Path("r"))[-1].startswith(here)
     # Your setups folder: the suite's cases are its claims (--lorabench-setups), the suite is still benchmarks/.
-    assert pytest_command([], Path("r"), setups=[Path("mine")])[-2:] == ["--lorabench-setups=mine", "benchmarks"]
+    assert pytest_command([], Path("r"), setups=[Path("mine")])[-2:] == [
+        "--lorabench-setups=mine",
+        "benchmarks",
+    ]
 
 
 def test_no_command_module_imports_the_cli() -> None:
@@ -77,18 +86,26 @@ def test_make_bench_passes_pytest_arguments_and_folders_through() -> None:
         ["make", "-n", "--no-print-directory", "-C", str(REPO), "bench", "PYTEST_ARGS=--lorabench-seeds=42 -x", "RESULTS=/tmp/r", "REPORTS=/tmp/p"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    assert shown.stdout.strip().splitlines()[-1].endswith(
-        "lorabench bench --results /tmp/r --reports /tmp/p -- -m cpu_ok --lorabench-seeds=42 -x"
+    assert (
+        shown.stdout.strip()
+        .splitlines()[-1]
+        .endswith("lorabench bench --results /tmp/r --reports /tmp/p -- -m cpu_ok --lorabench-seeds=42 -x")
     )
     # By default your runs go to untracked folders, never into the committed reports/ (issue 29).
     plain = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(REPO), "bench"],
                            capture_output=True, text=True, check=True)  # fmt: skip
-    assert plain.stdout.strip().splitlines()[-1].endswith("lorabench bench --results results --reports reports-local -- -m cpu_ok")
+    assert (
+        plain.stdout.strip()
+        .splitlines()[-1]
+        .endswith("lorabench bench --results results --reports reports-local -- -m cpu_ok")
+    )
     ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "results/x", "reports-local/x"],
                              capture_output=True, text=True)  # fmt: skip
     assert ignored.stdout.split() == ["results/x", "reports-local/x"]
     mine = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(REPO), "bench", "SETUPS=my-setups"],
                           capture_output=True, text=True, check=True)  # fmt: skip
-    assert mine.stdout.strip().splitlines()[-1].endswith(
-        "lorabench bench --results results --reports reports-local --setups my-setups -- -m cpu_ok"
+    assert (
+        mine.stdout.strip()
+        .splitlines()[-1]
+        .endswith("lorabench bench --results results --reports reports-local --setups my-setups -- -m cpu_ok")
     )

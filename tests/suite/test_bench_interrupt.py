@@ -23,7 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def steps_journaled(results: Path) -> int:
     return sum(
-        '"event": "step"' in line for events in results.glob(".work/*/events.jsonl") for line in events.read_text().splitlines()
+        '"event": "step"' in line
+        for events in results.glob(".work/*/events.jsonl")
+        for line in events.read_text().splitlines()
     )
 
 
@@ -64,11 +66,15 @@ def test_ctrl_c_records_the_run_as_killed_and_the_next_bench_resumes_it(
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
     assert "re-ran  exp_t/tiny seed 3407: ok" in again.stdout
     said = again.stdout + again.stderr
-    assert f"its record is killed, running it again: training; resuming from step {saved_at} (results/" in said
+    assert (
+        f"its record is killed, running it again: training; resuming from step {saved_at} (results/" in said
+    )
     resumed = load_record(record_file)
     assert resumed.status == "ok" and resumed.train is not None and resumed.train.steps_done == steps
     assert resumed.checks["resumed"].evidence == {"from_step": saved_at}
-    assert [load_record(p).run_id for p in record_file.parent.glob("seed-3407.prev-*.json")] == [killed.run_id]
+    assert [load_record(p).run_id for p in record_file.parent.glob("seed-3407.prev-*.json")] == [
+        killed.run_id
+    ]
     assert not (results / ".checkpoints").exists()  # the seed ended ok: its checkpoints are gone
 
     # The control: the same seed never stopped. Same losses, same adapter bytes, same answers.

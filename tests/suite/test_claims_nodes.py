@@ -12,7 +12,9 @@ from harness.suite import claims
 def record(windows: dict[int, list[list[float]]]) -> RunRecord:
     ranks = [
         RankInfo(rank=i, local_rank=j, node=node, hostname=f"box{node}", device="cuda:0", load_window=w)
-        for i, (node, j, w) in enumerate((n, j, w) for n, ws in sorted(windows.items()) for j, w in enumerate(ws))
+        for i, (node, j, w) in enumerate(
+            (n, j, w) for n, ws in sorted(windows.items()) for j, w in enumerate(ws)
+        )
     ]
     return RunRecord(
         run_id="r", status="ok", created="2026-12-01T00:00:00+00:00", experiment="exp_c", setup_name="s", seed=1,

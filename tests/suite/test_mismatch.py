@@ -25,9 +25,9 @@ def test_the_changed_fields_are_named_with_both_values() -> None:
     assert fingerprint_changes(record_of(), now, "cpu", KIND) == "lora.rank 16 → 8, recipe.steps 300 → 20"
     # A field at its default on one side only is named with the default's value; when progress is saved
     # is not a change.
-    assert setup_changes(record_of("recipe.warmup_steps=0"), load_setup(None, ["data.source=some/hub-id"])) == [
-        "recipe.warmup_steps 0 → 10"
-    ]
+    assert setup_changes(
+        record_of("recipe.warmup_steps=0"), load_setup(None, ["data.source=some/hub-id"])
+    ) == ["recipe.warmup_steps 0 → 10"]
     saving = load_setup(None, ["data.source=some/hub-id", "recipe.checkpoint_every=5"])
     assert setup_changes(record_of(), saving) == []
     assert run_fingerprint(saving, "cpu", KIND) == record_of().fingerprint

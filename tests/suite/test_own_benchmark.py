@@ -62,7 +62,9 @@ def test_the_readme_example_runs_through_bench_setups_and_the_scorecard_shows_it
     assert rows["gain on every seed"][3] == "≥ 0 points exact match over the untrained model (`tiny.toml`)"
     assert rows["gain on every seed"][5] == "pass"
     assert rows["seed spread"][5] == "*not evaluable*"
-    assert "## Experiment `my_tiny`" in text and "### Misses: `tiny-lora` (seeds 3407)" in text  # the setup's own table
+    assert (
+        "## Experiment `my_tiny`" in text and "### Misses: `tiny-lora` (seeds 3407)" in text
+    )  # the setup's own table
     # Beside the built-in experiments: the suite's claims count in the scorecard's total with yours.
     summary = json.loads(scorecard.with_name("summary.json").read_text(encoding="utf-8"))
     assert summary["claims_total"] == len(load_catalogue([REPO / "benchmarks" / "setups"]).claims) + 3
@@ -91,13 +93,18 @@ def test_a_mistake_in_a_setup_file_is_one_line_and_exit_2(
     (tmp_path / "mine.toml").write_text(
         f'name = "mine"\nexperiment = "mine"\n\n[suite]\nmarkers = {markers}\n\n[claims."my claim"]\n{claim}\n', encoding="utf-8"
     )  # fmt: skip
-    for command in (["bench", "--setups", str(tmp_path)], ["report", str(tmp_path), "--setups", str(tmp_path)]):
+    for command in (
+        ["bench", "--setups", str(tmp_path)],
+        ["report", str(tmp_path), "--setups", str(tmp_path)],
+    ):
         assert main(command) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert f"{tmp_path / 'mine.toml'}: {message}" in err, err
     # The control: the same file without the mistake loads.
-    (tmp_path / "mine.toml").write_text('name = "mine"\nexperiment = "mine"\n\n[claims."my claim"]\nkind = "finite"\n')
+    (tmp_path / "mine.toml").write_text(
+        'name = "mine"\nexperiment = "mine"\n\n[claims."my claim"]\nkind = "finite"\n'
+    )
     assert [c.name for c in load_catalogue([tmp_path]).claims] == ["my claim"]
 
 
@@ -106,10 +113,14 @@ def test_the_built_in_folder_mounted_again_counts_once(tmp_path: Path) -> None:
     copy = tmp_path / "setups-local"
     shutil.copytree(REPO / "benchmarks" / "setups", copy)
     catalogue = load_setups(REPO / "benchmarks", [copy])
-    assert catalogue is not None and len(catalogue.claims) == len(load_catalogue([REPO / "benchmarks" / "setups"]).claims)
+    assert catalogue is not None and len(catalogue.claims) == len(
+        load_catalogue([REPO / "benchmarks" / "setups"]).claims
+    )
     # A changed copy is a setup of its own under the same name: said, not merged.
     (copy / "exp_a.toml").write_text((copy / "exp_a.toml").read_text() + "\n# changed\n")
-    with pytest.raises(Exception, match=r"name: 'exp_a/smollm2-135m-lora' is also .*exp_a.toml's experiment/name"):
+    with pytest.raises(
+        Exception, match=r"name: 'exp_a/smollm2-135m-lora' is also .*exp_a.toml's experiment/name"
+    ):
         load_setups(REPO / "benchmarks", [copy])
 
 
@@ -136,7 +147,9 @@ def test_a_setup_that_scores_another_setups_adapter_runs_after_it(
         '[claims."rescored gain"]\nkind = "gain"\nmin_gain = -100.0\n'
     ))  # fmt: skip
     result = pytester.runpytest(*bench_args, "--lorabench-inline", "-k", "rescored", "-rs")
-    result.stdout.fnmatch_lines(["trained exp_t/tiny seed 3407: ok → *", "trained exp_t/tiny-rescored seed 3407: ok → *"])
+    result.stdout.fnmatch_lines(
+        ["trained exp_t/tiny seed 3407: ok → *", "trained exp_t/tiny-rescored seed 3407: ok → *"]
+    )
     assert result.ret == 0, result.stdout.str()[-2000:]
     (trained,) = (pytester.path / "results").rglob("exp_t/tiny/seed-3407.json")
     (rescored,) = (pytester.path / "results").rglob("exp_t/tiny-rescored/seed-3407.json")

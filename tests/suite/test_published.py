@@ -59,7 +59,9 @@ def test_a_published_record_of_this_host_stands_in_and_is_never_written(
     assert load_record(mine).train.steps_done == 3
 
     # An empty --lorabench-published reads none: the published setup trains (the control).
-    result = pytester.runpytest(*bench_args, "--lorabench-inline", "--lorabench-published=", "--lorabench-progress=off")
+    result = pytester.runpytest(
+        *bench_args, "--lorabench-inline", "--lorabench-published=", "--lorabench-progress=off"
+    )
     result.stdout.fnmatch_lines([f"trained {LABEL}: ok → results/* [[]yours; not standing in: this host's record: "
                                  "recipe.steps 3 → 2]"])  # fmt: skip
     assert snapshot(published) == before

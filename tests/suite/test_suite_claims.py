@@ -42,7 +42,10 @@ def not_evaluable(outcome: claims.Outcome, pattern: str) -> None:
 
 
 def test_gain_fails_naming_the_seed_below_the_bound() -> None:
-    assert claims.require(claims.check_gain([record(1, em=40.0), record(2, em=35.0)], min_points=20)) == [30.0, 25.0]
+    assert claims.require(claims.check_gain([record(1, em=40.0), record(2, em=35.0)], min_points=20)) == [
+        30.0,
+        25.0,
+    ]
     fails(claims.check_gain([record(1, em=40.0), record(2, em=25.0)], min_points=20),
           r"gain below 20 points: exp_x/s seed 1: 10.0 → 40.0 \(gain \+30.0\); exp_x/s seed 2: 10.0 → 25.0 \(gain \+15.0\)$")  # fmt: skip
     not_evaluable(claims.check_gain([record(1).model_copy(update={"baseline": None})], 20), "no baseline")
@@ -94,12 +97,20 @@ def test_time_ratio_and_memory() -> None:
     one, two = [record(train_s=163.0)], [record(train_s=100.0)]
     fails(claims.check_time_ratio(two, one, max_ratio=1.5), r"time ratio 1.63× \(n = 1 / 1\) > bound 1.5×")
     assert claims.require(claims.check_memory([record(vram=10 * GiB)], max_bytes=24 * GiB)) == 10 * GiB
-    fails(claims.check_memory([record(vram=25 * GiB)], max_bytes=24 * GiB), r"peak VRAM 25.00 GiB over the budget 24.00 GiB")
+    fails(
+        claims.check_memory([record(vram=25 * GiB)], max_bytes=24 * GiB),
+        r"peak VRAM 25.00 GiB over the budget 24.00 GiB",
+    )
     not_evaluable(claims.check_memory([record()], max_bytes=24 * GiB), "no peak VRAM")
     bf16, q4 = [record(vram=10 * GiB)], [record(vram=7 * GiB)]
     assert claims.require(claims.check_memory_saved(bf16, q4, 4 * GiB, min_share=0.5)) == pytest.approx(0.75)
-    fails(claims.check_memory_saved(bf16, q4, 4 * GiB, min_share=0.8), r"= 0.75 of the predicted 4.00 GiB, below 0.8")
-    assert claims.require(claims.check_vram_ratio(record(vram=10 * GiB), record(vram=12 * GiB), 1.25)) == pytest.approx(1.2)
+    fails(
+        claims.check_memory_saved(bf16, q4, 4 * GiB, min_share=0.8),
+        r"= 0.75 of the predicted 4.00 GiB, below 0.8",
+    )
+    assert claims.require(
+        claims.check_vram_ratio(record(vram=10 * GiB), record(vram=12 * GiB), 1.25)
+    ) == pytest.approx(1.2)
     fails(claims.check_vram_ratio(record(vram=10 * GiB), record(vram=13 * GiB), 1.25), r"1.30×, bound 1.25×")
 
 
@@ -107,7 +118,10 @@ def test_the_predicted_saving_comes_from_the_record() -> None:
     from harness.results import CheckVerdict
 
     check = CheckVerdict(verdict="pass", evidence={"max_saving_bytes": 3 * GiB})
-    assert claims.predicted_4bit_saving(record().model_copy(update={"checks": {"quantizable_fraction": check}})) == 3 * GiB
+    assert (
+        claims.predicted_4bit_saving(record().model_copy(update={"checks": {"quantizable_fraction": check}}))
+        == 3 * GiB
+    )
     with pytest.raises(claims.NotEvaluable, match="no quantizable_fraction check"):
         claims.predicted_4bit_saving(record())
 
@@ -121,13 +135,20 @@ def test_a_cost_claim_across_compile_modes_is_not_evaluable() -> None:
     saving = {"quantizable_fraction": CheckVerdict(verdict="pass", evidence={"max_saving_bytes": 2 * GiB})}
 
     def run(compile_mode: str, vram: int, graphs: bool = False, **extra: object) -> RunRecord:
-        base = record(vram=vram).model_copy(update={"setup": validate_setup({"recipe": {"compile": compile_mode}}), **extra})
-        return base.model_copy(update={"train": base.train.model_copy(update={"graphs": {"shapes": 2} if graphs else None})})
+        base = record(vram=vram).model_copy(
+            update={"setup": validate_setup({"recipe": {"compile": compile_mode}}), **extra}
+        )
+        return base.model_copy(
+            update={"train": base.train.model_copy(update={"graphs": {"shapes": 2} if graphs else None})}
+        )
 
     assert claim.bounds == {"min_saving_share": 0.5}
     q4 = [run("none", 2 * GiB)]
     graphed = [run("auto", 3 * GiB, graphs=True, checks=saving)]
-    not_evaluable(catalogue.judge(claim, {"bf16": graphed, "4bit": q4}), r"bf16: recipe.compile graphs; 4bit: recipe.compile none")
+    not_evaluable(
+        catalogue.judge(claim, {"bf16": graphed, "4bit": q4}),
+        r"bf16: recipe.compile graphs; 4bit: recipe.compile none",
+    )
     eager = [run("auto", 3 * GiB, checks=saving)]  # "auto" that ran eager (a CPU, ROCm, or graphs ruled out)
     assert catalogue.judge(claim, {"bf16": eager, "4bit": q4}).status == "pass"
     # An accuracy claim over the same records is judged whatever the compile modes.
@@ -155,11 +176,15 @@ def test_cache_matches_fingerprint_and_timing_only(tmp_path: Path) -> None:
     write_record(tmp_path, untimed)
     assert lookup(tmp_path, setup, "cpu", here) == untimed
     assert lookup(tmp_path, setup, "cpu", HostKey("other-host", here.kind)) is None  # its own folder is empty
-    assert lookup(tmp_path, setup, "cpu", HostKey("h", "cpu-x86-64-2c-avx2")) is None  # another kind, another fingerprint
+    assert (
+        lookup(tmp_path, setup, "cpu", HostKey("h", "cpu-x86-64-2c-avx2")) is None
+    )  # another kind, another fingerprint
     assert lookup(tmp_path, setup, "rocm7.2-hf5.17", here) is None  # another stack writes elsewhere anyway
     changed = validate_setup({"name": "s", "experiment": "exp_x", "recipe": {"seed": 42, "steps": 10}})
     assert lookup(tmp_path, changed, "cpu", here) is None
-    assert lookup(tmp_path, setup, "cpu", here, timed=True) is None  # an untimed record cannot answer a timed claim
+    assert (
+        lookup(tmp_path, setup, "cpu", here, timed=True) is None
+    )  # an untimed record cannot answer a timed claim
     write_record(tmp_path, untimed.model_copy(update={"guard": {"timed": True}}))
     assert lookup(tmp_path, setup, "cpu", here, timed=True) is not None
 
@@ -210,7 +235,11 @@ def test_every_claim_names_real_setups_and_its_bounds() -> None:
     assert BUILT_IN.find("exp_c", "speedup over one card").bound_file.name == "exp_c_speed_one_card.toml"
     # A time claim is timed where its file's cases are (Exp D is not a timed experiment).
     assert [c.name for c in BUILT_IN.claims if c.timed] == [
-        "speedup over one card", "speedup over one card", "time ratio across stacks", "speedup over hf"]
+        "speedup over one card",
+        "speedup over one card",
+        "time ratio across stacks",
+        "speedup over hf",
+    ]
 
 
 # The suite's markers are registered by its plugin, which this test process does not load.
@@ -225,7 +254,11 @@ def test_the_suite_has_one_case_per_claim_and_seed_of_a_per_seed_claim() -> None
     (gain,) = [c for c in cases if c.id == "exp_a/gain-on-every-seed/seed3407"]
     assert [m.name for m in gain.marks()] == ["cpu_ok", "slow"]
     (speedup,) = [c for c in cases if c.id == "exp_c_speed_one_card/speedup-over-one-card"]
-    assert [(m.name, m.kwargs) for m in speedup.marks()] == [("multi_gpu", {"n": 2}), ("timed", {}), ("slow", {})]
+    assert [(m.name, m.kwargs) for m in speedup.marks()] == [
+        ("multi_gpu", {"n": 2}),
+        ("timed", {}),
+        ("slow", {}),
+    ]
 
 
 def test_assert_claim_checks_the_records_are_the_claims_setups() -> None:
@@ -237,7 +270,9 @@ def test_assert_claim_checks_the_records_are_the_claims_setups() -> None:
     qlora = [named(record(s, em=49.0 + s / 5), "exp_b", "smollm2-135m-4bit") for s in (1, 2)]
     figure = catalogue.assert_claim(claim, {"bf16": bf16, "4bit": qlora}, BUILT_IN.setups)
     assert figure == pytest.approx(-0.7)
-    with pytest.raises(AssertionError, match=r"role '4bit' is exp_b/smollm2-135m-4bit .*got exp_a/smollm2-135m-lora seed 1"):
+    with pytest.raises(
+        AssertionError, match=r"role '4bit' is exp_b/smollm2-135m-4bit .*got exp_a/smollm2-135m-lora seed 1"
+    ):
         catalogue.assert_claim(claim, {"bf16": bf16, "4bit": bf16}, BUILT_IN.setups)
     with pytest.raises(ValueError, match="takes records for"):
         catalogue.assert_claim(claim, {"bf16": bf16}, BUILT_IN.setups)

@@ -89,20 +89,32 @@ def test_cases_the_host_cannot_run_skip_naming_what_is_missing(
     assert "lorabench runs" not in result.stdout.str()
 
 
-def test_a_setups_folder_that_is_not_there_is_a_usage_error(pytester: pytest.Pytester, bench_dir: Callable[..., Path]) -> None:
+def test_a_setups_folder_that_is_not_there_is_a_usage_error(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path]
+) -> None:
     bench_dir()
     result = pytester.runpytest("--lorabench-setups=nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: lorabench options:", "*--lorabench-setups: */nowhere is not a folder; give a folder of setup .toml files"])
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: lorabench options:",
+            "*--lorabench-setups: */nowhere is not a folder; give a folder of setup .toml files",
+        ]
+    )
 
 
-def test_a_bad_setup_file_stops_the_collection_in_one_line(pytester: pytest.Pytester, bench_dir: Callable[..., Path]) -> None:
+def test_a_bad_setup_file_stops_the_collection_in_one_line(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path]
+) -> None:
     setup = bench_dir()
     setup.write_text(setup.read_text().replace('kind = "gain"', 'kind = "gian"'))
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error: nothing runs
     said = [line for line in result.stdout.lines if "'gian' is not a claim kind" in line]
-    assert said[0].endswith("(harness/suite/claims.py, KINDS)") and "setups/tiny.toml: claims.gain.kind: " in said[0]
+    assert (
+        said[0].endswith("(harness/suite/claims.py, KINDS)")
+        and "setups/tiny.toml: claims.gain.kind: " in said[0]
+    )
     assert "Traceback" not in result.stdout.str() and "plugin.py" not in result.stdout.str()
 
 

@@ -51,7 +51,11 @@ def test_failing_claim_fails_cached_record_is_reused_changed_setup_reruns(
     second = load_record(only_record(pytester))
     assert second.run_id != first.run_id and second.train is not None and second.train.steps_done == 3
     # Same model and split: the untrained model's answers come from the cache, and no time is booked for them.
-    assert second.baseline is not None and second.baseline.cached and second.timings.baseline_eval_s == pytest.approx(0)
+    assert (
+        second.baseline is not None
+        and second.baseline.cached
+        and second.timings.baseline_eval_s == pytest.approx(0)
+    )
     assert first.timings.baseline_eval_s and first.timings.baseline_eval_s > 0
     assert list(only_record(pytester).parent.glob("seed-3407.prev-*.json"))
 
@@ -120,7 +124,9 @@ def test_bad_data_fails_the_case_before_any_run_starts(
     bench_dir(min_gain=-100.0, data=str(bad_rows))
     result = pytester.runpytest(*bench_args, "--lorabench-inline")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*exp_t/tiny seed 3407: not started: *row 1 lacks text field(s) context, answer*"])
+    result.stdout.fnmatch_lines(
+        ["*exp_t/tiny seed 3407: not started: *row 1 lacks text field(s) context, answer*"]
+    )
     assert not list((pytester.path / "results").rglob("seed-*.json"))
 
 
@@ -134,7 +140,9 @@ def test_failed_run_is_reported_as_failed(
     bench_dir(min_gain=-100.0)
     result = pytester.runpytest(*bench_args, "--lorabench-inline", f"--lorabench-model={broken}")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*exp_t/tiny seed 3407: run failed: *", "trained exp_t/tiny seed 3407: failed (*"])
+    result.stdout.fnmatch_lines(
+        ["*exp_t/tiny seed 3407: run failed: *", "trained exp_t/tiny seed 3407: failed (*"]
+    )
     assert load_record(only_record(pytester)).status == "failed"
 
 
@@ -149,9 +157,13 @@ def test_an_interrupted_seed_runs_again_by_default_an_ok_one_is_reused(
     write_cached(setup, pytester.path / "results", status="killed", reason="stopped from outside by SIGINT")
     result = pytester.runpytest(*bench_args, "--lorabench-inline")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["re-ran  exp_t/tiny seed 3407: ok → *", "lorabench: 0 trained, 1 re-ran, 0 reused from cache"])
+    result.stdout.fnmatch_lines(
+        ["re-ran  exp_t/tiny seed 3407: ok → *", "lorabench: 0 trained, 1 re-ran, 0 reused from cache"]
+    )
     # The killed record is kept beside the new one, not lost.
-    assert [load_record(p).status for p in only_record(pytester).parent.glob("seed-3407.prev-*.json")] == ["killed"]
+    assert [load_record(p).status for p in only_record(pytester).parent.glob("seed-3407.prev-*.json")] == [
+        "killed"
+    ]
     result = pytester.runpytest(*bench_args, "--lorabench-inline")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["reused  exp_t/tiny seed 3407: ok → *"])
@@ -182,7 +194,9 @@ def test_a_timed_case_runs_through_the_suite(
     monkeypatch.setenv("TMPDIR", str(locks))
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     # --lorabench-allow-noisy: this shared machine is seldom quiet; the run is then recorded, marked untimed.
-    result = pytester.runpytest_subprocess(*bench_args, "--lorabench-allow-noisy", "-k", "test_timed", timeout=480)
+    result = pytester.runpytest_subprocess(
+        *bench_args, "--lorabench-allow-noisy", "-k", "test_timed", timeout=480
+    )
     result.assert_outcomes(passed=1)
     record = load_record(only_record(pytester))
     assert record.guard["timed"] is True and record.status == "ok"
