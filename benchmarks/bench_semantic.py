@@ -58,7 +58,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "sql-create-context"
 DEFAULT_DATA = [SHARED / "random-sample.jsonl", SHARED / "spider-part.jsonl"]
-DEFAULT_RECORD = ROOT / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora/seed-1234.json"
+DEFAULT_RECORD = ROOT / "reports/untimed/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora/seed-1234.json"
 SHOW = int(os.environ.get("BENCH_SEMANTIC_SHOW", "12"))  # examples listed per class
 ORACLE_SEED = 7919
 ORACLE_CANDIDATES = 150

@@ -45,7 +45,7 @@ def test_unknown_format_version_is_refused_with_the_supported_range(tmp_path: Pa
 
 def test_a_version_1_record_is_lifted_to_well_formed(tmp_path: Path) -> None:
     committed = sorted(
-        (Path(__file__).resolve().parents[1] / "reports" / "results" / "cpu").rglob("seed-*.json")
+        (Path(__file__).resolve().parents[1] / "reports" / "untimed" / "cpu").rglob("seed-*.json")
     )
     committed = [p for p in committed if ".prev-" not in p.name]
     assert committed, "the committed CPU records are the version-1 sample"
@@ -139,7 +139,7 @@ def test_a_record_from_before_model_attention_reads_as_sdpa(tmp_path: Path) -> N
     # The committed CPU records predate the field; today's default ("auto") would misstate what ran.
     committed = (
         Path(__file__).resolve().parents[1]
-        / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora/seed-42.json"
+        / "reports/untimed/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora/seed-42.json"
     )
     raw = json.loads(committed.read_text())
     assert "attention" not in raw["setup"]["model"]

@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks"
 GOLDEN = Path(__file__).resolve().parent / "golden" / "merged" / "README.md"
 # Committed records of one setup from two hosts: the 2-core CPU machine and the lent H200s.
-CPU_RUNS = REPO / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora"
-H200_RUNS = REPO / "reports/results/h200-image/nvidia-h200x2/exp_a/smollm2-135m-lora"
+CPU_RUNS = REPO / "reports/untimed/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora"
+H200_RUNS = REPO / "reports/untimed/h200-image/nvidia-h200x2/exp_a/smollm2-135m-lora"
 
 
 def artifact(root: Path, runs: Path) -> Path:

@@ -16,7 +16,7 @@ from harness.results import RunRecord, load_record, write_record
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks"
-COMMITTED = REPO / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora"
+COMMITTED = REPO / "reports/untimed/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora"
 
 
 def twenty_step_seed(committed: Path) -> RunRecord:

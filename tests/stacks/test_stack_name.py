@@ -98,7 +98,7 @@ def test_records_say_whether_their_stack_is_pinned() -> None:
 
 
 def test_the_scorecard_labels_an_unpinned_stack_beside_the_pinned_ones(tmp_path: Path) -> None:
-    committed = REPO / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora/seed-3407.json"
+    committed = REPO / "reports/untimed/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora/seed-3407.json"
     results = tmp_path / "results"
     pinned = load_record(committed)
     write_record(results, pinned)

@@ -20,7 +20,7 @@ from builders import HOST_CPU, STACK_CPU, make_record, predictions
 
 REPO = Path(__file__).resolve().parents[2]
 # A real record of Exp A made on a 2-core EPYC (bf16, eager), 300 steps, before the timeline existed.
-EPYC = REPO / "reports/results/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora-bf16-eager/seed-3407.json"
+EPYC = REPO / "reports/untimed/cpu/cpu-amd-epyc-2c/exp_a/smollm2-135m-lora-bf16-eager/seed-3407.json"
 
 
 def _setup_like(record: RunRecord, **recipe: object) -> SetupConfig:
@@ -53,7 +53,7 @@ def test_coarse_timings_scale_steps_and_repeat_the_rest(
 def test_a_real_record_of_this_host_tells_a_shorter_run_before_it_starts(tmp_path: Path) -> None:
     record = load_record(EPYC)
     folder = tmp_path / "published"
-    target = folder / EPYC.relative_to(REPO / "reports/results")
+    target = folder / EPYC.relative_to(REPO / "reports/untimed")
     target.parent.mkdir(parents=True)
     shutil.copy(EPYC, target)
     whole = projected_s(record, _setup_like(record, seed=42))
