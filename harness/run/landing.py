@@ -68,18 +68,18 @@ def land(
 
 def _own_path(target: Path, header: RecordHeader, current: RunRecord | None, *, late: bool) -> Path:
     """Where this run's record goes: its name, unless the record there must keep it. A newer run's
-    record keeps it from a late one. A record landed while this run ran (two runs of one setup and seed
-    at once) keeps it too: its run has printed that path already, and before issue 39 the later run moved
-    it aside, so both runs printed one path that held only the later record. This run's record goes
-    beside it as a previous record (what `report` leaves out), and the run says so. Only a finished
-    run's record is kept so: one that did not finish (the killed record this run's own sweep wrote for
-    the run it now resumes, a run stopped with Ctrl-C) gives the name to this run's record, or the report
-    and the suite would read the stopped run in place of the one that finished."""
+    record keeps it from a late one. The record of an identical run that ran at the same time as this one
+    (same fingerprint, finished, ended after this run started) keeps it too: its run has printed that
+    path already, and before issue 39 the later run moved it aside, so both runs printed one path that
+    held only the later record. This run's record then goes beside it as a previous record (what
+    `report` leaves out), and the run says so. Any other record gives the name up: another setup's, a
+    stopped run's, or one this run's own sweep wrote late for a run that had ended before it started
+    (the killed run it resumes, a finished run whose record could not be written)."""
     if current is None or current.run_id == header.run_id:
         return target
     if late:
         return previous_path(target, header.created) if current.created > header.created else target
-    if current.status != "ok" or not _landed_since(target, header.created):
+    if not _ran_beside(current, header):
         return target
     path = previous_path(target, header.created)
     print(
@@ -90,12 +90,14 @@ def _own_path(target: Path, header: RecordHeader, current: RunRecord | None, *, 
     return path
 
 
-def _landed_since(record_file: Path, created: str) -> bool:
-    """Whether the record at `record_file` was written after `created` (a run's start, in whole seconds,
-    so a record landed in the second this run started counts as landed while it ran)."""
+def _ran_beside(current: RunRecord, header: RecordHeader) -> bool:
+    """Whether `current` is a finished identical run that was still running when this run started."""
+    if current.status != "ok" or current.fingerprint != header.fingerprint or current.timings.total_s is None:
+        return False
     try:
-        return record_file.stat().st_mtime >= datetime.fromisoformat(created).timestamp()
-    except (OSError, ValueError):
+        ended = datetime.fromisoformat(current.created).timestamp() + current.timings.total_s
+        return ended >= datetime.fromisoformat(header.created).timestamp()
+    except ValueError:
         return False
 
 

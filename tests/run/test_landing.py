@@ -14,7 +14,7 @@ import pytest
 
 from harness.guard import GuardRecord
 from harness.locks import LockBusy, exclusive_lock
-from harness.results import RECORD_READ_LIMIT, RecordHeader, RunRecord, load_record, record_lock_path
+from harness.results import RECORD_READ_LIMIT, RecordHeader, RunRecord, Timings, load_record, record_lock_path
 from harness.run.landing import land
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
@@ -186,8 +186,11 @@ def test_a_record_landed_while_this_run_ran_keeps_its_name_and_this_one_goes_bes
     # second must not move that record away (before, both printed seed-3407.json, holding the second's).
     now = datetime.now(UTC).replace(microsecond=0)
     first, second = header("r1", now.isoformat()), header("r2", now.isoformat())
-    landed_first = land(tmp_path, first, lambda _path: RunRecord.from_header(first, status="ok"))
-    landed_second = land(tmp_path, second, lambda _path: RunRecord.from_header(second, status="ok"))
+    ran = Timings(total_s=5.0)  # the first ended after the second started
+    landed_first = land(tmp_path, first, lambda _path: RunRecord.from_header(first, status="ok", timings=ran))
+    landed_second = land(
+        tmp_path, second, lambda _path: RunRecord.from_header(second, status="ok", timings=ran)
+    )
     assert landed_first is not None and landed_second is not None
     assert load_record(landed_first[1]).run_id == "r1" and landed_first[1] == first.record_path(tmp_path)
     assert load_record(landed_second[1]).run_id == "r2" and ".prev-" in landed_second[1].name
@@ -205,6 +208,21 @@ def test_a_record_of_a_run_that_did_not_finish_gives_the_name_to_this_run(tmp_pa
     assert load_record(landed[1]).run_id == "r2"
     kept = [load_record(p).run_id for p in tmp_path.rglob("seed-3407.prev-*.json")]
     assert kept == ["r1"]
+
+
+@pytest.mark.parametrize("other", ["another setup", "ended before this run started"])
+def test_a_record_of_no_identical_run_beside_this_one_gives_the_name_up(tmp_path: Path, other: str) -> None:
+    # A changed setup re-run at once (the suite), or the late record of a finished run whose record could not
+    # be written, which this run's own sweep lands while it runs: this run's record takes the name.
+    first = header("r1", "2026-12-01T10:00:00+00:00")
+    if other == "another setup":
+        first = first.model_copy(update={"fingerprint": "e" * 16})
+    ran = Timings(total_s=3600.0 if other == "another setup" else 60.0)
+    assert land(tmp_path, first, lambda _path: RunRecord.from_header(first, status="ok", timings=ran))
+    this = header("r2", "2026-12-01T10:30:00+00:00")
+    landed = land(tmp_path, this, lambda _path: RunRecord.from_header(this, status="ok"))
+    assert landed is not None and landed[1] == this.record_path(tmp_path)
+    assert [load_record(p).run_id for p in tmp_path.rglob("seed-3407.prev-*.json")] == ["r1"]
 
 
 def test_a_record_landed_before_this_run_started_is_kept_as_previous(tmp_path: Path) -> None:
