@@ -142,20 +142,16 @@ def test_a_record_in_two_artifacts_counts_once(tmp_path: Path) -> None:
     for name in ("one", "two"):
         artifact(tmp_path / name, H200_RUNS)
     out = tmp_path / "reports"
-    assert (
-        main(
-            [
-                "report",
-                str(tmp_path / "one"),
-                str(tmp_path / "two"),
-                "-o",
-                str(out),
-                "--benchmarks",
-                str(BENCHMARKS),
-            ]
-        )
-        == 0
-    )
+    both = [
+        "report",
+        str(tmp_path / "one"),
+        str(tmp_path / "two"),
+        "-o",
+        str(out),
+        "--benchmarks",
+        str(BENCHMARKS),
+    ]
+    assert main(both) == 0
     assert "3 of 3 runs ok" in (out / "nvidia-h200x2" / "h200-image" / "scorecard.md").read_text(
         encoding="utf-8"
     )
@@ -164,20 +160,7 @@ def test_a_record_in_two_artifacts_counts_once(tmp_path: Path) -> None:
     copy.write_text(
         copy.read_text(encoding="utf-8").replace('"run_id": "', '"run_id": "other-', 1), encoding="utf-8"
     )
-    assert (
-        main(
-            [
-                "report",
-                str(tmp_path / "one"),
-                str(tmp_path / "two"),
-                "-o",
-                str(out),
-                "--benchmarks",
-                str(BENCHMARKS),
-            ]
-        )
-        == 0
-    )
+    assert main(both) == 0
     assert "4 of 4 runs ok" in (out / "nvidia-h200x2" / "h200-image" / "scorecard.md").read_text(
         encoding="utf-8"
     )
