@@ -8,8 +8,12 @@ pass on to every rank; each trainer process checks twice a second that this very
 and, when it does not, kills itself (and its process group when it leads one). A SIGKILLed parent
 therefore leaves no trainer running unwatched to the end.
 
-An identity is `boot/pid-namespace/pid/start-time`: a pid reused by another process, or a new boot,
-is not mistaken for the parent. The same identities prove a stale work folder dead (`harness.run.workdir`).
+An identity is `boot/pid-namespace/pid/start`: a pid reused by another process, or a new boot, is not
+mistaken for the parent. The start is the kernel's count of clock ticks from boot to the process's start
+(/proc/PID/stat), never a wall-clock time: psutil's create_time adds the boot time of /proc/stat, which
+moves whenever the clock is stepped (NTP, a VM restored from a snapshot), and a parent that seemed to have
+"restarted" a second later once made a trainer kill itself mid-run. The same identities prove a stale
+work folder dead (`harness.run.workdir`).
 Not covered: a parent in another pid namespace (a second container) cannot be judged; it counts as alive.
 """
 
@@ -42,11 +46,20 @@ def _pid_namespace() -> str:
         return "unknown-ns"
 
 
+def _start_ticks(pid: int) -> str:
+    """When `pid` started, in clock ticks since boot: field 22 of /proc/PID/stat, after the command name
+    (which may hold spaces and parentheses, hence the last ')')."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        raise psutil.NoSuchProcess(pid) from None
+    return "t" + stat.rsplit(")", 1)[1].split()[19]
+
+
 def identity(pid: int | None = None) -> str:
-    """This process (or `pid`) as `boot/pid-namespace/pid/start-time`."""
+    """This process (or `pid`) as `boot/pid-namespace/pid/start`."""
     pid = os.getpid() if pid is None else pid
-    started = psutil.Process(pid).create_time()
-    return f"{_boot_id()}/{_pid_namespace()}/{pid}/{started:.2f}"
+    return f"{_boot_id()}/{_pid_namespace()}/{pid}/{_start_ticks(pid)}"
 
 
 def is_alive(who: str) -> bool:
@@ -63,10 +76,14 @@ def is_alive(who: str) -> bool:
         return True
     try:
         process = psutil.Process(pid)
-        return f"{process.create_time():.2f}" == started and process.status() != psutil.STATUS_ZOMBIE
+        if started.startswith("t"):
+            same_start = _start_ticks(pid) == started
+        else:  # written by a version that used wall-clock start times: a clock step may move them a second
+            same_start = abs(process.create_time() - float(started)) < 2.0
+        return same_start and process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-    except psutil.Error:
+    except (psutil.Error, OSError, ValueError):
         return True
 
 

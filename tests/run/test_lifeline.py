@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+import pytest
+
 from harness.results import RecordHeader
 from harness.run.lifeline import identity, is_alive
 from harness.run.outcome import Events, train_progress
@@ -24,9 +27,30 @@ def test_this_process_is_alive_a_finished_one_is_not() -> None:
 
 def test_a_reused_pid_or_an_earlier_boot_is_not_the_same_process() -> None:
     boot, namespace, pid, started = identity().split("/")
-    assert not is_alive(f"{boot}/{namespace}/{pid}/{float(started) - 100:.2f}")  # same pid, another start
+    assert not is_alive(f"{boot}/{namespace}/{pid}/t{int(started[1:]) - 100}")  # same pid, another start
     assert not is_alive(f"another-boot/{namespace}/{pid}/{started}")
     assert is_alive(f"{boot}/another-namespace/{pid}/{started}")  # cannot be judged: alive
+
+
+def test_a_stepped_wall_clock_does_not_make_a_living_parent_look_restarted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The boot time psutil reads from /proc/stat moves when the clock is stepped (NTP, a VM restored from a
+    snapshot): a CI machine's trainer once killed itself mid-smoke-run because its parent's wall-clock start
+    had moved a second. Identities count ticks from boot, which no clock step moves."""
+    before, wall_start = identity(), psutil.Process().create_time()
+    booted = psutil.boot_time()
+    monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: booted + 1.0)
+    assert psutil.Process().create_time() == pytest.approx(wall_start + 1.0)  # the step psutil sees
+    assert identity() == before and is_alive(before)
+
+
+def test_an_identity_with_a_wall_clock_start_is_still_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work folders left by versions that wrote wall-clock starts: within two seconds is the same process."""
+    boot, namespace, pid, _ = identity().split("/")
+    started = psutil.Process().create_time()
+    assert is_alive(f"{boot}/{namespace}/{pid}/{started + 1.0:.2f}")
+    assert not is_alive(f"{boot}/{namespace}/{pid}/{started - 100:.2f}")
 
 
 def test_the_journal_keeps_each_steps_loss(tmp_path: Path) -> None:
