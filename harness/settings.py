@@ -245,16 +245,6 @@ MIN_FREE = declare(
     default="256m",
     example="1g",
 )
-WARM = declare(
-    "LORABENCH_WARM",
-    _flag,
-    "1: one warm trainer per lorabench process imports the stack once and forks each one-process run's "
-    "trainer (harness/run/warm.py); 0 spawns every trainer anew (the default until the whole fault suite has "
-    "passed with it on)",
-    "you",
-    default="0",
-    example="1",
-)
 DEBUG = declare(
     "LORABENCH_DEBUG",
     _flag,

@@ -179,14 +179,12 @@ def run_capped(
     The watchdog kills the group when available memory < `floor_bytes`; the outcome then says so with
     the reading. A cap hit shows as the child's own failure (MemoryError under rlimit, SIGKILL from the
     cgroup OOM killer under systemd-run). `warm_job`: `cmd` is the one-process trainer for this job file,
-    which this process's fork server (harness.run.warm) may fork instead of spawning it.
+    which this process's fork server (harness.run.warm) may fork instead of spawning it when no cap is set.
     """
     method = choose_cap_method(cap_bytes)
     forked = None
-    if warm_job is not None and method != "systemd-run":
-        forked = warm_child(
-            warm_job, dict(os.environ if env is None else env), str(cwd or os.getcwd()), cap_bytes
-        )
+    if warm_job is not None and cap_bytes is None:  # a cap measures a fresh trainer (harness.run.warm)
+        forked = warm_child(warm_job, dict(os.environ if env is None else env), str(cwd or os.getcwd()))
     if forked is not None:
         return _watched(forked, floor_bytes, poll_s, method, cap_bytes)
     argv = list(cmd)

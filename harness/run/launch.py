@@ -167,4 +167,4 @@ def start_trainer(
 def forkable(setup: SetupConfig) -> bool:
     """One trainer process of the hf backend, which the warm fork server (harness.run.warm) can start:
     torchrun's ranks are its own, and unsloth must be imported before the stack it patches."""
-    return setup.nodes == 1 and setup.gpus == 1 and setup.backend == "hf" and settings.WARM.value()
+    return setup.nodes == 1 and setup.gpus == 1 and setup.backend == "hf"

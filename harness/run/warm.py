@@ -5,21 +5,23 @@ A suite runs its seeds one after another in one process; each spawned trainer ch
 stack anew (5.8 s of a warm Exp A seed's 26.1 s on an H200). The server is started by the run's parent at
 its first run, imports the stack without touching CUDA (a CUDA context does not survive a fork), and then,
 for each run, forks a child that becomes what a spawned child is: its own session (process group), the
-memory cap's RLIMIT_DATA, the parent's stdin/stdout/stderr of that moment (passed over the socket), the
-run's environment and working folder, and `python -m harness.run.child JOB.json` as its command line
+parent's stdin/stdout/stderr of that moment (passed over the socket), the run's environment and working folder, and `python -m harness.run.child JOB.json` as its command line
 (written over the server's, so `ps` and the sweeps find it as before). From there it runs
 `harness.run.child.main` as a spawned child would, lifeline included: it watches the run's parent.
 
 The parent keeps its watchdog and its order of waiting (harness.run.capped): the server waits for the
 child's end without reaping it, says so, and reaps it only when the parent has stopped its watchdog, so a
 reused pid is never signalled. The server ends when the parent closes the socket or dies (its end of the
-socket closes with it).
+socket closes with it), also while it waits for a child, which it then kills: a trainer hung before its
+lifeline started (or stopped) is not left behind.
 
 One server serves one environment: a run whose environment differs (another cache, offline for a timed
 run) starts a new one, since the stack reads some variables at import. Not covered, and spawned as
-before: runs under torchrun (several GPUs or nodes), a memory cap through systemd-run (the scope must be
-the command's), the unsloth backend (it patches the stack at import, first), and
-`LORABENCH_WARM=0`, the default for now (opt in with 1). A server that cannot start or dies is replaced by a spawn for that run.
+before: runs under torchrun (several GPUs or nodes), runs under a memory cap (a fork starts with the
+server's imports, hundreds of MiB of address space that RLIMIT_DATA counts, so a cap would measure the
+server and refuse the trainer's first allocations; a systemd-run scope must be the command's), and the
+unsloth backend (it patches the stack at import, first). A server that cannot start
+or dies is replaced by a spawn for that run.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import atexit
 import contextlib
 import json
 import os
-import resource
+import select
 import signal
 import socket
 import subprocess
@@ -112,11 +114,11 @@ class WarmServer:
         self.ready = False
         self.forked = 0
 
-    def fork(self, job_file: str, env: dict[str, str], cwd: str, cap_bytes: int | None) -> WarmChild:
+    def fork(self, job_file: str, env: dict[str, str], cwd: str) -> WarmChild:
         if not self.ready:  # the first run waits for the imports (its `spawn` phase)
             receive(self.sock)
             self.ready = True
-        request = {"job": job_file, "env": env, "cwd": cwd, "cap_bytes": cap_bytes}
+        request = {"job": job_file, "env": env, "cwd": cwd}
         send(self.sock, request, [0, 1, 2])
         message, _ = receive(self.sock)
         self.forked += 1
@@ -132,7 +134,7 @@ class WarmServer:
 _servers: list[WarmServer] = []
 
 
-def warm_child(job_file: str, env: dict[str, str], cwd: str, cap_bytes: int | None) -> WarmChild | None:
+def warm_child(job_file: str, env: dict[str, str], cwd: str) -> WarmChild | None:
     """A trainer forked from this process's server for `env` (started at its first run); None when no
     server can serve it: the caller spawns the child instead."""
     if _servers and _servers[0].key != env_key(env):
@@ -140,7 +142,7 @@ def warm_child(job_file: str, env: dict[str, str], cwd: str, cap_bytes: int | No
     try:
         if not _servers:
             _servers.append(WarmServer(env))
-        return _servers[0].fork(job_file, env, cwd, cap_bytes)
+        return _servers[0].fork(job_file, env, cwd)
     except (OSError, ServerGone, ValueError):
         close_server()
         return None
@@ -191,8 +193,6 @@ def become_trainer(request: dict[str, Any], fds: list[int]) -> None:
     code = 1
     try:
         os.setsid()
-        if request["cap_bytes"] is not None:
-            resource.setrlimit(resource.RLIMIT_DATA, (request["cap_bytes"], request["cap_bytes"]))
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -219,6 +219,23 @@ def exit_code(info: os.waitid_result) -> int:
     return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
+def wait_child_or_parent(sock: socket.socket, pid: int) -> os.waitid_result:
+    """The child's end, not reaped; ServerGone when the parent closes the socket (or dies) first."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:  # no pidfd (Linux < 5.3): wait for the child alone
+        pidfd = None
+    if pidfd is not None:
+        try:
+            ready, _, _ = select.select([pidfd, sock], [], [])
+        finally:
+            os.close(pidfd)
+        if pidfd not in ready:
+            receive(sock)  # the parent sends nothing while its trainer runs: this is the socket's end
+            raise ServerGone("the parent sent a message while its trainer ran")
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+
+
 def serve_one(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
     pid = os.fork()
     if pid == 0:
@@ -228,7 +245,7 @@ def serve_one(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> N
         os.close(fd)
     try:
         send(sock, {"pid": pid})
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        info = wait_child_or_parent(sock, pid)
         send(sock, {"exit": exit_code(info)})
         receive(sock)  # the parent has stopped watching the pid
     except (OSError, ServerGone):

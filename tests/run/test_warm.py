@@ -13,9 +13,8 @@ import psutil
 import pytest
 from faultlib import cli_args, find_trainers, started_run, wait_for_steps
 
-from harness import settings
 from harness.config import load_setup
-from harness.run import warm
+from harness.run import launch, warm
 from harness.run.parent import RunOptions, run_setup
 
 
@@ -27,8 +26,7 @@ def tiny_setup(model: Path, data: Path, *extra: str):
 
 
 @pytest.fixture
-def no_server(monkeypatch: pytest.MonkeyPatch) -> Generator[None]:
-    monkeypatch.setenv(settings.WARM.name, "1")
+def no_server() -> Generator[None]:
     warm.close_server()
     yield
     warm.close_server()
@@ -47,12 +45,12 @@ def test_runs_of_one_process_are_forked_from_one_server_and_train_as_a_spawned_o
     assert server.forked == 2 and server.process.poll() is None
     assert [r.status for r in forked] == ["ok", "ok"], [r.reason for r in forked]
 
-    monkeypatch.setenv(settings.WARM.name, "0")
+    monkeypatch.setattr(launch, "forkable", lambda _setup: False)  # as torchrun, unsloth or systemd-run is
     spawned, _ = run_setup(setup, RunOptions(tmp_path / "s", quiet=True))
     assert spawned.status == "ok", spawned.reason
     assert spawned.train and forked[0].train and forked[1].train
     assert spawned.train.loss == forked[0].train.loss == forked[1].train.loss
-    assert server.forked == 2, "LORABENCH_WARM=0 spawns the trainer"
+    assert server.forked == 2, "a run the server cannot fork is spawned"
 
 
 def test_a_dead_server_is_replaced_by_a_spawn(
@@ -69,17 +67,36 @@ def test_a_dead_server_is_replaced_by_a_spawn(
     assert server.forked == 1 and not warm._servers  # spawned; the next run starts a new server
 
 
+@pytest.mark.parametrize("trainer_state", ["running", "stopped"])
 def test_a_sigkilled_parent_takes_the_server_and_its_trainer_along(
-    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path
+    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, trainer_state: str
 ) -> None:
+    """A running trainer's lifeline ends it; a stopped one (as one hung before its lifeline started, which
+    a memory cap once caused) is killed by the server, which watches its socket while it waits."""
     results = tmp_path / "results"
     args = cli_args(tiny_model_dir, sql_rows_file, results, steps=100_000)
-    with started_run(tmp_path, args, **{settings.WARM.name: "1"}) as parent:
+    with started_run(tmp_path, args) as parent:
         wait_for_steps(results, 3, parent)
         [trainer] = find_trainers(tmp_path)  # the forked child carries a spawned one's command line
         [server] = [p for p in psutil.Process(parent.pid).children() if "harness.run.warm" in p.cmdline()]
         assert trainer.ppid() == server.pid
+        if trainer_state == "stopped":
+            trainer.suspend()
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(timeout=30)
         _, alive = psutil.wait_procs([server, trainer], timeout=15)
         assert not alive, f"outlived their SIGKILLed parent: {alive}"
+
+
+def test_a_run_under_a_memory_cap_is_spawned(
+    tiny_model_dir: Path,
+    sql_rows_file: Path,
+    tmp_path: Path,
+    no_server: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fork starts with the server's imports, which RLIMIT_DATA would count: a cap measures a fresh trainer."""
+    monkeypatch.setenv("LORABENCH_MEM_CAP", "20g")
+    record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), RunOptions(tmp_path, quiet=True))
+    assert record.status == "ok", record.reason
+    assert not warm._servers
