@@ -5,8 +5,9 @@ A suite runs its seeds one after another in one process; each spawned trainer ch
 stack anew (5.8 s of a warm Exp A seed's 26.1 s on an H200). The server is started by the run's parent at
 its first run, imports the stack without touching CUDA (a CUDA context does not survive a fork), and then,
 for each run, forks a child that becomes what a spawned child is: its own session (process group), the
-parent's stdin/stdout/stderr of that moment (passed over the socket), the run's environment and working folder, and `python -m harness.run.child JOB.json` as its command line
-(written over the server's, so `ps` and the sweeps find it as before). From there it runs
+parent's stdin/stdout/stderr of that moment (passed over the socket), the run's environment and working
+folder, and `python -m harness.run.child JOB.json` as its command line (written over the server's, so `ps`
+and the sweeps find it as before). From there it runs
 `harness.run.child.main` as a spawned child would, lifeline included: it watches the run's parent.
 
 The parent keeps its watchdog and its order of waiting (harness.run.capped): the server waits for the
@@ -20,8 +21,8 @@ run) starts a new one, since the stack reads some variables at import. Not cover
 before: runs under torchrun (several GPUs or nodes), runs under a memory cap (a fork starts with the
 server's imports, hundreds of MiB of address space that RLIMIT_DATA counts, so a cap would measure the
 server and refuse the trainer's first allocations; a systemd-run scope must be the command's), and the
-unsloth backend (it patches the stack at import, first). A server that cannot start
-or dies is replaced by a spawn for that run.
+unsloth backend (it patches the stack at import, first). A server that cannot start or dies is replaced
+by a spawn for that run.
 """
 
 from __future__ import annotations
