@@ -9,7 +9,7 @@ The adapter's B matrices are drawn small (a fresh adapter's are zero, which woul
 the answers and hide a slip); the decoding cost is a trained adapter's. --adapter DIR decodes with a trained
 adapter instead (a run's `seed-N.adapter`).
 
-Usage: LORABENCH_DATA=FILE python benchmarks/bench_eval_lean_lora.py [--switch lean-lora] [--limit 64]
+Usage: LORABENCH_DATA=FILE python dev/bench_eval_lean_lora.py [--switch lean-lora] [--limit 64]
        [--rounds 2] [--adapter DIR]
 Run it alone on the machine.
 """

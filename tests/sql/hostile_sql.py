@@ -3,7 +3,7 @@ bytes in each, so an instruction count alone lets them run for seconds. Each mus
 budget (Failure.BUDGET) or SQLite's heap cap (Failure.MEMORY), never the CPU-time safety net.
 
 Shared by tests/sql/test_sql_hostile_bytes.py (which limit ends each) and
-benchmarks/bench_hostile_sql.py (the CPU seconds each takes, before and after the byte charges).
+dev/bench_hostile_sql.py (the CPU seconds each takes, before and after the byte charges).
 """
 
 from __future__ import annotations

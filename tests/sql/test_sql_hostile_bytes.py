@@ -1,6 +1,6 @@
 """Byte-heavy hostile SQL (issue #38 item 6) ends by its budget or the heap cap, never the CPU-time
 net; the charged built-ins keep SQLite's own results. No timings here: which limit ended each
-statement is the same on every machine (benchmarks/bench_hostile_sql.py prints the CPU seconds)."""
+statement is the same on every machine (dev/bench_hostile_sql.py prints the CPU seconds)."""
 
 from __future__ import annotations
 

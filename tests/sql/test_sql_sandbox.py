@@ -33,7 +33,7 @@ CONTEXT = "CREATE TABLE pets (name VARCHAR, age INTEGER)"
 ROWS = {"pets": [(f"p{i}", i) for i in range(30)]}
 # No CPU-time windows here (issue #27): each test asserts which limit stopped the work and what it
 # counted, the same on every machine. The CPU seconds those counts cost on this machine are printed
-# by benchmarks/calibrate_sql_budget.py and benchmarks/bench_matcher_kinds.py.
+# by dev/calibrate_sql_budget.py and dev/bench_matcher_kinds.py.
 
 
 def _files(*dirs: Path) -> set[Path]:
@@ -110,7 +110,7 @@ def test_endless_recursive_query_stops_at_its_instruction_budget() -> None:
 
 
 def test_a_statement_without_a_budget_gets_the_default_count() -> None:
-    # What the default buys in CPU seconds depends on the machine: benchmarks/calibrate_sql_budget.py
+    # What the default buys in CPU seconds depends on the machine: dev/calibrate_sql_budget.py
     # prints that figure (reports/benchmarks/cpu/sql_budget.txt). Here only the count, which is the same
     # on every machine: a CPU-time window in this test failed a clean-clone CI on a 2-core EPYC.
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT MAX(x) FROM c"
@@ -345,7 +345,7 @@ def test_peak_memory_of_hostile_answers_stays_bounded_and_nothing_escapes(tmp_pa
     """In a fresh process under a 1 GiB address-space cap (the old code reached 1 GB and let a
     MemoryError escape on the sort): each answer is a named miss within its instruction budget,
     under 300 MB, and the safety net fires on none of them (their CPU seconds:
-    benchmarks/bench_matcher_kinds.py)."""
+    dev/bench_matcher_kinds.py)."""
     script = tmp_path / "hostile.py"
     script.write_text(
         "import json, resource, sys, time\n"

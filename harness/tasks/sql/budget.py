@@ -5,7 +5,7 @@ Why not seconds: a wall-clock budget scores the same answer differently on a bus
 the same on every run with the same SQLite build.
 
 INSTRUCTIONS_PER_S is calibrated well below the slowest statement kinds measured
-(`benchmarks/calibrate_sql_budget.py`, reports/benchmarks/cpu/sql_budget.txt), so an answer's whole
+(`dev/calibrate_sql_budget.py`, reports/benchmarks/cpu/sql_budget.txt), so an answer's whole
 budget is under a CPU second; the figure is per SQLite version.
 
 The safety net: one long instruction escapes a count, so the sandbox caps values and charges the

@@ -6,7 +6,7 @@ DISTINCT added or removed, ORDER BY direction flipped, an aggregate or column sw
 swapped for another column of its table, COUNT(*) vs COUNT(col), JOIN vs LEFT JOIN. The semantic matcher distils its databases to tell the gold from its
 mutants (the test-suite idea of Zhong, Yu and Klein 2020); the benchmark measures how many it tells
 apart. A mutant may happen to be equivalent to its query (`LIMIT 1` on a one-row aggregate): generating
-one is fine, counting it as a miss of the matcher is not (see `benchmarks/bench_semantic.py`).
+one is fine, counting it as a miss of the matcher is not (see `dev/bench_semantic.py`).
 
 Rewrites change only the spelling, never the meaning, under SQLite's rules: keyword case, `!=`/`<>`,
 `=`/`==`, `a = 1` as `1 = a` (affinity and the comparison are symmetric), redundant parentheses, AND

@@ -17,7 +17,7 @@ OFFSET or HAVING COUNT threshold, some with values used nowhere else (no ties) (
 tables are scanned in (LIMIT, ORDER BY, GROUP BY, MIN/MAX...) runs in both scan orders; the answer
 matches when, on every database and in every order run, its result equals one of the gold's (see
 `suite` for why). Equal results on finitely many databases do not prove equivalence; they make a
-false "match" unlikely (`benchmarks/bench_semantic.py` measures how unlikely), and a "no match" is
+false "match" unlikely (`dev/bench_semantic.py` measures how unlikely), and a "no match" is
 always backed by a counter-example database.
 
 How results are compared: `compare` (column order free, bag unless the gold's outer query sorts,
@@ -35,7 +35,7 @@ Decisions, and why:
 - NULLs are generated, so COUNT(col) and COUNT(*) differ (they do on any table with a NULL in col),
   and so do `x != 5` and `NOT x IS 5`, AVG(x) and SUM(x) / COUNT(*), `x > 5` and `x > 5 OR x IS
   NULL`. Before issue #18 no NULLs were drawn and such pairs matched; issue #27 measured the rest on
-  databases from another generator (`benchmarks/bench_matcher_kinds.py`).
+  databases from another generator (`dev/bench_matcher_kinds.py`).
 - With ORDER BY in the gold's outer query, order counts, except among rows the gold itself leaves
   in any order: ties under its sort keys (`ordering`: under LIMIT, any of the tied rows will do), and
   whatever changes with the scan order.

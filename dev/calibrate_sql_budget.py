@@ -1,7 +1,7 @@
 """How many SQLite VM instructions one CPU second buys: the figure behind the SQL scoring budgets
 (`harness.tasks.sql.budget`), which count instructions instead of seconds.
 
-Plain script, not collected by pytest: `python benchmarks/calibrate_sql_budget.py [--repeats 5]`.
+Plain script, not collected by pytest: `python dev/calibrate_sql_budget.py [--repeats 5]`.
 
 Two measurements, both in instructions per second of this thread's CPU time (`time.thread_time`:
 what the work itself used, so a busy machine stretches the wall clock but hardly this figure):
@@ -108,7 +108,7 @@ def shapes_report(repeats: int, shapes: dict[str, str]) -> tuple[list[str], list
 
 def scoring_report(data: Path) -> list[str]:
     """Instructions and CPU of `score_prediction` on bench_semantic's 300 synthetic answers."""
-    from benchmarks.bench_semantic import load_rows, synthetic_answers
+    from dev.bench_semantic import load_rows, synthetic_answers
     from harness.tasks.sql.scoring import score_prediction
     from harness.tasks.sql.semantic import gold_suite
 
@@ -140,7 +140,7 @@ def main() -> int:
     lines = [
         f"# {time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f} at start (shared machine), Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
-        f"# python benchmarks/calibrate_sql_budget.py {' '.join(sys.argv[1:])}",
+        f"# python dev/calibrate_sql_budget.py {' '.join(sys.argv[1:])}",
         "",
         f"## Long statements (stopped at {SHAPE_INSTRUCTIONS:,} instructions), {args.repeats} repeats",
         "",

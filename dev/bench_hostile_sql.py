@@ -2,7 +2,7 @@
 it, for this checkout and optionally another code root (issue #38 item 6).
 
 Plain script, not collected by pytest:
-  python benchmarks/bench_hostile_sql.py [--before DIR] [--golds] [--out FILE]
+  python dev/bench_hostile_sql.py [--before DIR] [--golds] [--out FILE]
 DIR is a checkout of the code to compare with (e.g. `git worktree add /tmp/before main`). Each
 statement runs in a fresh process (`run_sql` with the default statement budget) so a heap cap reached
 by one cannot weigh on the next; the figure is that process's thread CPU time for the statement.
@@ -165,7 +165,7 @@ def main() -> int:
         f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f} at start (shared machine), Python {platform.python_version()}, "
         f"SQLite {sqlite3.sqlite_version}",
-        f"# python benchmarks/bench_hostile_sql.py {' '.join(sys.argv[1:])}",
+        f"# python dev/bench_hostile_sql.py {' '.join(sys.argv[1:])}",
         f"# after: {ROOT} at {_commit(ROOT)}"
         + (f"; before: {args.before} at {_commit(args.before)}" if args.before else ""),
         "",

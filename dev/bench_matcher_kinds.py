@@ -33,7 +33,7 @@ Three tables (issue #27, item 7):
    cleared per repeat, medians of --repeats. The machine may be shared: figures are CPU seconds.
 
 Usage:
-  python benchmarks/bench_matcher_kinds.py [--data FILE ...] [--limit N] [--dbs 40] [--before REV]
+  python dev/bench_matcher_kinds.py [--data FILE ...] [--limit N] [--dbs 40] [--before REV]
       [--repeats 5] [--jobs N] [--skip-kinds] [--skip-hostile] [--skip-timing] [--out FILE]
 (--jobs: worker processes for the kinds table, one gold each; the counts do not depend on it.)
 """
@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "dev"))
 import bench_semantic  # ruff: ignore[module-import-not-at-top-of-file]  (its hostile list, answers, workers)
 
 SHARED = ROOT.parent / "shared" / "data" / "sql-create-context"
@@ -641,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"# {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {platform.machine()}, {os.cpu_count()} cores, load average "
         f"{load:.1f} at start (shared machine), Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
-        f"# python benchmarks/bench_matcher_kinds.py {shown}",
+        f"# python dev/bench_matcher_kinds.py {shown}",
         "",
     ]
 

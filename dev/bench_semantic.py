@@ -29,7 +29,7 @@ a rewrite or a mutant in turn). Hostile answers: each in a fresh process, wall t
 whether an exception escaped `score_prediction`.
 
 Usage:
-  python benchmarks/bench_semantic.py [--data FILE ...] [--limit N] [--matcher-from REV]
+  python dev/bench_semantic.py [--data FILE ...] [--limit N] [--matcher-from REV]
       [--repeats 5] [--record RECORD] [--skip-rates] [--skip-timing] [--skip-hostile] [--out FILE]
 The report's first lines repeat the command. --matcher-from runs the other commit's harness from a
 `git archive` in a separate interpreter (`python -S`, stdlib only), so both are measured on the same
@@ -529,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(ROOT))
-    command = "python benchmarks/bench_semantic.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python dev/bench_semantic.py " + " ".join(argv if argv is not None else sys.argv[1:])
     header = [
         f"# {time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f} at start (shared machine), Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}",
