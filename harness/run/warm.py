@@ -210,6 +210,10 @@ def become_trainer(request: dict[str, Any], fds: list[int]) -> None:
     except BaseException:
         traceback.print_exc()
     finally:
+        # What a spawned trainer's interpreter does at its end, which os._exit skips: the exit handlers
+        # (weakref finalizers among them: the Trainer's scratch folder in /tmp is removed by one).
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
