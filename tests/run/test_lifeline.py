@@ -45,7 +45,7 @@ def test_a_stepped_wall_clock_does_not_make_a_living_parent_look_restarted(
     assert identity() == before and is_alive(before)
 
 
-def test_an_identity_with_a_wall_clock_start_is_still_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_identity_with_a_wall_clock_start_is_still_judged() -> None:
     """Work folders left by versions that wrote wall-clock starts: within two seconds is the same process."""
     boot, namespace, pid, _ = identity().split("/")
     started = psutil.Process().create_time()

@@ -13,7 +13,7 @@ import psutil
 import pytest
 from faultlib import cli_args, find_trainers, started_run, wait_for_steps
 
-from harness.config import load_setup
+from harness.config import SetupConfig, load_setup
 from harness.run import launch, warm
 from harness.run.parent import RunOptions, run_setup
 
@@ -26,6 +26,11 @@ def tiny_setup(model: Path, data: Path, *extra: str):
 
 
 @pytest.fixture
+def tiny(tiny_model_dir: Path, sql_rows_file: Path) -> SetupConfig:
+    return tiny_setup(tiny_model_dir, sql_rows_file)
+
+
+@pytest.fixture
 def no_server() -> Generator[None]:
     warm.close_server()
     yield
@@ -33,36 +38,28 @@ def no_server() -> Generator[None]:
 
 
 def test_runs_of_one_process_are_forked_from_one_server_and_train_as_a_spawned_one(
-    tiny_model_dir: Path,
-    sql_rows_file: Path,
-    tmp_path: Path,
-    no_server: None,
-    monkeypatch: pytest.MonkeyPatch,
+    tiny: SetupConfig, tmp_path: Path, no_server: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    setup = tiny_setup(tiny_model_dir, sql_rows_file)
-    forked = [run_setup(setup, RunOptions(tmp_path / f"w{i}", quiet=True))[0] for i in (1, 2)]
+    forked = [run_setup(tiny, RunOptions(tmp_path / f"w{i}", quiet=True))[0] for i in (1, 2)]
     [server] = warm._servers
     assert server.forked == 2 and server.process.poll() is None
     assert [r.status for r in forked] == ["ok", "ok"], [r.reason for r in forked]
 
     monkeypatch.setattr(launch, "forkable", lambda _setup: False)  # as torchrun, unsloth or systemd-run is
-    spawned, _ = run_setup(setup, RunOptions(tmp_path / "s", quiet=True))
+    spawned, _ = run_setup(tiny, RunOptions(tmp_path / "s", quiet=True))
     assert spawned.status == "ok", spawned.reason
     assert spawned.train and forked[0].train and forked[1].train
     assert spawned.train.loss == forked[0].train.loss == forked[1].train.loss
     assert server.forked == 2, "a run the server cannot fork is spawned"
 
 
-def test_a_dead_server_is_replaced_by_a_spawn(
-    tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, no_server: None
-) -> None:
-    setup = tiny_setup(tiny_model_dir, sql_rows_file)
-    assert run_setup(setup, RunOptions(tmp_path / "a", quiet=True))[0].status == "ok"
+def test_a_dead_server_is_replaced_by_a_spawn(tiny: SetupConfig, tmp_path: Path, no_server: None) -> None:
+    assert run_setup(tiny, RunOptions(tmp_path / "a", quiet=True))[0].status == "ok"
     [server] = warm._servers
     os.kill(server.process.pid, signal.SIGKILL)
     server.process.wait()
 
-    record, _ = run_setup(setup, RunOptions(tmp_path / "b", quiet=True))
+    record, _ = run_setup(tiny, RunOptions(tmp_path / "b", quiet=True))
     assert record.status == "ok", record.reason
     assert server.forked == 1 and not warm._servers  # spawned; the next run starts a new server
 
@@ -89,32 +86,24 @@ def test_a_sigkilled_parent_takes_the_server_and_its_trainer_along(
 
 
 def test_a_run_under_a_memory_cap_is_spawned(
-    tiny_model_dir: Path,
-    sql_rows_file: Path,
-    tmp_path: Path,
-    no_server: None,
-    monkeypatch: pytest.MonkeyPatch,
+    tiny: SetupConfig, tmp_path: Path, no_server: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A fork starts with the server's imports, which RLIMIT_DATA would count: a cap measures a fresh trainer."""
     monkeypatch.setenv("LORABENCH_MEM_CAP", "20g")
-    record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), RunOptions(tmp_path, quiet=True))
+    record, _ = run_setup(tiny, RunOptions(tmp_path, quiet=True))
     assert record.status == "ok", record.reason
     assert not warm._servers
 
 
 def test_a_forked_trainer_ends_as_a_spawned_one_leaving_no_scratch_folder(
-    tiny_model_dir: Path,
-    sql_rows_file: Path,
-    tmp_path: Path,
-    no_server: None,
-    monkeypatch: pytest.MonkeyPatch,
+    tiny: SetupConfig, tmp_path: Path, no_server: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fork ends with os._exit, which skips the exit handlers a spawned trainer's interpreter runs; the
     Trainer's scratch folder is removed by one (54 were left in /tmp by one run of the tests before)."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
-    record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), RunOptions(tmp_path / "r", quiet=True))
+    record, _ = run_setup(tiny, RunOptions(tmp_path / "r", quiet=True))
     assert record.status == "ok", record.reason
     assert warm._servers and warm._servers[0].forked == 1
     assert not list(scratch.glob("lorabench-trainer-*"))
