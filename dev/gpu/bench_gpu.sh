@@ -23,6 +23,10 @@
 #   final            the records to publish: Exp A's three seeds one after another, each alone (final.txt)
 #   timed            `lorabench doctor`, then Exp A's three seeds one after another, each `--timed` under the
 #                    quiet-machine guard (timed.txt; the records in /root/timed), as published on 2026-12-03
+#   suite N          `lorabench bench -- -k exp_a` as a user types it (every record re-run, the suite's own
+#                    placement: 3 workers on the one GPU), the whole command timed, into /root/suite-N
+#                    (suite.txt: the command's seconds, each record's placement, span and exact match)
+#   warm-seed        one Exp A seed (3407) alone after the suite, caches warm, whole command timed (alone.txt)
 #   three            Exp A's three seeds started at once, the GPU time-sliced between them (three.txt)
 #   mps              the three at once under CUDA MPS (one shared GPU context), then the phase breakdown
 #   vs-peer SEED [S] Exp A beside the peer (plain transformers + PEFT) for SEED, one after the other on GPU 0,
@@ -92,6 +96,24 @@ mfu_run() {  # $1 name, then --set overrides: the 4B packed shape, 20 steps, tim
   timeout "${T:-200}" python3 -m harness.cli run benchmarks/setups/exp_c_speed_packed.toml --seed "${SEED:-3407}" --timed \
     --allow-noisy --set "name=$name" "$@" --results "$R" --quiet > "$OUT/mfu-$name.log" 2>&1
   tail -n 1 "$OUT/mfu-$name.log"
+}
+step_suite() {  # $1 a name: the suite as a user runs it, whole command timed, then what each record says
+  local start; start=$(date +%s.%N)
+  timeout 400 python3 -m harness.cli bench --results "/root/suite-$1" --reports "/root/suite-$1-reports" \
+    -- -k exp_a --lorabench-rerun=all > "$OUT/suite-$1.log" 2>&1
+  echo "suite $1: rc=$? whole command $(secs "$start") s" | tee -a "$OUT/suite.txt"
+  grep -m1 "lorabench bench: .*pytest" "$OUT/suite-$1.log" | cut -c1-200 | tee -a "$OUT/suite.txt"
+  python3 - "/root/suite-$1" <<'PY' | tee -a "$OUT/suite.txt"
+import sys
+from pathlib import Path
+from harness.results import load_record
+for path in sorted(Path(sys.argv[1]).glob("*/*/exp_a/*/seed-*.json")):
+    r = load_record(path)
+    t = r.timings
+    print(f"  seed {r.seed}: {r.status} placement {r.provenance.placement} created {r.created} wall {t.wall_s} "
+          f"steps {t.phases.get('steps') if t.phases else None} EM {r.trained.exact_match if r.trained else None}")
+PY
+  breakdown "/root/suite-$1"/*/*/exp_a/*/seed-*.json | tee -a "$OUT/suite.txt"
 }
 step_rescore() {  # the same adapter scored twice on its base (eval.adapter): identical answers?
   local adapter i
@@ -174,7 +196,7 @@ step_mfu_kernels() {  # the model's own modules, liger, liger + expandable segme
 while [ $# -gt 0 ]; do
   step=$1; shift
   case "$step" in
-    alone|vs-peer|mfu-checkpointing) arg=$1; shift; budget=450
+    alone|vs-peer|mfu-checkpointing|suite) arg=$1; shift; budget=450
       [ "$step" = vs-peer ] && [[ "${1:-}" =~ ^[0-9]+$ ]] && { budget=$1; shift; } ;;
   esac
   case "$step" in
@@ -187,6 +209,9 @@ while [ $# -gt 0 ]; do
       join_converted "$PARTB/part-b" "$OUT/convert.txt" || exit 1 ;;
     alone) exp_a "$arg" "$R" "/root/logs/alone-$arg.log" | tee -a "$OUT/alone.txt" ;;
     timed) step_timed ;;
+    suite) step_suite "$arg" ;;
+    warm-seed) exp_a 3407 /root/warm /root/logs/warm-3407.log | tee -a "$OUT/alone.txt"
+      breakdown /root/warm/*/*/exp_a/*/seed-3407.json | tee -a "$OUT/alone.txt" ;;
     final) for seed in 3407 42 1234; do exp_a $seed /root/final /root/logs/final-$seed.log | tee -a "$OUT/final.txt"; done ;;
     three) three_at_once /root/results3 three
       breakdown /root/results3/h200-image/*/exp_a/*/seed-*.json | tee "$OUT/breakdown.txt" ;;
@@ -206,5 +231,5 @@ while [ $# -gt 0 ]; do
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
   tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root \
-    $(cd /root && ls -d logs results results3 final timed finalmps rescore rprof ab-* 2>/dev/null)
+    $(cd /root && ls -d logs results results3 final timed finalmps suite-* warm rescore rprof ab-* 2>/dev/null)
 done

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import SetupConfig
-from harness.results import RunRecord, load_record, write_record
+from harness.report.settings import public_json
+from harness.results import RunRecord, load_record, record_path, run_fingerprint, write_record
 from harness.suite.cache import HostKey
 from harness.suite.expected import earlier_runs, expected_note, projected_s
 
@@ -80,3 +81,39 @@ def test_a_run_with_other_costly_settings_is_not_told_a_time(
         )
     assert earlier_runs([tmp_path], _setup_like(record), "rocm7.2-hf5.5", host) == []  # another stack
     assert earlier_runs([tmp_path], _setup_like(record), record.stack, HostKey("other-host", host.kind)) == []
+
+
+def test_a_published_record_of_local_data_tells_the_time_despite_its_cut_path(
+    built: tuple[RunRecord, Path], tmp_path: Path
+) -> None:
+    """`lorabench publish` cuts a data path to `…/<name>`, which names no file to hash: the record's own
+    fingerprint, rebuilt with this run's data, says whether it read the same data. Before, no published
+    record of a local data file counted, so the suite's seeds never shared a GPU on a fresh host."""
+    record, _ = built
+    data = tmp_path / "data" / "rows.jsonl"
+    data.parent.mkdir()
+    data.write_text('{"question": "q", "context": "c", "answer": "a"}\n')
+    other = data.with_name("other.jsonl")
+    other.write_text('{"question": "q2", "context": "c", "answer": "a"}\n')
+
+    def on(source: Path, **recipe: object) -> SetupConfig:
+        setup = _setup_like(record, **recipe)
+        return setup.model_copy(update={"data": setup.data.model_copy(update={"source": str(source)})})
+
+    host = HostKey(record.host, "cpu-test-kind")
+    made = on(data)
+    provenance = record.provenance.model_copy(
+        update={"host": record.provenance.host.model_copy(update={"kind": host.kind})}
+    )
+    fingerprint = run_fingerprint(made, record.stack, host.kind)
+    published = record.model_copy(
+        update={"setup": made, "fingerprint": fingerprint, "provenance": provenance}
+    )
+    folder = tmp_path / "published"
+    path = record_path(folder, published)
+    path.parent.mkdir(parents=True)
+    path.write_text(public_json(published.model_dump_json(indent=2)))
+    assert load_record(path).setup.data.source == "…/rows.jsonl"  # as publish leaves it
+    assert [p for _, p in earlier_runs([folder], on(data, seed=42), record.stack, host)] == [path]
+    assert earlier_runs([folder], on(other, seed=42), record.stack, host) == []
+    assert earlier_runs([folder], on(data, batch_size=16), record.stack, host) == []
