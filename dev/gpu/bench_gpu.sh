@@ -26,6 +26,9 @@
 #   suite N          `lorabench bench -- -k exp_a` as a user types it (every record re-run, the suite's own
 #                    placement: 3 workers on the one GPU), the whole command timed, into /root/suite-N
 #                    (suite.txt: the command's seconds, each record's placement, span and exact match)
+#   suite-mps N      the same under CUDA MPS (the daemon up, as on a host that runs it)
+#   kernels          Exp A seed 3407 with recipe.kernels none and liger, alternated twice: whole command,
+#                    steps, final loss, exact match (kernels.txt; needs liger-kernel among the wheels)
 #   warm-seed        one Exp A seed (3407) alone after the suite, caches warm, whole command timed (alone.txt)
 #   three            Exp A's three seeds started at once, the GPU time-sliced between them (three.txt)
 #   mps              the three at once under CUDA MPS (one shared GPU context), then the phase breakdown
@@ -49,10 +52,10 @@ WHL=${WHL:-.whl/b1} PARTA=${PARTA:-.carry/a} PARTB=${PARTB:-.carry/b} BEFORE=${B
 R=/root/results
 mkdir -p /root/logs
 secs() { python3 -c "print(round($(date +%s.%N) - $1, 1))"; }
-exp_a() {  # $1 seed, $2 results, $3 log: Exp A alone, the whole command timed
-  local start; start=$(date +%s.%N)
-  timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed "$1" --results "$2" --quiet > "$3" 2>&1
-  echo "seed $1: whole command $(secs "$start") s | $(tail -n 1 "$3" | cut -c1-90)"
+exp_a() {  # $1 seed, $2 results, $3 log, then --set overrides: Exp A alone, the whole command timed
+  local start seed=$1 results=$2 log=$3; shift 3; start=$(date +%s.%N)
+  timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed "$seed" --results "$results" --quiet "$@" > "$log" 2>&1
+  echo "seed $seed: whole command $(secs "$start") s | $(tail -n 1 "$log" | cut -c1-90)"
 }
 breakdown() { python3 dev/bench_breakdown.py "$@" 2>&1; }
 three_at_once() {  # $1 results folder, $2 log prefix
@@ -114,6 +117,25 @@ for path in sorted(Path(sys.argv[1]).glob("*/*/exp_a/*/seed-*.json")):
           f"steps {t.phases.get('steps') if t.phases else None} EM {r.trained.exact_match if r.trained else None}")
 PY
   breakdown "/root/suite-$1"/*/*/exp_a/*/seed-*.json | tee -a "$OUT/suite.txt"
+}
+step_kernels() {  # Exp A seed 3407, the model's own modules against Liger's, alternated twice
+  local round k
+  for round in 1 2; do
+    for k in none liger; do
+      exp_a 3407 "/root/kernels-$k-$round" "/root/logs/kernels-$k-$round.log" --set recipe.kernels=$k | tee -a "$OUT/kernels.txt"
+    done
+  done
+  python3 - <<'PY' | tee -a "$OUT/kernels.txt"
+import glob
+from pathlib import Path
+from harness.results import load_record
+for path in sorted(glob.glob("/root/kernels-*/*/*/exp_a/*/seed-3407.json")):
+    r = load_record(Path(path))
+    steps = r.timings.phases.get("steps") if r.timings.phases else None
+    print(f"{path.split('/')[2]}: steps {steps} s, final loss {r.train.final_loss if r.train else None}, "
+          f"loss[:3] {r.train.loss[:3] if r.train else None}, EM {r.trained.exact_match if r.trained else None}, "
+          f"train.kernels {r.train.kernels if r.train else None}")
+PY
 }
 step_rescore() {  # the same adapter scored twice on its base (eval.adapter): identical answers?
   local adapter i
@@ -196,7 +218,7 @@ step_mfu_kernels() {  # the model's own modules, liger, liger + expandable segme
 while [ $# -gt 0 ]; do
   step=$1; shift
   case "$step" in
-    alone|vs-peer|mfu-checkpointing|suite) arg=$1; shift; budget=450
+    alone|vs-peer|mfu-checkpointing|suite|suite-mps) arg=$1; shift; budget=450
       [ "$step" = vs-peer ] && [[ "${1:-}" =~ ^[0-9]+$ ]] && { budget=$1; shift; } ;;
   esac
   case "$step" in
@@ -210,6 +232,8 @@ while [ $# -gt 0 ]; do
     alone) exp_a "$arg" "$R" "/root/logs/alone-$arg.log" | tee -a "$OUT/alone.txt" ;;
     timed) step_timed ;;
     suite) step_suite "$arg" ;;
+    suite-mps) with_mps step_suite "$arg" ;;
+    kernels) step_kernels ;;
     warm-seed) exp_a 3407 /root/warm /root/logs/warm-3407.log | tee -a "$OUT/alone.txt"
       breakdown /root/warm/*/*/exp_a/*/seed-3407.json | tee -a "$OUT/alone.txt" ;;
     final) for seed in 3407 42 1234; do exp_a $seed /root/final /root/logs/final-$seed.log | tee -a "$OUT/final.txt"; done ;;
@@ -231,5 +255,5 @@ while [ $# -gt 0 ]; do
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
   tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root \
-    $(cd /root && ls -d logs results results3 final timed finalmps suite-* warm rescore rprof ab-* 2>/dev/null)
+    $(cd /root && ls -d logs results results3 final timed finalmps suite-* warm kernels-* rescore rprof ab-* 2>/dev/null)
 done

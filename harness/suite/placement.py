@@ -20,8 +20,9 @@ from harness.json_types import JsonObject
 from harness.locks import exclusive_lock, lock_dir
 from harness.run.plan import Placement
 
-# Exp A's 3 seeds on one H200 (issue #40): one after another in the suite 88.4 s; started at once as plain
-# processes 48.4 s, under CUDA MPS 37.9 s; the same exact match. Three at once is what was measured.
+# Exp A's 3 seeds on one H200 (issue #40): started at once by hand 48.4 s against 88.4 s one after another;
+# `lorabench bench -- -k exp_a` warm, 3 workers sharing the GPU 68.9 s against 95.5 s with each seed alone
+# (2026-12-03, reports/benchmarks/h200/2026-12-03-suite-placement.txt); the same predictions either way.
 CUDA_WORKERS_PER_GPU = 3
 CPU = "cpu"
 # Room left beside k runs' measured peaks: allocator fragmentation, CUDA contexts, eval's own peak.
