@@ -4,7 +4,7 @@ New commands need no edit here; a module whose name starts with `_` is shared co
 
 Errors: a user mistake (UserError) or an environment fault (OSError: a full disk, a read-only folder)
 prints one line naming the thing and the fix, and exits 2; anything else is a lorabench bug: one line,
-exit 1. `--debug` (anywhere on the line, or LORABENCH_DEBUG=1) shows the traceback as well."""
+exit 1. `--debug` (anywhere on the line) shows the traceback as well."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ DESCRIPTION = (
     "training learned and caught no silent bug, time runs only on a quiet machine, and render scorecards. "
     "Start with `lorabench doctor`, then `lorabench bench`; `lorabench COMMAND --help` explains each command."
 )
-DEBUG_HELP = "show the traceback behind an error (also LORABENCH_DEBUG=1)"
+DEBUG_HELP = "show the traceback behind an error"
 EPILOG = (
     "Environment: every LORABENCH_* variable is declared in harness/settings.py; `lorabench doctor --settings` "
     "lists them with their values now, defaults and meanings."
@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print("lorabench: error: no command given; `lorabench --help` lists the commands", file=sys.stderr)
         return 2
-    debug = args.debug or _debug_from_env()
+    debug = args.debug
+    for name, instead in settings.retired_set():
+        print(f"lorabench: warning: ${name} is set but does nothing now: {instead}", file=sys.stderr)
     prefix = f"lorabench {args.command}: error:"
     try:
         return int(args.func(args) or 0)
@@ -76,16 +78,6 @@ def main(argv: list[str] | None = None) -> int:
             f"lorabench {args.command}: internal error: {type(exc).__name__}: {first}{hint}", file=sys.stderr
         )
         return 1
-
-
-def _debug_from_env() -> bool:
-    # Read before the command runs, so a bad value cannot hide the error it was set to explain: it is
-    # reported, and the command goes on without tracebacks.
-    try:
-        return settings.DEBUG.value()
-    except UserError as exc:
-        print(f"lorabench: warning: {exc}", file=sys.stderr)
-        return False
 
 
 def _traceback_if(debug: bool) -> None:

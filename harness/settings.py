@@ -245,24 +245,6 @@ MIN_FREE = declare(
     default="256m",
     example="1g",
 )
-DEBUG = declare(
-    "LORABENCH_DEBUG",
-    _flag,
-    "show the traceback behind an error (like --debug)",
-    "you",
-    default="0",
-    example="1",
-)
-BYTECODE_CACHE = declare(
-    "LORABENCH_BYTECODE_CACHE",
-    _flag,
-    "where PYTHONDONTWRITEBYTECODE is set and torch has no bytecode beside its sources, the trainer child "
-    "caches its compiled bytecode under the cache folder (harness/run/bytecode.py); 0 turns that off",
-    "you",
-    default="1",
-    example="0",
-)
-
 # Switches removed once their measurement decided (issue #37): the path that won is the only one. The
 # measurements that decided them still name them (README, benchmarks/gpu/); setting one does nothing.
 RETIRED = {
@@ -270,10 +252,22 @@ RETIRED = {
     "LORABENCH_LEAN_LORA": "the lean LoRA forward is the only path (H200 graphed step 30.9/32.0 against 35.4/35.6 ms)",
     "LORABENCH_METADATA_CACHE": "the trainer always caches packages_distributions() (5.1 s a seed on the H200)",
     "LORABENCH_SCORING_WORKER": "the scoring worker runs where 4 or more CPUs are spare, never elsewhere",
+    "LORABENCH_BYTECODE_CACHE": "the trainer caches its bytecode wherever Python may not write it (8.0 s "
+    "against 12.1-14.4 s of imports on the H200); set PYTHONPYCACHEPREFIX yourself to choose the folder",
+    "LORABENCH_DEBUG": "pass --debug (anywhere on the command line) for the traceback behind an error",
     # Parent -> child state travels in the run plan (harness/run/plan.py), not the environment.
     "LORABENCH_CHECKPOINT_DIR": "the run plan's checkpoints",
     "LORABENCH_PROGRESS_FILE": "the run plan's progress_file",
 }
+
+
+def retired_set(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """The removed switches still set here, each with what replaced it: a user who set one to change a run
+    is told that it no longer does (by every command, and by `lorabench doctor --settings`)."""
+    environ = os.environ if environ is None else environ
+    return [(name, instead) for name, instead in RETIRED.items() if name in environ]
+
+
 GGUF_CONVERTER = declare(
     "LORABENCH_GGUF_CONVERTER",
     _path,

@@ -194,7 +194,6 @@ def test_every_declaration_is_complete_and_its_default_reads() -> None:
         ("LORABENCH_MEM_CAP", "0", "not a size above zero"),
         ("LORABENCH_MIN_FREE", "-1g", "not a size above zero"),
         ("LORABENCH_MEMORY_FLOOR", "1e999t", "is not a size"),
-        ("LORABENCH_DEBUG", "banana", "is not 1 or 0"),
         ("LORABENCH_GIT_DIRTY", "maybe", "is not 1 or 0"),
         ("LORABENCH_NODE", "first", "is not a whole number"),
         (
@@ -294,10 +293,20 @@ def test_help_points_at_the_settings_list(capsys: pytest.CaptureFixture[str]) ->
     assert "lorabench doctor --settings" in " ".join(capsys.readouterr().out.split())
 
 
-def test_a_bad_debug_value_is_named_and_the_command_still_runs(
+def test_a_retired_switch_still_set_is_named_with_what_replaced_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("LORABENCH_DEBUG", "banana")
-    assert main(["doctor", "--settings"]) == 2  # the listing marks it too
-    err = capsys.readouterr().err
-    assert "warning: $LORABENCH_DEBUG: 'banana' is not 1 or 0" in err
+    """A removed switch is read by nothing: a user who still sets one is told so, not left believing it
+    changed the run (`--debug` replaced LORABENCH_DEBUG)."""
+    monkeypatch.setenv("LORABENCH_DEBUG", "1")
+    monkeypatch.setenv("LORABENCH_BYTECODE_CACHE", "0")
+    assert main(["doctor", "--settings"]) == 0
+    out, err = capsys.readouterr()
+    assert "$LORABENCH_DEBUG is set but does nothing now: pass --debug" in out
+    assert "$LORABENCH_BYTECODE_CACHE is set but does nothing now" in out
+    # Every command says it, once per variable, before it runs.
+    assert err.count("lorabench: warning: $LORABENCH_DEBUG is set but does nothing now") == 1
+    monkeypatch.delenv("LORABENCH_DEBUG")
+    monkeypatch.delenv("LORABENCH_BYTECODE_CACHE")
+    assert main(["doctor", "--settings"]) == 0
+    assert "does nothing now" not in "".join(capsys.readouterr())

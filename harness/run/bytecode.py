@@ -10,8 +10,7 @@ source: 7.9 s of `compile`.
 So when writing bytecode is off and the installed torch holds none beside its sources, the child writes and
 reads its bytecode under lorabench's cache (PYTHONPYCACHEPREFIX): the sources and site-packages stay as
 they are. Where bytecode already sits beside the sources (a plain pip install, our images) nothing changes:
-a prefix would hide it. A prefix the user set is theirs, and so is turning this off (the setting in
-harness/settings.py, passed in as `enabled`).
+a prefix would hide it. A prefix the user set is theirs (PYTHONPYCACHEPREFIX: the folder they chose).
 """
 
 from __future__ import annotations
@@ -34,13 +33,11 @@ def compiled_beside_sources(package: str = "torch") -> bool:
     return any(cache.glob(f"*.{sys.implementation.cache_tag}.pyc"))
 
 
-def child_bytecode_env(
-    env: Mapping[str, str], cache_root: Path, *, enabled: bool = True, probe: str = "torch"
-) -> dict[str, str]:
+def child_bytecode_env(env: Mapping[str, str], cache_root: Path, *, probe: str = "torch") -> dict[str, str]:
     """`env` for the trainer child, with a bytecode cache under `cache_root` when the rule above says so
     (`probe`: the installed package whose `__pycache__` tells whether bytecode was compiled at install)."""
     out = dict(env)
-    if not enabled or not out.get(WRITE_OFF) or out.get(PREFIX) or compiled_beside_sources(probe):
+    if not out.get(WRITE_OFF) or out.get(PREFIX) or compiled_beside_sources(probe):
         return out
     del out[WRITE_OFF]
     out[PREFIX] = str(cache_root / "bytecode" / sys.implementation.cache_tag)

@@ -136,7 +136,7 @@ def trainer_env(
     )
     # Where this Python compiles every import anew (PYTHONDONTWRITEBYTECODE and no bytecode installed), the
     # child caches its bytecode under lorabench's cache: 7.9 s of every Exp A seed on the lent H200.
-    env = child_bytecode_env(env, cache_dir(), enabled=settings.BYTECODE_CACHE.value())
+    env = child_bytecode_env(env, cache_dir())
     if "CUDA_VISIBLE_DEVICES" not in env:
         # Exactly the GPUs the setup asks for: with more visible, Trainer would wrap one process in
         # nn.DataParallel (which SFTTrainer refuses) instead of one process per GPU.
