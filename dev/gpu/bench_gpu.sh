@@ -29,9 +29,6 @@
 #   suite-mps N      the same under CUDA MPS (the daemon up, as on a host that runs it)
 #   kernels          Exp A seed 3407 with recipe.kernels none and liger, alternated twice: whole command,
 #                    steps, final loss, exact match (kernels.txt; needs liger-kernel among the wheels)
-#   batches          Exp A's three seeds with recipe.batches=by_length (a field tried and removed: apply
-#                    reports/benchmarks/h200/logs-2026-12-03-by-length/by_length.patch first), each alone: exact match, loss, steps
-#                    against the published records' (batches.txt)
 #   warm-seed        one Exp A seed (3407) alone after the suite, caches warm, whole command timed (alone.txt)
 #   three            Exp A's three seeds started at once, the GPU time-sliced between them (three.txt)
 #   mps              the three at once under CUDA MPS (one shared GPU context), then the phase breakdown
@@ -103,22 +100,26 @@ mfu_run() {  # $1 name, then --set overrides: the 4B packed shape, 20 steps, tim
     --allow-noisy --set "name=$name" "$@" --results "$R" --quiet > "$OUT/mfu-$name.log" 2>&1
   tail -n 1 "$OUT/mfu-$name.log"
 }
+records() {  # the records at the given paths, one line each: placement, steps, final loss, exact match, kernels
+  python3 - "$@" <<'PY'
+import sys
+from pathlib import Path
+from harness.results import load_record
+for path in map(Path, sys.argv[1:]):
+    r = load_record(path)
+    steps = r.timings.phases.get("steps") if r.timings.phases else None
+    print(f"  {path.parts[2]} seed {r.seed}: {r.status} placement {r.provenance.placement} created {r.created} "
+          f"wall {r.timings.wall_s} steps {steps} final loss {r.train.final_loss if r.train else None} "
+          f"EM {r.trained.exact_match if r.trained else None} kernels {r.train.kernels if r.train else None}")
+PY
+}
 step_suite() {  # $1 a name: the suite as a user runs it, whole command timed, then what each record says
   local start; start=$(date +%s.%N)
   timeout 400 python3 -m harness.cli bench --results "/root/suite-$1" --reports "/root/suite-$1-reports" \
     -- -k exp_a --lorabench-rerun=all > "$OUT/suite-$1.log" 2>&1
   echo "suite $1: rc=$? whole command $(secs "$start") s" | tee -a "$OUT/suite.txt"
   grep -m1 "lorabench bench: .*pytest" "$OUT/suite-$1.log" | cut -c1-200 | tee -a "$OUT/suite.txt"
-  python3 - "/root/suite-$1" <<'PY' | tee -a "$OUT/suite.txt"
-import sys
-from pathlib import Path
-from harness.results import load_record
-for path in sorted(Path(sys.argv[1]).glob("*/*/exp_a/*/seed-*.json")):
-    r = load_record(path)
-    t = r.timings
-    print(f"  seed {r.seed}: {r.status} placement {r.provenance.placement} created {r.created} wall {t.wall_s} "
-          f"steps {t.phases.get('steps') if t.phases else None} EM {r.trained.exact_match if r.trained else None}")
-PY
+  records "/root/suite-$1"/*/*/exp_a/*/seed-*.json | tee -a "$OUT/suite.txt"
   breakdown "/root/suite-$1"/*/*/exp_a/*/seed-*.json | tee -a "$OUT/suite.txt"
 }
 step_kernels() {  # Exp A seed 3407, the model's own modules against Liger's, alternated twice
@@ -128,36 +129,7 @@ step_kernels() {  # Exp A seed 3407, the model's own modules against Liger's, al
       exp_a 3407 "/root/kernels-$k-$round" "/root/logs/kernels-$k-$round.log" --set recipe.kernels=$k | tee -a "$OUT/kernels.txt"
     done
   done
-  python3 - <<'PY' | tee -a "$OUT/kernels.txt"
-import glob
-from pathlib import Path
-from harness.results import load_record
-for path in sorted(glob.glob("/root/kernels-*/*/*/exp_a/*/seed-3407.json")):
-    r = load_record(Path(path))
-    steps = r.timings.phases.get("steps") if r.timings.phases else None
-    print(f"{path.split('/')[2]}: steps {steps} s, final loss {r.train.final_loss if r.train else None}, "
-          f"loss[:3] {r.train.loss[:3] if r.train else None}, EM {r.trained.exact_match if r.trained else None}, "
-          f"train.kernels {r.train.kernels if r.train else None}")
-PY
-}
-step_batches() {  # Exp A's seeds with length-grouped batches, each alone, beside the published records
-  local s
-  for s in 3407 42 1234; do
-    exp_a $s /root/batches "/root/logs/batches-$s.log" --set recipe.batches=by_length | tee -a "$OUT/batches.txt"
-  done
-  python3 - <<'PY' | tee -a "$OUT/batches.txt"
-import glob
-from pathlib import Path
-from harness.results import load_record
-for path in sorted(glob.glob("/root/batches/*/*/exp_a/*/seed-*.json")) + sorted(
-    glob.glob("reports/results/h200-image/*/exp_a/*/seed-*.json")
-):
-    r = load_record(Path(path))
-    steps = r.timings.phases.get("steps") if r.timings.phases else None
-    print(f"{path.split('/')[1]} seed {r.seed} batches {r.setup.recipe.batches}: steps {steps} s, "
-          f"tokens {r.train.tokens if r.train else None}, final loss {r.train.final_loss if r.train else None}, "
-          f"EM {r.trained.exact_match if r.trained else None}")
-PY
+  records /root/kernels-*/*/*/exp_a/*/seed-3407.json | tee -a "$OUT/kernels.txt"
 }
 step_rescore() {  # the same adapter scored twice on its base (eval.adapter): identical answers?
   local adapter i
@@ -256,7 +228,6 @@ while [ $# -gt 0 ]; do
     suite) step_suite "$arg" ;;
     suite-mps) with_mps step_suite "$arg" ;;
     kernels) step_kernels ;;
-    batches) step_batches ;;
     warm-seed) exp_a 3407 /root/warm /root/logs/warm-3407.log | tee -a "$OUT/alone.txt"
       breakdown /root/warm/*/*/exp_a/*/seed-3407.json | tee -a "$OUT/alone.txt" ;;
     final) for seed in 3407 42 1234; do exp_a $seed /root/final /root/logs/final-$seed.log | tee -a "$OUT/final.txt"; done ;;
@@ -278,5 +249,5 @@ while [ $# -gt 0 ]; do
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
   tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root \
-    $(cd /root && ls -d logs results results3 final timed finalmps suite-* warm kernels-* batches rescore rprof ab-* 2>/dev/null)
+    $(cd /root && ls -d logs results results3 final timed finalmps suite-* warm kernels-* rescore rprof ab-* 2>/dev/null)
 done

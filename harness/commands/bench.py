@@ -11,7 +11,8 @@ one whose fingerprint matches stands in for a run, and the scorecard is rendered
 
 On GPUs the suite's cases run side by side (pytest-xdist, harness/suite/placement.py): 3 workers per CUDA GPU
 (Exp A's suite on one H200, warm: 68.9 s with its three seeds sharing the GPU, 95.5 s one after another),
-one per ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses instead."""
+one per ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`)
+chooses instead."""
 
 from __future__ import annotations
 

@@ -42,27 +42,24 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:18] + "…" + text[-18:]
 
 
-def _same_data(record: RunRecord, setup: SetupConfig) -> bool:
-    """Whether a record whose data path was cut (`…/<name>`: a published record, `lorabench publish`) read
-    the data this setup reads: its fingerprint, rebuilt with this setup's data, is the one it recorded. The
-    cut path names no file, so its content cannot be hashed; without this, no published record of a local
-    data file would ever tell a run's expected time or whether its seeds fit on one GPU together."""
-    source = record.setup.data.source
+def _recorded_setup(record: RunRecord, setup: SetupConfig) -> SetupConfig:
+    """The record's setup, its data named as this setup names it where the record's data path was cut
+    (`…/<name>`: a published record, `lorabench publish`) and its fingerprint, rebuilt with this setup's data,
+    is the one it recorded: the cut path names no file to hash, and without this no published record of a
+    local data file would ever tell a run's expected time or whether its seeds fit on one GPU together."""
     kind = record.provenance.host.kind
-    if not source.startswith("…/") or kind is None:
-        return False
+    if not record.setup.data.source.startswith("…/") or kind is None:
+        return record.setup
     rebuilt = record.setup.model_copy(
         update={"data": record.setup.data.model_copy(update={"source": setup.data.source})}
     )
-    return run_fingerprint(rebuilt, record.stack, kind) == record.fingerprint
+    return rebuilt if run_fingerprint(rebuilt, record.stack, kind) == record.fingerprint else record.setup
 
 
 def setup_changes(record: RunRecord, setup: SetupConfig) -> list[str]:
     """`field recorded → now` for each setup field the fingerprint sees that differs (data by content)."""
     now_seen, now_all = _sides(setup)
-    then_seen, then_all = _sides(record.setup)
-    if _same_data(record, setup):
-        then_seen["data.source"] = now_seen.get("data.source", then_seen.get("data.source"))
+    then_seen, then_all = _sides(_recorded_setup(record, setup))
     changes = []
     for key in sorted(set(now_seen) | set(then_seen)):
         # A field at its default on one side is not in that side's fingerprint: its value is the default.
