@@ -25,6 +25,7 @@ from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.models import cache_dir
 from harness.results import setup_digest
+from harness.run import warm
 from harness.run.bytecode import child_bytecode_env
 from harness.run.capped import ChildOutcome, run_capped
 from harness.run.lifeline import lifeline_env
@@ -122,7 +123,7 @@ def trainer_command(setup: SetupConfig, plan_file: Path, rendezvous: Rendezvous 
 
 
 def trainer_env(
-    setup: SetupConfig, extra_env: dict[str, str] | None = None, visible_gpus: tuple[str, str] | None = None
+    gpus: int, extra_env: dict[str, str] | None = None, visible_gpus: tuple[str, str] | None = None
 ) -> dict[str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
     if visible_gpus is not None:  # the plan's GPUs (the suite's worker's), for the trainer only
@@ -140,7 +141,7 @@ def trainer_env(
     if "CUDA_VISIBLE_DEVICES" not in env:
         # Exactly the GPUs the setup asks for: with more visible, Trainer would wrap one process in
         # nn.DataParallel (which SFTTrainer refuses) instead of one process per GPU.
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(setup.gpus))
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(gpus))
     return env
 
 
@@ -156,12 +157,19 @@ def start_trainer(
     plan_file = plan.write()
     return run_capped(
         trainer_command(plan.setup, plan_file, rendezvous),
-        env=trainer_env(plan.setup, extra_env, plan.visible_gpus),
+        env=trainer_env(plan.setup.gpus, extra_env, plan.visible_gpus),
         cwd=None,
         cap_bytes=cap_bytes,
         floor_bytes=floor_bytes,
         warm_job=str(plan_file) if forkable(plan.setup) else None,
     )
+
+
+def prewarm_trainer() -> None:
+    """This process's warm fork server started now, in the environment of an untimed one-GPU trainer (the
+    suite's runs): its imports (6.1-7.1 s of each seed of Exp A's suite on an H200) then overlap the
+    worker's own start instead of following it. A timed run's environment (offline) differs: it starts its own."""
+    warm.prewarm(trainer_env(1))
 
 
 def forkable(setup: SetupConfig) -> bool:

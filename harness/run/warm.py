@@ -3,7 +3,7 @@ torch, transformers, PEFT, TRL and datasets) once per lorabench process, and for
 
 A suite runs its seeds one after another in one process; each spawned trainer child imported the heavy
 stack anew (5.8 s of a warm Exp A seed's 26.1 s on an H200). The server is started by the run's parent at
-its first run, imports the stack without touching CUDA (a CUDA context does not survive a fork), and then,
+its first run (a suite's xdist worker starts it with itself: `prewarm`), imports the stack without touching CUDA (a CUDA context does not survive a fork), and then,
 for each run, forks a child that becomes what a spawned child is: its own session (process group), the
 parent's stdin/stdout/stderr of that moment (passed over the socket), the run's environment and working
 folder, and `python -m harness.run.child JOB.json` as its command line (written over the server's, so `ps`
@@ -44,11 +44,10 @@ from typing import Any
 MESSAGE_BYTES = 1 << 20
 # Room in the server's own command line for a child's `python -m harness.run.child JOB.json`.
 TITLE_ROOM = 4096
-PER_RUN_ENV = (
-    "CUDA_VISIBLE_DEVICES",
-    "HIP_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-)  # read when the GPU starts
+# Variables no import reads, so a server started under other values serves the run as well (its child gets
+# the run's environment whole): the GPU pins, read when the GPU starts, and the name pytest gives each test
+# phase (a suite's worker starts its server before its first test: harness.suite.plugin).
+PER_RUN_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST")
 
 
 class ServerGone(Exception):
@@ -147,6 +146,14 @@ def warm_child(job_file: str, env: dict[str, str], cwd: str) -> WarmChild | None
     except (OSError, ServerGone, ValueError):
         close_server()
         return None
+
+
+def prewarm(env: dict[str, str]) -> None:
+    """Starts this process's server for `env` now, before its first run, so the stack's imports overlap what
+    the process does until then; a first run with another environment replaces it (`warm_child`)."""
+    if not _servers:
+        with contextlib.suppress(OSError):
+            _servers.append(WarmServer(env))
 
 
 def close_server() -> None:

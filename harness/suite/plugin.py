@@ -192,6 +192,18 @@ def pytest_configure(config: pytest.Config) -> None:
         settings, worker=worker, follow=progress_follower(config, settings, worker)
     )
     config.pluginmanager.register(RunLog(), "lorabench-runlog")
+    if worker and not settings.inline:
+        prewarm_trainers()
+
+
+def prewarm_trainers() -> None:
+    """An xdist worker (`lorabench bench` starts them on GPU hosts) starts its warm fork server with itself:
+    the trainers' imports then overlap the worker's start, collection and lookups. A worker whose runs are
+    all reused ends it unused; a run under a memory cap is spawned, so none is started for one."""
+    from harness.run.launch import prewarm_trainer
+
+    if settings.MEM_CAP.get() is None:
+        prewarm_trainer()
 
 
 @pytest.hookimpl(wrapper=True)

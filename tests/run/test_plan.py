@@ -24,12 +24,12 @@ def test_the_plan_carries_the_devices_to_the_trainer_and_nothing_else_does(
     plan = RunPlan(setup=setup, work_dir=tmp_path, visible_gpus=placement.visible_gpus)
     read = RunPlan.read(plan.write())
     assert read.visible_gpus == ("CUDA_VISIBLE_DEVICES", "1")
-    assert trainer_env(read.setup, None, read.visible_gpus)["CUDA_VISIBLE_DEVICES"] == "1"
+    assert trainer_env(read.setup.gpus, None, read.visible_gpus)["CUDA_VISIBLE_DEVICES"] == "1"
     assert "CUDA_VISIBLE_DEVICES" not in os.environ  # the parent's own environment is left as it was
-    env = trainer_env(read.setup, None, read.visible_gpus)
+    env = trainer_env(read.setup.gpus, None, read.visible_gpus)
     assert not [k for k in env if k.startswith("LORABENCH_") and ("GPU" in k or "DEVICE" in k)]
     # Without a placement the trainer sees the GPUs its setup asks for, as before.
-    assert trainer_env(setup, None, None)["CUDA_VISIBLE_DEVICES"] == "0"
+    assert trainer_env(setup.gpus, None, None)["CUDA_VISIBLE_DEVICES"] == "0"
     assert placement.facts.model_dump() == {"devices": "1", "shared_by": 3}
     assert Placement(devices="cpu", shared_by=2).visible_gpus is None
 

@@ -107,3 +107,16 @@ def test_a_forked_trainer_ends_as_a_spawned_one_leaving_no_scratch_folder(
     assert record.status == "ok", record.reason
     assert warm._servers and warm._servers[0].forked == 1
     assert not list(scratch.glob("lorabench-trainer-*"))
+
+
+def test_a_server_started_before_the_first_run_forks_it(
+    tiny: SetupConfig, tmp_path: Path, no_server: None
+) -> None:
+    """What a suite's xdist worker does (harness.suite.plugin): its server starts with it, in the environment
+    its untimed runs will have, and the first run finds it instead of starting another."""
+    launch.prewarm_trainer()
+    [server] = warm._servers
+    record, _ = run_setup(tiny, RunOptions(tmp_path / "w", quiet=True))
+    assert record.status == "ok", record.reason
+    assert warm._servers == [server], "the run's environment differs from the one the server was started in"
+    assert server.forked == 1

@@ -216,3 +216,25 @@ def test_runs_share_a_gpu_only_where_an_earlier_run_says_they_fit() -> None:
     assert not fits_beside(108 * 2**30, h200, 2)  # 4B packed 8 × 2048 with the defaults: 108 GiB
     assert fits_beside(108 * 2**30, h200, 1)
     assert not fits_beside(None, h200, 3) and not fits_beside(exp_a_peak, None, 3)  # not known: alone
+
+
+@pytest.mark.parametrize("memory_cap", [None, "8g"])
+def test_an_xdist_worker_starts_its_warm_trainer_with_itself(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, memory_cap: str | None
+) -> None:
+    """Its imports then overlap the worker's start; under a memory cap runs are spawned, so none starts."""
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    if memory_cap:
+        monkeypatch.setenv("LORABENCH_MEM_CAP", memory_cap)
+    pytester.makeconftest('pytest_plugins = ["harness.suite.plugin"]')
+    pytester.makepyfile(
+        test_worker="""
+        from harness.run import launch, warm
+
+        def test_the_server_of_this_worker():
+            servers = [server.key for server in warm._servers]
+            assert servers == ([] if CAPPED else [warm.env_key(launch.trainer_env(1))])
+        """.replace("CAPPED", str(bool(memory_cap)))
+    )
+    result = pytester.runpytest_subprocess("-n", "1", "-p", "no:cacheprovider", "--lorabench-stack=teststack")
+    result.assert_outcomes(passed=1)
