@@ -27,6 +27,8 @@
 #                    placement: 3 workers on the one GPU), the whole command timed, into /root/suite-N
 #                    (suite.txt: the command's seconds, each record's placement, span and exact match)
 #   suite-mps N      the same under CUDA MPS (the daemon up, as on a host that runs it)
+#   collect          pytest's collection of Exp A timed with its plugins autoloaded and not, -X importtime (collect.txt)
+#   suite-ab N       the suite with the code in $BEFORE, then this checkout's, N rounds (suite-beforeK, suite-afterK)
 #   kernels          Exp A seed 3407 with recipe.kernels none and liger, alternated twice: whole command,
 #                    steps, final loss, exact match (kernels.txt; needs liger-kernel among the wheels)
 #   warm-seed        one Exp A seed (3407) alone after the suite, caches warm, whole command timed (alone.txt)
@@ -113,10 +115,11 @@ for path in map(Path, sys.argv[1:]):
           f"EM {r.trained.exact_match if r.trained else None} kernels {r.train.kernels if r.train else None}")
 PY
 }
-step_suite() {  # $1 a name: the suite as a user runs it, whole command timed, then what each record says
-  local start; start=$(date +%s.%N)
-  timeout 400 python3 -m harness.cli bench --results "/root/suite-$1" --reports "/root/suite-$1-reports" \
-    -- -k exp_a --lorabench-rerun=all > "$OUT/suite-$1.log" 2>&1
+step_suite() {  # $1 a name, $2 the code (default this checkout): the suite as a user runs it, whole command
+  local start dir=${2:-$PWD} here=$PWD; start=$(date +%s.%N)  # timed, then what each record says
+  (cd "$dir" && PYTHONPATH="/tmp/site:$dir" timeout 400 python3 -m harness.cli bench --results "/root/suite-$1" \
+    --reports "/root/suite-$1-reports" --published "$here/reports/results" -- -k exp_a --lorabench-rerun=all) \
+    > "$OUT/suite-$1.log" 2>&1
   echo "suite $1: rc=$? whole command $(secs "$start") s" | tee -a "$OUT/suite.txt"
   grep -m1 "lorabench bench: .*pytest" "$OUT/suite-$1.log" | cut -c1-200 | tee -a "$OUT/suite.txt"
   records "/root/suite-$1"/*/*/exp_a/*/seed-*.json | tee -a "$OUT/suite.txt"
@@ -212,7 +215,7 @@ step_mfu_kernels() {  # the model's own modules, liger, liger + expandable segme
 while [ $# -gt 0 ]; do
   step=$1; shift
   case "$step" in
-    alone|vs-peer|mfu-checkpointing|suite|suite-mps) arg=$1; shift; budget=450
+    alone|vs-peer|mfu-checkpointing|suite|suite-mps|suite-ab) arg=$1; shift; budget=450
       [ "$step" = vs-peer ] && [[ "${1:-}" =~ ^[0-9]+$ ]] && { budget=$1; shift; } ;;
   esac
   case "$step" in
@@ -227,6 +230,16 @@ while [ $# -gt 0 ]; do
     timed) step_timed ;;
     suite) step_suite "$arg" ;;
     suite-mps) with_mps step_suite "$arg" ;;
+    collect) for autoload in on off; do  # where a suite worker's start goes: pytest's plugins, collection, imports
+        start=$(date +%s.%N)
+        if [ $autoload = off ]; then export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1; fi
+        python3 -X importtime -m pytest --collect-only -q -k exp_a benchmarks -p no:cacheprovider \
+          > /dev/null 2> "$OUT/collect-importtime-$autoload.txt"
+        echo "pytest --collect-only -k exp_a, plugin autoload $autoload: $(secs "$start") s" | tee -a "$OUT/collect.txt"
+        unset PYTEST_DISABLE_PLUGIN_AUTOLOAD
+      done
+      sort -t'|' -k2 -n "$OUT/collect-importtime-on.txt" | tail -n 25 >> "$OUT/collect.txt" ;;
+    suite-ab) for round in $(seq "$arg"); do step_suite "before$round" "$PWD/$BEFORE"; step_suite "after$round"; done ;;
     kernels) step_kernels ;;
     warm-seed) exp_a 3407 /root/warm /root/logs/warm-3407.log | tee -a "$OUT/alone.txt"
       breakdown /root/warm/*/*/exp_a/*/seed-3407.json | tee -a "$OUT/alone.txt" ;;

@@ -10,9 +10,9 @@ one whose fingerprint matches stands in for a run, and the scorecard is rendered
 `lorabench publish` is the separate, explicit step that copies records into `reports/results/`.
 
 On GPUs the suite's cases run side by side (pytest-xdist, harness/suite/placement.py): 3 workers per CUDA GPU
-(Exp A's suite on one H200, warm: 68.9 s with its three seeds sharing the GPU, 95.5 s one after another),
-one per ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`)
-chooses instead."""
+(Exp A's suite on one H200, warm: 66.3 s, the median of 4, with its three seeds sharing the GPU; 95.5 s one
+after another), one per ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or
+`-p no:xdist`) chooses instead."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ from harness.run.plan import Placement
 
 # Exp A's 3 seeds on one H200 (issue #40): started at once by hand 48.4 s against 88.4 s one after another;
 # `lorabench bench -- -k exp_a` warm, 3 workers sharing the GPU 68.9 s against 95.5 s with each seed alone
-# (2026-12-03, reports/benchmarks/h200/2026-12-03-suite-placement.txt); the same predictions either way.
+# (2026-12-03, reports/benchmarks/h200/2026-12-03-suite-placement.txt; 66.3 s, the median of 4, once the
+# workers prewarm their trainers: …-suite-prewarm.txt); the same predictions either way.
 CUDA_WORKERS_PER_GPU = 3
 CPU = "cpu"
 # Room left beside k runs' measured peaks: allocator fragmentation, CUDA contexts, eval's own peak.
