@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.guard import GuardRecord
@@ -95,10 +95,19 @@ def _ran_beside(current: RunRecord, header: RecordHeader) -> bool:
     if current.status != "ok" or current.fingerprint != header.fingerprint or current.timings.total_s is None:
         return False
     try:
-        ended = datetime.fromisoformat(current.created).timestamp() + current.timings.total_s
-        return ended >= datetime.fromisoformat(header.created).timestamp()
+        return _started(current) + current.timings.total_s >= _started(header)
     except ValueError:
         return False
+
+
+def _started(run: RunRecord | RecordHeader) -> float:
+    """When a run started, to the microsecond its run id names (`created` is cut to the second: a re-run
+    begun 0.3 s after the run before it ended, in the same second, looked as if the two had overlapped, and
+    its record went beside the old one); `created` for a run id of another shape."""
+    try:
+        return datetime.strptime(run.run_id[:22], "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return datetime.fromisoformat(run.created).timestamp()
 
 
 def land_run(

@@ -197,6 +197,19 @@ def test_a_record_landed_while_this_run_ran_keeps_its_name_and_this_one_goes_bes
     assert f"(run r1) wrote {landed_first[1]} while this one ran" in capsys.readouterr().err
 
 
+def test_a_rerun_begun_in_the_second_the_run_before_it_ended_takes_the_name(tmp_path: Path) -> None:
+    # The suite's `--lorabench-rerun` right after a run (seen in tests/suite/test_suite_runs.py under load):
+    # the first ran 31.07 → 35.13 s, the re-run began at 35.32 s. By `created`, cut to the second (31 + 4.06
+    # ≥ 35), the two had overlapped and the re-run's record went beside the old one.
+    first = header("20261203T205031.065916Z-b077b88d-s3407-689ba6", "2026-12-03T20:50:31+00:00")
+    ran = Timings(total_s=4.06)
+    assert land(tmp_path, first, lambda _path: RunRecord.from_header(first, status="ok", timings=ran))
+    rerun = header("20261203T205035.320758Z-b077b88d-s3407-1f2e3d", "2026-12-03T20:50:35+00:00")
+    landed = land(tmp_path, rerun, lambda _path: RunRecord.from_header(rerun, status="ok", timings=ran))
+    assert landed is not None and landed[1] == rerun.record_path(tmp_path)
+    assert [load_record(p).run_id for p in tmp_path.rglob("seed-3407.prev-*.json")] == [first.run_id]
+
+
 def test_a_record_of_a_run_that_did_not_finish_gives_the_name_to_this_run(tmp_path: Path) -> None:
     # `lorabench run` after a SIGKILL: its own sweep records the dead run as killed while it runs, then it
     # resumes that run's checkpoint and finishes; its record, not the killed one, must hold the name.
