@@ -34,12 +34,25 @@ def test_one_reader_per_file_and_one_name_table_within_a_conversion(small_gguf: 
         assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
 
 
+def test_within_a_conversion_the_file_is_read_into_memory_and_reads_the_same(small_gguf: Path) -> None:
+    # A memmap's every slice runs Python code: SmolLM2's vocabulary is ~4.5 million slices (a third of a cold
+    # conversion on the Xeon: 8.8 → 5.5-6.1 s, the written model and tokenizer byte for byte the same).
+    mapped = gguf.GGUFReader(small_gguf)
+    with _gguf_read_once():
+        in_memory = gguf.GGUFReader(small_gguf)
+    assert isinstance(mapped.data, np.memmap) and not isinstance(in_memory.data, np.memmap)
+    assert list(in_memory.fields) == list(mapped.fields)
+    assert [f.contents() for f in in_memory.fields.values()] == [f.contents() for f in mapped.fields.values()]
+    assert np.array_equal(in_memory.tensors[0].data, mapped.tensors[0].data)
+
+
 def test_gguf_is_restored_after_the_conversion_even_when_it_fails(small_gguf: Path) -> None:
     reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
     with pytest.raises(RuntimeError), _gguf_read_once():
         raise RuntimeError("conversion failed")
     assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader_class, name_map)
     assert gguf.GGUFReader(small_gguf) is not gguf.GGUFReader(small_gguf)
+    assert isinstance(gguf.GGUFReader(small_gguf).data, np.memmap)
 
 
 def test_inputs_are_read_from_the_converted_folder_once_it_exists(
