@@ -28,6 +28,9 @@
 #                    (suite.txt: the command's seconds, each record's placement, span and exact match)
 #   suite-mps N      the same under CUDA MPS (the daemon up, as on a host that runs it)
 #   collect          pytest's collection of Exp A timed with its plugins autoloaded and not, -X importtime (collect.txt)
+#   join-only        the GGUF joined from parts A and B, not converted (for cold-ab)
+#   cold-ab          Exp A seed 3407 as the first run on a fresh machine (its own empty cache: the GGUF not yet
+#                    converted, no bytecode, no baseline), this checkout, the code in $BEFORE, this checkout again
 #   suite-ab N       the suite with the code in $BEFORE, then this checkout's, N rounds (suite-beforeK, suite-afterK)
 #   kernels          Exp A seed 3407 with recipe.kernels none and liger, alternated twice: whole command,
 #                    steps, final loss, exact match (kernels.txt; needs liger-kernel among the wheels)
@@ -239,6 +242,13 @@ while [ $# -gt 0 ]; do
         unset PYTEST_DISABLE_PLUGIN_AUTOLOAD
       done
       sort -t'|' -k2 -n "$OUT/collect-importtime-on.txt" | tail -n 25 >> "$OUT/collect.txt" ;;
+    join-only) bash dev/gpu/join_model.sh "$PARTB/part-b" || exit 1 ;;
+    cold-ab) for side in after before after2; do  # the first run on a fresh machine: an empty cache each
+        dir=$PWD; [ $side = before ] && dir=$PWD/$BEFORE
+        (cd "$dir" && export PYTHONPATH="/tmp/site:$dir" LORABENCH_CACHE=/root/coldcache-$side \
+          && exp_a 3407 "/root/coldrun-$side" "/root/logs/cold-$side.log") | sed "s/^/$side: /" | tee -a "$OUT/cold.txt"
+      done
+      breakdown /root/coldrun-*/*/*/exp_a/*/seed-3407.json | tee -a "$OUT/cold.txt" ;;
     suite-ab) for round in $(seq "$arg"); do step_suite "before$round" "$PWD/$BEFORE"; step_suite "after$round"; done ;;
     kernels) step_kernels ;;
     warm-seed) exp_a 3407 /root/warm /root/logs/warm-3407.log | tee -a "$OUT/alone.txt"
@@ -262,5 +272,5 @@ while [ $# -gt 0 ]; do
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
   tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root \
-    $(cd /root && ls -d logs results results3 final timed finalmps suite-* warm kernels-* rescore rprof ab-* 2>/dev/null)
+    $(cd /root && ls -d logs results results3 final timed finalmps suite-* warm kernels-* rescore rprof ab-* coldrun-* 2>/dev/null)
 done
