@@ -168,7 +168,8 @@ def start_trainer(
 def prewarm_trainer() -> None:
     """This process's warm fork server started now, in the environment of an untimed one-GPU trainer (the
     suite's runs): its imports (6.1-7.1 s of each seed of Exp A's suite on an H200) then overlap the
-    worker's own start instead of following it. A timed run's environment (offline) differs: it starts its own."""
+    worker's own start instead of following it. A timed run's environment (offline) differs: it starts
+    its own."""
     warm.prewarm(trainer_env(1))
 
 

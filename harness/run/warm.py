@@ -3,11 +3,11 @@ torch, transformers, PEFT, TRL and datasets) once per lorabench process, and for
 
 A suite runs its seeds one after another in one process; each spawned trainer child imported the heavy
 stack anew (5.8 s of a warm Exp A seed's 26.1 s on an H200). The server is started by the run's parent at
-its first run (a suite's xdist worker starts it with itself: `prewarm`), imports the stack without touching CUDA (a CUDA context does not survive a fork), and then,
-for each run, forks a child that becomes what a spawned child is: its own session (process group), the
-parent's stdin/stdout/stderr of that moment (passed over the socket), the run's environment and working
-folder, and `python -m harness.run.child JOB.json` as its command line (written over the server's, so `ps`
-and the sweeps find it as before). From there it runs
+its first run (a suite's xdist worker starts it with itself: `prewarm`), imports the stack without touching
+CUDA (a CUDA context does not survive a fork), and then, for each run, forks a child that becomes what a
+spawned child is: its own session (process group), the parent's stdin/stdout/stderr of that moment (passed
+over the socket), the run's environment and working folder, and `python -m harness.run.child JOB.json` as
+its command line (written over the server's, so `ps` and the sweeps find it as before). From there it runs
 `harness.run.child.main` as a spawned child would, lifeline included: it watches the run's parent.
 
 The parent keeps its watchdog and its order of waiting (harness.run.capped): the server waits for the

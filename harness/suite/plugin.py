@@ -193,17 +193,19 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.pluginmanager.register(RunLog(), "lorabench-runlog")
     if worker and not settings.inline:
-        prewarm_trainers()
+        _prewarm_trainer()
 
 
-def prewarm_trainers() -> None:
+def _prewarm_trainer() -> None:
     """An xdist worker (`lorabench bench` starts them on GPU hosts) starts its warm fork server with itself:
     the trainers' imports then overlap the worker's start, collection and lookups. A worker whose runs are
-    all reused ends it unused; a run under a memory cap is spawned, so none is started for one."""
+    all reused ends it unused; a run under a memory cap is spawned, so none is started for one (nor for a
+    cap that does not read: the run names that mistake)."""
     from harness.run.launch import prewarm_trainer
 
-    if settings.MEM_CAP.get() is None:
-        prewarm_trainer()
+    with contextlib.suppress(UserError):
+        if settings.MEM_CAP.get() is None:
+            prewarm_trainer()
 
 
 @pytest.hookimpl(wrapper=True)
