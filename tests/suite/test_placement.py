@@ -218,11 +218,12 @@ def test_runs_share_a_gpu_only_where_an_earlier_run_says_they_fit() -> None:
     assert not fits_beside(None, h200, 3) and not fits_beside(exp_a_peak, None, 3)  # not known: alone
 
 
-@pytest.mark.parametrize("memory_cap", [None, "8g"])
+@pytest.mark.parametrize("memory_cap", [None, "8g", "lots"])
 def test_an_xdist_worker_starts_its_warm_trainer_with_itself(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, memory_cap: str | None
 ) -> None:
-    """Its imports then overlap the worker's start; under a memory cap runs are spawned, so none starts."""
+    """Its imports then overlap the worker's start; under a memory cap runs are spawned, so none starts (nor
+    under one that does not read: the runs name it)."""
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     if memory_cap:
         monkeypatch.setenv("LORABENCH_MEM_CAP", memory_cap)
