@@ -225,6 +225,8 @@ def test_an_xdist_worker_starts_its_warm_trainer_with_itself(
     """Its imports then overlap the worker's start; under a memory cap runs are spawned, so none starts (nor
     under one that does not read: the runs name it)."""
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    for name in ("LORABENCH_DATA", "LORABENCH_STACK"):  # CI's data path is relative to its checkout
+        monkeypatch.delenv(name, raising=False)
     if memory_cap:
         monkeypatch.setenv("LORABENCH_MEM_CAP", memory_cap)
     pytester.makeconftest('pytest_plugins = ["harness.suite.plugin"]')
