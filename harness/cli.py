@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         print("lorabench: error: no command given; `lorabench --help` lists the commands", file=sys.stderr)
         return 2
     debug = args.debug
-    for name, instead in settings.retired_set():
-        print(f"lorabench: warning: ${name} is set but does nothing now: {instead}", file=sys.stderr)
+    for retired in settings.retired_set():
+        print(f"lorabench: warning: {retired}", file=sys.stderr)
     prefix = f"lorabench {args.command}: error:"
     try:
         return int(args.func(args) or 0)

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import importlib.util
 import os
+import types
 from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -175,7 +176,7 @@ def _gguf_read_once() -> Generator[None]:
     # transformers imports both from gguf inside its functions, so the package's attributes are what it finds.
     gguf.GGUFReader, gguf.get_tensor_name_map = read_once, functools.cache(name_map)
     module = gguf.gguf_reader
-    module.np = _FileInMemory()
+    module.np = _in_memory(numpy)
     try:
         yield
     finally:
@@ -183,21 +184,14 @@ def _gguf_read_once() -> Generator[None]:
         module.np = numpy
 
 
-class _FileInMemory:
-    """numpy as gguf's reader sees it, but a file is read into memory instead of mapped: the reader slices
-    its file ~4.5 million times for SmolLM2's vocabulary, and a memmap slice runs Python code each time
+def _in_memory(numpy: types.ModuleType) -> types.ModuleType:
+    """numpy as gguf's reader sees it, but `memmap` reads the file into memory: the reader slices its file
+    ~4.5 million times for SmolLM2's vocabulary, and a memmap slice runs Python code each time
     (numpy.memmap.__getitem__ and __array_finalize__)."""
-
-    def __getattr__(self, name: str) -> object:
-        import numpy
-
-        return getattr(numpy, name)
-
-    @staticmethod
-    def memmap(path: str | os.PathLike[str], mode: str = "r") -> object:
-        import numpy
-
-        return numpy.fromfile(path, dtype=numpy.uint8)
+    shim = types.ModuleType("numpy")
+    shim.__dict__.update(numpy.__dict__)
+    shim.memmap = lambda path, mode="r": numpy.fromfile(path, dtype=numpy.uint8)  # type: ignore[attr-defined]
+    return shim
 
 
 def check_model_source(config: ModelConfig) -> None:

@@ -359,6 +359,11 @@ class WithSetup(Record):
         return read if read is not None and known_fields(read, SetupConfig) == written else written
 
 
+# A run id begins with its start, to the microsecond (harness.run.supervisor.new_run_id): `created` is cut to
+# the second.
+RUN_ID_TIME = "%Y%m%dT%H%M%S.%f"
+
+
 class RecordHeader(WithSetup):
     """A record's fields known when its run starts (design step 1): built once by the parent, kept in the
     work folder (`run.json`), and carried to the record, whoever writes it (the parent, the lead node, a

@@ -261,11 +261,15 @@ RETIRED = {
 }
 
 
-def retired_set(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """The removed switches still set here, each with what replaced it: a user who set one to change a run
-    is told that it no longer does (by every command, and by `lorabench doctor --settings`)."""
+def retired_set(environ: Mapping[str, str] | None = None) -> list[str]:
+    """A sentence for each removed switch still set here, naming what replaced it: a user who set one to
+    change a run is told that it no longer does (by every command, and by `lorabench doctor --settings`)."""
     environ = os.environ if environ is None else environ
-    return [(name, instead) for name, instead in RETIRED.items() if name in environ]
+    return [
+        f"${name} is set but does nothing now: {instead}"
+        for name, instead in RETIRED.items()
+        if name in environ
+    ]
 
 
 GGUF_CONVERTER = declare(

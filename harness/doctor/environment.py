@@ -57,8 +57,8 @@ def render_settings(
         )
         for r in bad:
             print(f"lorabench doctor: {r['problem']}", file=out)
-        for name, instead in settings.retired_set(environ):
-            print(f"lorabench doctor: ${name} is set but does nothing now: {instead}", file=out)
+        for retired in settings.retired_set(environ):
+            print(f"lorabench doctor: {retired}", file=out)
     return 2 if bad else 0
 
 

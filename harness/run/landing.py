@@ -21,6 +21,7 @@ from harness.guard import GuardRecord
 from harness.locks import exclusive_lock
 from harness.results import (
     RECORD_READ_LIMIT,
+    RUN_ID_TIME,
     NodeInfo,
     RecordHeader,
     RunRecord,
@@ -105,7 +106,8 @@ def _started(run: RunRecord | RecordHeader) -> float:
     begun 0.3 s after the run before it ended, in the same second, looked as if the two had overlapped, and
     its record went beside the old one); `created` for a run id of another shape."""
     try:
-        return datetime.strptime(run.run_id[:22], "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC).timestamp()
+        stamp = run.run_id.split("Z-", 1)[0]
+        return datetime.strptime(stamp, RUN_ID_TIME).replace(tzinfo=UTC).timestamp()
     except ValueError:
         return datetime.fromisoformat(run.created).timestamp()
 

@@ -169,8 +169,14 @@ def prewarm_trainer() -> None:
     """This process's warm fork server started now, in the environment of an untimed one-GPU trainer (the
     suite's runs): its imports (6.1-7.1 s of each seed of Exp A's suite on an H200) then overlap the
     worker's own start instead of following it. A timed run's environment (offline) differs: it starts
-    its own."""
-    warm.prewarm(trainer_env(1))
+    its own. None under a memory cap, whose runs are spawned (`run_capped`), nor for a cap that does not
+    read: the run names that mistake."""
+    try:
+        capped = settings.MEM_CAP.get() is not None
+    except UserError:
+        return
+    if not capped:
+        warm.prewarm(trainer_env(1))
 
 
 def forkable(setup: SetupConfig) -> bool:

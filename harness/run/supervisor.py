@@ -28,7 +28,7 @@ from harness.errors import UserError, describe_os_error
 from harness.gpu.visibility import hide_integrated_gpus
 from harness.guard import GuardConfig, GuardRecord
 from harness.provenance import collect_provenance, default_stack
-from harness.results import MemoryStats, NodeInfo, RecordHeader, RunRecord, run_fingerprint
+from harness.results import RUN_ID_TIME, MemoryStats, NodeInfo, RecordHeader, RunRecord, run_fingerprint
 from harness.run.capped import ChildOutcome
 from harness.run.inputs import check_inputs
 from harness.run.landing import land_run
@@ -118,7 +118,7 @@ def supervise(way: Way, setup: SetupConfig, options: RunOptions) -> tuple[RunRec
 def new_run_id(created: datetime, fp: str, seed: int) -> str:
     # Microseconds and a random tail: two runs of one setup and seed started in the same second (two
     # shells, two suite sessions) shared a work folder, and the first's cleanup deleted the second's.
-    return f"{created.strftime('%Y%m%dT%H%M%S.%f')}Z-{fp[:8]}-s{seed}-{secrets.token_hex(3)}"
+    return f"{created.strftime(RUN_ID_TIME)}Z-{fp[:8]}-s{seed}-{secrets.token_hex(3)}"
 
 
 def check_and_sweep(setup: SetupConfig, options: RunOptions) -> None:

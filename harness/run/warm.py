@@ -139,9 +139,10 @@ def warm_child(job_file: str, env: dict[str, str], cwd: str) -> WarmChild | None
     server can serve it: the caller spawns the child instead."""
     if _servers and _servers[0].key != env_key(env):
         close_server()
+    prewarm(env)
+    if not _servers:
+        return None
     try:
-        if not _servers:
-            _servers.append(WarmServer(env))
         return _servers[0].fork(job_file, env, cwd)
     except (OSError, ServerGone, ValueError):
         close_server()
@@ -152,7 +153,7 @@ def prewarm(env: dict[str, str]) -> None:
     """Starts this process's server for `env` now, before its first run, so the stack's imports overlap what
     the process does until then; a first run with another environment replaces it (`warm_child`)."""
     if not _servers:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # not started: the run is spawned
             _servers.append(WarmServer(env))
 
 

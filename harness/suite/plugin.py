@@ -23,6 +23,7 @@ from harness import settings
 from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
 from harness.results import RunRecord, record_path
+from harness.run.launch import prewarm_trainer
 from harness.stack_name import default_stack
 from harness.suite.cache import DEFAULT_RERUN
 from harness.suite.cases import CaseRuns, ClaimCase, collect_cases, judge_case, params, skip_reason
@@ -193,19 +194,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.pluginmanager.register(RunLog(), "lorabench-runlog")
     if worker and not settings.inline:
-        _prewarm_trainer()
-
-
-def _prewarm_trainer() -> None:
-    """An xdist worker (`lorabench bench` starts them on GPU hosts) starts its warm fork server with itself:
-    the trainers' imports then overlap the worker's start, collection and lookups. A worker whose runs are
-    all reused ends it unused; a run under a memory cap is spawned, so none is started for one (nor for a
-    cap that does not read: the run names that mistake)."""
-    from harness.run.launch import prewarm_trainer
-
-    with contextlib.suppress(UserError):
-        if settings.MEM_CAP.get() is None:
-            prewarm_trainer()
+        # An xdist worker (`lorabench bench` starts them on GPU hosts) starts its warm fork server with itself:
+        # the trainers' imports then overlap the worker's start, collection and lookups. A worker whose runs
+        # are all reused ends it unused.
+        prewarm_trainer()
 
 
 @pytest.hookimpl(wrapper=True)
