@@ -44,6 +44,8 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 #      model.attention defaults to "auto" (eager for bf16 on a CPU; was sdpa everywhere); a local
 #      data.source enters by the sha256 of its bytes, not its path; the host enters by its kind
 #      (harness.provenance.host_kind), not its id, so records of a host of the same kind stand in.
+#      Since 2026-12-03 recipe.compile "auto" is compiled layers on a bf16 CPU (was eager): run_fingerprint
+#      adds that meaning as context there (harness.autocompile), so GPU fingerprints stay as they were.
 FINGERPRINT_VERSION = 3
 
 # The seeds numpy (and so transformers' set_seed) accepts.
@@ -212,8 +214,9 @@ class RecipeConfig(Frozen):
         "the first update: reports/benchmarks/cpu/seed-2026-12-02-epyc-compiled/). graphs = replay every decoder "
         "layer's forward and backward from CUDA graphs, one capture per batch shape, batches padded to a "
         "multiple of 256 tokens (hf, one CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). "
-        "Both are for a small model whose step is bound by kernel launches. auto = graphs where they can run and were measured "
-        "(backend hf on one NVIDIA GPU, the settings above), none elsewhere (CPU, ROCm: not measured yet)",
+        "Both are for a small model whose step is bound by kernel launches. auto = where measured faster "
+        "(harness/autocompile.py): graphs on one NVIDIA GPU (backend hf, the settings above), layers on a CPU "
+        "training in bf16 with a C++ compiler, none elsewhere (fp32 CPUs, ROCm: not measured yet)",
     )
     kernels: Literal["none", "liger"] = Field(
         "none",

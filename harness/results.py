@@ -35,6 +35,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from harness import atomic, catalog
+from harness.autocompile import fingerprint_context
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.json_types import JsonObject
@@ -61,6 +62,7 @@ from harness.origin import Provenance
 #     set, harness/provenance.py ENVIRONMENT) and memory.before_training_peak_vram_bytes (peak_vram_bytes is
 #     training's alone since); the record's setup is read as the setup model and its provenance as
 #     harness/origin.py's, each writing back the keys it was read with. Schemas: harness/record_schema.py.
+#     Later still (2026-12-03): train.compile (recipe.compile as the steps ran, "auto" resolved).
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
@@ -157,6 +159,12 @@ class TrainStats(Record):
     kernels: list[str] | None = Field(
         None,
         description="recipe.kernels: the fused kernels patched in for training, e.g. liger:swiglu",
+        exclude_if=lambda value: value is None,
+    )
+    compile: str | None = Field(
+        None,
+        description="recipe.compile as the steps ran, 'auto' resolved (records made before 2026-12-03 lack it: "
+        "their 'auto' was graphs where train.graphs is set, else none)",
         exclude_if=lambda value: value is None,
     )
     graphs: dict[str, float | int] | None = Field(
@@ -494,8 +502,9 @@ def run_fingerprint(setup: SetupConfig, stack: str, host_kind: str) -> str:
     """Same setup + stack + host kind → same fingerprint → a cached record may stand in for a new run
     (FINGERPRINT_VERSION 3): the setup with its data by content, the stack, and the host's kind
     (`harness.provenance.host_kind`), so a record made on another host of the same kind, from a copy of
-    the data in another folder, answers the same question."""
-    return setup_digest(setup, stack, host_kind)
+    the data in another folder, answers the same question. An "auto" whose meaning changed on this host kind
+    adds what it now means (harness.autocompile.fingerprint_context)."""
+    return setup_digest(setup, stack, host_kind, *fingerprint_context(setup, host_kind))
 
 
 def data_identity(source: str) -> str:

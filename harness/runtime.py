@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from harness.autocompile import auto_compile
 from harness.config import SetupConfig
 from harness.cpuinfo import bf16_flag, cpu_flags, read_cpuinfo
 
@@ -57,8 +58,13 @@ def resolve_runtime(
 
 
 def resolve_setup_runtime(setup: SetupConfig, *, cpuinfo: str | None = None) -> Runtime:
-    """Every setting of `setup` that resolves per host."""
-    return resolve_runtime(setup.device, setup.precision, setup.model.attention, cpuinfo=cpuinfo)
+    """Every setting of `setup` that resolves per host (recipe.compile's reason too; the mode is resolved
+    where the steps run, harness.backends.graphed_layers.compile_mode)."""
+    runtime = resolve_runtime(setup.device, setup.precision, setup.model.attention, cpuinfo=cpuinfo)
+    if setup.recipe.compile == "auto":
+        nvidia = torch.version.hip is None
+        runtime.reasons["compile"] = auto_compile(setup, runtime.device, runtime.precision, nvidia=nvidia)[1]
+    return runtime
 
 
 def _auto_precision(device: str, bf16_in_hardware: str | None) -> tuple[str, str]:

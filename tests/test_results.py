@@ -1,4 +1,5 @@
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,28 @@ def test_fingerprint_holds_the_data_by_content_not_by_path(tmp_path: Path) -> No
     # A hub id (no such file) stays itself.
     assert data_identity("b-mc2/sql-create-context") == "b-mc2/sql-create-context"
     assert fp("b-mc2/sql-create-context") != fp(here)
+
+
+def test_auto_compile_enters_the_fingerprint_only_where_it_now_means_compiled_layers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.config import load_setup
+    from harness.results import run_fingerprint, setup_digest
+
+    monkeypatch.setenv("CXX", sys.executable)  # a compiler is there
+    auto = load_setup(None, ["recipe.compile=auto"])
+    # A bf16 CPU (AMX, AVX512-BF16): "auto" now compiles layers, so eager records of it no longer stand in.
+    for kind in ("cpu-x86-64-2c-amx", "cpu-x86-64-32c-avx512bf16"):
+        assert run_fingerprint(auto, "cpu", kind) != setup_digest(auto, "cpu", kind)
+    # Where "auto" means what it meant (a GPU, an fp32 CPU, fp32 asked for, no compiler): unchanged.
+    assert run_fingerprint(auto, "cuda", "nvidia-h200") == setup_digest(auto, "cuda", "nvidia-h200")
+    assert run_fingerprint(auto, "cpu", "cpu-x86-64-2c-avx2") == setup_digest(
+        auto, "cpu", "cpu-x86-64-2c-avx2"
+    )
+    fp32 = load_setup(None, ["recipe.compile=auto", "precision=fp32"])
+    assert run_fingerprint(fp32, "cpu", "cpu-x86-64-2c-amx") == setup_digest(fp32, "cpu", "cpu-x86-64-2c-amx")
+    monkeypatch.setenv("CXX", "no-such-compiler-here")
+    assert run_fingerprint(auto, "cpu", "cpu-x86-64-2c-amx") == setup_digest(auto, "cpu", "cpu-x86-64-2c-amx")
 
 
 def test_a_record_from_before_model_attention_reads_as_sdpa(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ bound by the host.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import itertools
@@ -213,6 +214,173 @@ def lean_lora_against_peft(tokenizer_dir: Path, data: Path, steps: int) -> None:
               f"from the first pass {worst:.2e}", flush=True)  # fmt: skip
 
 
+def whole_step_graph(tokenizer_dir: Path, data: Path, steps: int, *, compiled: bool = False) -> None:
+    """The whole training step (forward, loss, backward, clipping, fused AdamW) captured as ONE CUDA graph,
+    against the step as a run trains it (graphed decoder layers, lean walks, the Trainer), each from the
+    same seed on the same batches: ms per step, and the losses side by side. A measurement of what a
+    whole-step graph would buy (issue 40 item 3), not the harness's path: the forward is written out here
+    (embedding, rotary, the decoder layers with a precomputed 4-D mask, norm, head, summed cross-entropy
+    over answer tokens / their count) so nothing in it reads a device value back; only full batches of
+    `batch_size` rows padded to the graphs' multiple (one shape), the epoch's short batch skipped.
+    `compiled`: every decoder layer torch.compile'd (fused kernels) inside the one graph."""
+    from harness.backends.hf import training_spans
+
+    ctx = Context(tokenizer_dir, data, steps, ("recipe.compile=graphs",))
+    model, trainer, outcome = ctx.trainer()
+    ctx.sync()
+    outcome.step_ends.append(time.perf_counter())
+    with training_spans(model, trainer, ctx.setup, "graphs" if ctx.runtime.device == "cuda" else "none"):
+        trainer.train()
+    ctx.sync()
+    report("the run's path (graphed layers, Trainer)", outcome.step_ends)
+    reference = outcome.losses
+
+    ctx = Context(tokenizer_dir, data, steps, ("recipe.compile=graphs",))
+    model, trainer, _ = ctx.trainer()
+    steps = ctx.steps
+    device = ctx.runtime.device
+    recipe = ctx.setup.recipe
+    batches = []
+    for batch in itertools.islice(itertools.cycle(trainer.get_train_dataloader()), 4 * steps):
+        if batch["input_ids"].shape[0] == recipe.batch_size:
+            batches.append({k: batch[k].to(device) for k in ("input_ids", "attention_mask", "labels")})
+        if len(batches) == steps:
+            break
+    shapes = {tuple(b["input_ids"].shape) for b in batches}
+    print(f"    batch shapes {sorted(shapes)}", flush=True)
+    shape = max(shapes)
+    batches = [b for b in batches if tuple(b["input_ids"].shape) == shape]
+    inner = model.get_base_model().model
+    head = model.get_base_model().lm_head
+    if compiled:
+        for layer in inner.layers:
+            layer.compile(dynamic=False)
+    params = [p for p in model.parameters() if p.requires_grad]
+    lr = torch.tensor(recipe.lr, device=device)
+    gpu = device == "cuda"
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=recipe.weight_decay, fused=gpu, capturable=gpu)
+    static = {k: torch.zeros_like(v) for k, v in batches[0].items()}
+    rows, length = shape
+    causal = torch.ones(length, length, dtype=torch.bool, device=device).tril()
+    mask4d = torch.zeros(rows, 1, length, length, dtype=torch.bool, device=device)
+    position_ids = torch.arange(length, device=device).unsqueeze(0)
+    clip = trainer.args.max_grad_norm
+
+    def forward_loss() -> torch.Tensor:
+        with torch.autocast(device, dtype=torch.bfloat16, cache_enabled=False):
+            hidden = inner.embed_tokens(static["input_ids"])
+            rotary = inner.rotary_emb(hidden, position_ids)
+            for layer in inner.layers:
+                hidden = layer(
+                    hidden, attention_mask=mask4d, position_ids=position_ids, position_embeddings=rotary
+                )
+            logits = head(inner.norm(hidden)).float()
+        labels = static["labels"][:, 1:]
+        summed = torch.nn.functional.cross_entropy(
+            logits[:, :-1].reshape(-1, logits.shape[-1]),
+            labels.reshape(-1),
+            ignore_index=-100,
+            reduction="sum",
+        )
+        return summed / (labels != -100).sum()
+
+    def step() -> torch.Tensor:
+        loss = forward_loss()
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=False)
+        return loss.detach()
+
+    def scheduled(
+        index: int,
+    ) -> float:  # transformers' linear schedule with warm-up, at optimizer step `index`
+        if index < recipe.warmup_steps:
+            return recipe.lr * index / max(1, recipe.warmup_steps)
+        return recipe.lr * max(0.0, (steps - index) / max(1, steps - recipe.warmup_steps))
+
+    def load(index: int) -> None:
+        batch = batches[index % len(batches)]
+        for k, v in batch.items():
+            static[k].copy_(v)
+        mask4d.copy_(causal[None, None] & static["attention_mask"].bool()[:, None, None, :])
+        lr.fill_(scheduled(index))
+
+    model.train()
+    losses: list[torch.Tensor] = []
+    warm = (
+        3 + 2 * compiled
+    )  # compiling happens in the first eager steps  # eager steps: the optimizer's state and the grads exist before the capture (static addresses)
+    stream = torch.cuda.Stream() if gpu else None
+    ctx.sync()
+    started = time.perf_counter()
+    ends = [started]
+    with torch.cuda.stream(stream) if gpu else contextlib.nullcontext():
+        for index in range(warm):
+            load(index)
+            losses.append(step())
+            ends.append(time.perf_counter())
+    if gpu:
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        load(warm)
+        captured = time.perf_counter()
+        with torch.cuda.graph(graph):
+            static_loss = step()
+        print(f"    capture {time.perf_counter() - captured:.2f} s", flush=True)
+    for index in range(warm, len(batches)):
+        load(index)
+        if gpu:
+            graph.replay()
+            losses.append(static_loss.clone())
+        else:
+            losses.append(step())
+        ends.append(time.perf_counter())
+    ctx.sync()
+    whole = time.perf_counter() - started
+    report(f"whole step in one graph{', compiled layers' if compiled else ''} ({len(batches)} steps)", ends)
+    print(
+        f"    {len(batches)} steps in {whole:.2f} s (capture and the {warm} eager steps included)", flush=True
+    )
+    values = [float(v) for v in losses]
+    for name, curve in (("run's path", reference), ("whole step", values)):
+        tail = curve[-50:]
+        print(f"    {name:11s} loss first {' '.join(f'{v:.4f}' for v in curve[:4])} … mean of last "
+              f"{len(tail)} {statistics.fmean(tail):.4f}", flush=True)  # fmt: skip
+
+
+def graphs_of_compiled_layers(tokenizer_dir: Path, data: Path, steps: int) -> None:
+    """The run's path (graphed decoder layers, lean walks, the Trainer) with each layer's forward
+    torch.compile'd before its capture (fused kernels replayed from the graphs) against the path as it is,
+    ABAB, each from the same seed: ms per step, the whole span (compile and captures included), losses."""
+    from harness.backends.graphed_layers import GraphedLayers, decoder_layers
+    from harness.backends.lean_lora import lean_lora_forward
+    from harness.backends.lean_steps import lean_module_walks
+
+    for name in ("graphs", "compiled graphs", "graphs", "compiled graphs"):
+        ctx = Context(tokenizer_dir, data, steps, ("recipe.compile=graphs",))
+        model, trainer, outcome = ctx.trainer()
+        ctx.sync()
+        started = time.perf_counter()
+        outcome.step_ends.append(started)
+        with lean_module_walks(model, trainer.lean_steps), lean_lora_forward(model, trainer.lean_steps):
+            graphed = GraphedLayers(decoder_layers(model, "graphs"), full_rows=ctx.setup.recipe.batch_size)
+            if name.startswith("compiled"):
+                graphed.eager = [torch.compile(forward, dynamic=False) for forward in graphed.eager]
+            graphed.install()
+            try:
+                trainer.train()
+            finally:
+                graphed.remove()
+        ctx.sync()
+        span = time.perf_counter() - started
+        report(f"{name}", outcome.step_ends)
+        tail = outcome.losses[-50:]
+        print(f"    {steps} steps in {span:.2f} s (compile and captures included: {graphed.stats}); loss first "
+              f"{outcome.losses[0]:.4f}, mean of last {len(tail)} {statistics.fmean(tail):.4f}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -221,7 +389,18 @@ def main() -> None:
     parser.add_argument("data", type=Path)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument(
-        "--mode", choices=("variants", "profile", "profile-graphs", "graphs", "lean-lora"), default="variants"
+        "--mode",
+        choices=(
+            "variants",
+            "profile",
+            "profile-graphs",
+            "graphs",
+            "lean-lora",
+            "whole-step",
+            "whole-step-compiled",
+            "graphs-compiled",
+        ),
+        default="variants",
     )
     args = parser.parse_args()
     if args.mode == "graphs":
@@ -229,6 +408,14 @@ def main() -> None:
         return
     if args.mode == "lean-lora":
         lean_lora_against_peft(args.tokenizer_dir, args.data, args.steps)
+        return
+    if args.mode == "graphs-compiled":
+        graphs_of_compiled_layers(args.tokenizer_dir, args.data, args.steps)
+        return
+    if args.mode.startswith("whole-step"):
+        if args.mode == "whole-step":
+            whole_step_graph(args.tokenizer_dir, args.data, args.steps)
+        whole_step_graph(args.tokenizer_dir, args.data, args.steps, compiled=True)
         return
     ctx = Context(args.tokenizer_dir, args.data, args.steps)
     if args.mode in ("profile", "profile-graphs"):

@@ -43,6 +43,7 @@ class TrainOutcome:
     trainable_params: int = 0
     total_params: int = 0
     checks: dict[str, CheckVerdict] = field(default_factory=dict)  # from preflight and post checks, by name
+    compile: str = "none"  # recipe.compile as the steps ran ("auto" resolved)
     graphs: Any = None  # GraphStats (harness/backends/graphed_layers.py) of a recipe.compile = "graphs" span
     # Wall seconds of the backend's own spans, in order (lora, trainer, preflight, graph_capture, steps,
     # after_steps): the record's phases (harness/run/timeline.py).

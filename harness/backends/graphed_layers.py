@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from harness.autocompile import auto_compile
 from harness.errors import UserError
 
 # One capture costs ~1.1 s on the H200 (30 layers' forward and backward, warmed up and captured). Exp A's
@@ -37,12 +38,11 @@ WARMUP_ITERS = 1
 
 
 def compile_mode(setup: Any, runtime: Any) -> str:
-    """recipe.compile with "auto" resolved: graphs on one NVIDIA GPU when nothing in the setup rules them
-    out (the H200 measurement), none elsewhere; ROCm's graphs are not measured yet, so not chosen for it."""
+    """recipe.compile with "auto" resolved (harness.autocompile: graphs on one NVIDIA GPU, compiled layers on
+    a bf16 CPU, none elsewhere)."""
     if setup.recipe.compile != "auto":
         return setup.recipe.compile
-    nvidia = runtime.device == "cuda" and torch.version.hip is None
-    return "graphs" if nvidia and not setup.graph_conflicts() else "none"
+    return auto_compile(setup, runtime.device, runtime.precision, nvidia=torch.version.hip is None)[0]
 
 
 @dataclasses.dataclass

@@ -455,7 +455,7 @@ def train_timed(
     outcome.step_ends.append(started)
     # Compiled or graphed after preflight (its checks decode with a KV cache, which the training graph
     # never sees) and inside the timed span: a run that compiles or captures pays for it.
-    mode = compile_mode(setup, runtime)
+    mode = outcome.compile = compile_mode(setup, runtime)
     graphs = mode == "graphs"
     if graphs and runtime.device != "cuda":
         raise UserError(

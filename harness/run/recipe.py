@@ -433,6 +433,7 @@ def train_stats(trained: TrainOutcome, runtime: Runtime, setup: SetupConfig) -> 
         mfu=model_flops_utilisation(trained, runtime, setup),
         trainable_params=trained.trainable_params,
         total_params=trained.total_params,
+        compile=trained.compile,
         graphs=trained.graphs.to_record() if trained.graphs else None,
         kernels=trained.kernels,
     )

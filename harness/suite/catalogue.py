@@ -248,9 +248,11 @@ def _check_unique(setups: Sequence[BenchSetup] | Any, claims: Sequence[Claim]) -
 def compile_mode(record: RunRecord) -> str:
     """The compile mode a run trained in: "auto" resolved by what the record says ran."""
     mode = record.setup.recipe.compile
-    if mode == "auto":
-        return "graphs" if record.train is not None and record.train.graphs else "none"
-    return mode
+    if mode != "auto":
+        return mode
+    if record.train is not None and record.train.compile:
+        return record.train.compile
+    return "graphs" if record.train is not None and record.train.graphs else "none"
 
 
 def compile_mismatch(claim: Claim, runs: Runs) -> str | None:

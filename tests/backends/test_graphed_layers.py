@@ -9,6 +9,7 @@ That a captured graph replays the same numbers is shown on the H200 (dev/gpu/pro
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,8 @@ def test_graphs_on_a_cpu_run_name_the_fix(tiny_model_dir: Path, tmp_path: Path, 
     [
         ([], Runtime("cuda", "bf16"), "graphs"),
         ([], Runtime("cpu", "fp32"), "none"),
+        ([], Runtime("cpu", "bf16"), "layers"),
+        (["backend=unsloth"], Runtime("cpu", "bf16"), "none"),
         (["gpus=2"], Runtime("cuda", "bf16"), "none"),
         (["recipe.grad_accum=2"], Runtime("cuda", "bf16"), "none"),
         (["recipe.gradient_checkpointing=true"], Runtime("cuda", "bf16"), "none"),
@@ -168,6 +171,19 @@ def test_graphs_on_a_cpu_run_name_the_fix(tiny_model_dir: Path, tmp_path: Path, 
         (["backend=unsloth"], Runtime("cuda", "bf16"), "none"),
     ],
 )
-def test_auto_chooses_graphs_only_where_they_run(settings: list[str], runtime: Runtime, mode: str) -> None:
+def test_auto_chooses_graphs_only_where_they_run(
+    settings: list[str], runtime: Runtime, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CXX", sys.executable)  # a compiler is there (only its presence is asked)
     assert compile_mode(load_setup(None, ["recipe.compile=auto", *settings]), runtime) == mode
     assert compile_mode(load_setup(None, settings), runtime) == "none"  # the default stays eager
+
+
+def test_auto_stays_eager_on_a_cpu_without_a_compiler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-g++"))
+    setup = load_setup(None, ["recipe.compile=auto"])
+    assert compile_mode(setup, Runtime("cpu", "bf16")) == "none"
+    monkeypatch.setenv("CXX", sys.executable)
+    assert compile_mode(setup, Runtime("cpu", "bf16")) == "layers"
