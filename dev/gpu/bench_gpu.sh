@@ -31,6 +31,8 @@
 #   join-only        the GGUF joined from parts A and B, not converted (for cold-ab)
 #   cold-ab          Exp A seed 3407 as the first run on a fresh machine (its own empty cache: the GGUF not yet
 #                    converted, no bytecode, no baseline), this checkout, the code in $BEFORE, this checkout again
+#   cold-bytecode    the first run on a fresh machine as a pip-installed stack leaves it: every package's bytecode
+#                    (and this checkout's) compiled first, untimed, then Exp A seed 3407 with an empty cache (cold.txt)
 #   suite-ab N       the suite with the code in $BEFORE, then this checkout's, N rounds (suite-beforeK, suite-afterK)
 #   kernels          Exp A seed 3407 with recipe.kernels none and liger, alternated twice: whole command,
 #                    steps, final loss, exact match (kernels.txt; needs liger-kernel among the wheels)
@@ -249,6 +251,13 @@ while [ $# -gt 0 ]; do
           && exp_a 3407 "/root/coldrun-$side" "/root/logs/cold-$side.log") | sed "s/^/$side: /" | tee -a "$OUT/cold.txt"
       done
       breakdown /root/coldrun-*/*/*/exp_a/*/seed-3407.json | tee -a "$OUT/cold.txt" ;;
+    cold-bytecode) t0=$(date +%s.%N)  # pip writes bytecode when it installs; this image ships packages without it
+      python3 -m compileall -q -j 0 $(python3 -c "import site; print(*site.getsitepackages())") /tmp/site "$PWD/harness" \
+        > /dev/null 2>&1
+      echo "bytecode compiled in $(secs "$t0") s (before the run, not timed in it)" | tee -a "$OUT/cold.txt"
+      (export LORABENCH_CACHE=/root/coldcache-bytecode && exp_a 3407 /root/coldrun-bytecode /root/logs/cold-bytecode.log) \
+        | sed "s/^/bytecode: /" | tee -a "$OUT/cold.txt"
+      breakdown /root/coldrun-bytecode/*/*/exp_a/*/seed-3407.json | tee -a "$OUT/cold.txt" ;;
     suite-ab) for round in $(seq "$arg"); do step_suite "before$round" "$PWD/$BEFORE"; step_suite "after$round"; done ;;
     kernels) step_kernels ;;
     warm-seed) exp_a 3407 /root/warm /root/logs/warm-3407.log | tee -a "$OUT/alone.txt"

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.autocompile import fingerprint_context
 from harness.config import SetupConfig
-from harness.results import RunRecord, fingerprint_payload, run_fingerprint
+from harness.results import RunRecord, fingerprint_payload, run_fingerprint, setup_digest
 
 MAX_SHOWN = 4  # fields named in one reason; the rest are counted
 MISSING = "(not a field)"
@@ -42,6 +43,17 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:18] + "…" + text[-18:]
 
 
+def _before_auto_changed(record: RunRecord, setup: SetupConfig) -> bool:
+    """Whether the record holds `setup`'s fingerprint as it was before an "auto" of it changed meaning on the
+    record's host kind (harness.autocompile.fingerprint_context): same settings, another meaning."""
+    kind = record.provenance.host.kind
+    return (
+        kind is not None
+        and bool(fingerprint_context(setup, kind))
+        and record.fingerprint == setup_digest(setup, record.stack, kind)
+    )
+
+
 def _recorded_setup(record: RunRecord, setup: SetupConfig) -> SetupConfig:
     """The record's setup, its data named as this setup names it where the record's data path was cut
     (`…/<name>`: a published record, `lorabench publish`) and its fingerprint, rebuilt with this setup's data,
@@ -53,7 +65,8 @@ def _recorded_setup(record: RunRecord, setup: SetupConfig) -> SetupConfig:
     rebuilt = record.setup.model_copy(
         update={"data": record.setup.data.model_copy(update={"source": setup.data.source})}
     )
-    return rebuilt if run_fingerprint(rebuilt, record.stack, kind) == record.fingerprint else record.setup
+    same = run_fingerprint(rebuilt, record.stack, kind) == record.fingerprint
+    return rebuilt if same or _before_auto_changed(record, rebuilt) else record.setup
 
 
 def setup_changes(record: RunRecord, setup: SetupConfig) -> list[str]:
@@ -88,6 +101,8 @@ def fingerprint_changes(record: RunRecord, setup: SetupConfig, stack: str, host_
     if len(changes) > MAX_SHOWN:
         changes = [*changes[:MAX_SHOWN], f"and {len(changes) - MAX_SHOWN} more"]
     parts += changes
+    if _before_auto_changed(record, _recorded_setup(record, setup)):
+        parts += [f"{meaning} now (not when recorded)" for meaning in fingerprint_context(setup, host_kind)]
     if not parts:
         # Same inputs, another hash: made by a lorabench whose fingerprint was computed differently.
         return "same settings, but made by a lorabench whose fingerprint version differs"

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+import pytest
+
 from harness.config import load_setup
-from harness.results import RunRecord, run_fingerprint
+from harness.results import RunRecord, load_record, run_fingerprint
 from harness.suite.mismatch import fingerprint_changes, setup_changes
 
 KIND = "cpu-x86-64-2c-avx512bf16"
@@ -45,3 +50,30 @@ def test_host_kind_stack_and_old_records_are_named() -> None:
     )
     # Nothing differs that the record shows: said so, not left blank.
     assert "fingerprint version differs" in fingerprint_changes(record_of(), same, "cpu", KIND)
+
+
+def test_a_record_from_before_auto_compiled_on_a_cpu_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The committed CPU record of Exp A (eager: made before "auto" compiled the layers on a bf16 CPU)
+    against the same setup now: named by that meaning, not by its data path, which the publish cut."""
+    monkeypatch.setenv("CXX", sys.executable)  # a compiler is there
+    record = load_record(
+        next(
+            (Path(__file__).resolve().parents[2] / "reports" / "results" / "cpu").glob(
+                "*/exp_a/*/seed-3407.json"
+            )
+        )
+    )
+    kind = str(record.provenance.host.kind)
+    data = (
+        Path(__file__).resolve().parents[3] / "shared" / "data" / "sql-create-context" / "random-sample.jsonl"
+    )
+    assert record.setup.recipe.compile == "auto" and record.setup.data.source.startswith("…/")
+    now = record.setup.model_copy(update={"data": record.setup.data.model_copy(update={"source": str(data)})})
+    if run_fingerprint(now, record.stack, kind) == record.fingerprint:
+        pytest.skip("the committed record is of today's meaning already")
+    assert (
+        fingerprint_changes(record, now, record.stack, kind)
+        == "recipe.compile auto=layers now (not when recorded)"
+    )
+    monkeypatch.setenv("CXX", "no-such-compiler-here")  # eager: the record stands in again
+    assert run_fingerprint(now, record.stack, kind) == record.fingerprint
