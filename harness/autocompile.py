@@ -46,7 +46,7 @@ def auto_compile(setup: SetupConfig, device: str, precision: str, *, nvidia: boo
 
 
 def fingerprint_context(setup: SetupConfig, host_kind: str) -> list[str]:
-    """What a run's fingerprint adds for "auto" on this host kind: the CPU's compiled layers (2026-12-03), so
+    """What a run's fingerprint adds for "auto" on this host kind: the CPU's compiled layers (since a171ae8), so
     a record of the eager meaning no longer stands in; nothing where "auto" means what it meant before."""
     if setup.recipe.compile != "auto" or setup.device == "cuda":
         return []

@@ -44,7 +44,7 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 #      model.attention defaults to "auto" (eager for bf16 on a CPU; was sdpa everywhere); a local
 #      data.source enters by the sha256 of its bytes, not its path; the host enters by its kind
 #      (harness.provenance.host_kind), not its id, so records of a host of the same kind stand in.
-#      Since 2026-12-03 recipe.compile "auto" is compiled layers on a bf16 CPU (was eager): run_fingerprint
+#      Since a171ae8 (2026-12-03) recipe.compile "auto" is compiled layers on a bf16 CPU (was eager): run_fingerprint
 #      adds that meaning as context there (harness.autocompile), so GPU fingerprints stay as they were.
 FINGERPRINT_VERSION = 3
 

@@ -62,7 +62,7 @@ from harness.origin import Provenance
 #     set, harness/provenance.py ENVIRONMENT) and memory.before_training_peak_vram_bytes (peak_vram_bytes is
 #     training's alone since); the record's setup is read as the setup model and its provenance as
 #     harness/origin.py's, each writing back the keys it was read with. Schemas: harness/record_schema.py.
-#     Later still (2026-12-03): train.compile (recipe.compile as the steps ran, "auto" resolved).
+#     Later still (a171ae8, 2026-12-03): train.compile (recipe.compile as the steps ran, "auto" resolved).
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
@@ -163,7 +163,7 @@ class TrainStats(Record):
     )
     compile: str | None = Field(
         None,
-        description="recipe.compile as the steps ran, 'auto' resolved (records made before 2026-12-03 lack it: "
+        description="recipe.compile as the steps ran, 'auto' resolved (records of a lorabench before a171ae8 lack it: "
         "their 'auto' was graphs where train.graphs is set, else none)",
         exclude_if=lambda value: value is None,
     )
