@@ -111,16 +111,22 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def converted_dir(gguf_path: Path) -> Path:
-    """The cache folder a GGUF file is dequantized into (it exists once converted)."""
-    stat = gguf_path.stat()
-    key = hashlib.sha256(f"{gguf_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
-    return cache_dir() / "models" / f"{gguf_path.stem}-{key}"
+def converted_dir(gguf_path: Path, sha256: str | None = None) -> Path:
+    """The cache folder a GGUF file is dequantized into (it exists once converted). A preset's file, whose
+    content is pinned (`sha256`, checked when it is converted), by that content: every venv installs its
+    own copy, and keyed by path each new checkout converted it again and decoded the baseline again (~50 s
+    of its first `make bench` on a 2-core Xeon). Any other file by its path, size and mtime."""
+    if sha256 is None:
+        stat = gguf_path.stat()
+        sha256 = hashlib.sha256(
+            f"{gguf_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()
+        ).hexdigest()
+    return cache_dir() / "models" / f"{gguf_path.stem}-{sha256[:12]}"
 
 
 def convert_gguf(gguf_path: Path, *, expected_sha256: str | None = None) -> Path:
     """Dequantize a GGUF file once into `<cache>/models/<name>-<sha>/` (fp32 safetensors + tokenizer)."""
-    target = converted_dir(gguf_path)
+    target = converted_dir(gguf_path, expected_sha256)
     if (target / "config.json").is_file():
         return target
     # Before the lock: a truncated file fails with its name and the fix, and leaves nothing in the cache.
@@ -270,7 +276,7 @@ def model_files(config: ModelConfig) -> tuple[Path | str, str | None]:
     else:
         return resolve_model(config).path, None
     check_gguf(gguf)
-    converted = converted_dir(gguf)
+    converted = converted_dir(gguf, PRESETS[source].sha256 if source in PRESETS else None)
     if (converted / "config.json").is_file():
         # The same config and tokenizer, already written out: reading them from the GGUF took 10 s a run
         # on an H200 host (its metadata parsed, the tokenizer rebuilt from it).

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.config import ModelConfig
-from harness.models import _gguf_read_once, converted_dir, model_files, preset_gguf
+from harness.models import PRESETS, _gguf_read_once, converted_dir, model_files, preset_gguf
 
 
 @pytest.fixture
@@ -64,7 +64,19 @@ def test_inputs_are_read_from_the_converted_folder_once_it_exists(
     gguf_path = preset_gguf("smollm2-135m")
     config = ModelConfig(source="smollm2-135m")
     assert model_files(config) == (gguf_path.parent, gguf_path.name)
-    converted = converted_dir(gguf_path)
+    converted = converted_dir(gguf_path, PRESETS["smollm2-135m"].sha256)
     converted.mkdir(parents=True)
     (converted / "config.json").write_text("{}")
     assert model_files(config) == (converted, None)
+
+
+def test_a_presets_copies_in_two_venvs_share_one_converted_folder(tmp_path: Path) -> None:
+    """Each venv installs its own copy of a preset's GGUF; keyed by its pinned content, a new checkout finds
+    the conversion (and the baseline answers keyed by it) another checkout made. Other files: by path."""
+    here, there = tmp_path / "a" / "m.gguf", tmp_path / "b" / "m.gguf"
+    for path in (here, there):
+        path.parent.mkdir()
+        path.write_bytes(b"GGUF")
+    pinned = PRESETS["smollm2-135m"].sha256
+    assert converted_dir(here, pinned) == converted_dir(there, pinned)
+    assert converted_dir(here) != converted_dir(there)
