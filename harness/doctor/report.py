@@ -80,6 +80,7 @@ def diagnose(
         gpu.check_integrated_gpus(facts, acc),
         gpu.check_memory(facts, acc),
         host.check_disk(facts),
+        host.check_compiler(facts, acc),
         host.check_stack(stack, stack_problems, unpinned),
         host.check_guard(guard, timed=timed),
         host.check_docker(facts),

@@ -257,3 +257,16 @@ def test_a_busy_machine_is_told_options_that_exist(tmp_path: Path) -> None:
     run_help = build_parser()._subparsers._group_actions[0].choices["run"].format_help()
     plugin = (Path(__file__).resolve().parents[2] / "harness/suite/plugin.py").read_text()
     assert "--allow-noisy" in run_help and '"--lorabench-allow-noisy"' in plugin
+
+
+def test_a_cpu_host_is_told_whether_auto_compiles_its_layers(tmp_path: Path) -> None:
+    facts = load_host("cpu-only", tmp_path)
+    found = by_name(diagnose(replace(facts, cxx="/usr/bin/g++")))["C++ compiler (CPU runs)"]
+    assert found.status == "ok" and "/usr/bin/g++" in found.summary
+    missing = by_name(diagnose(replace(facts, cxx=None)))["C++ compiler (CPU runs)"]
+    assert missing.status == "fail" and not missing.blocking and "apt install g++" in missing.fix
+    # Inside the CPU image (none there) it is said, not failed; a GPU host compiles no layers on its CPU.
+    image = by_name(diagnose(replace(facts, cxx=None, in_container=True)))["C++ compiler (CPU runs)"]
+    assert image.status == "skip" and "trains eager" in image.summary
+    h200 = load_host("h200", tmp_path)
+    assert by_name(diagnose(replace(h200, cxx=None)))["C++ compiler (CPU runs)"].status == "skip"
