@@ -16,12 +16,10 @@ import os
 import shutil
 
 from harness.config import SetupConfig
-from harness.cpuinfo import bf16_flag, cpu_flags, read_cpuinfo
+from harness.cpuinfo import BF16_TIERS, bf16_flag, cpu_flags, read_cpuinfo
 
 GRAPHS_EVIDENCE = "reports/benchmarks/h200/step_profile.txt"
 LAYERS_EVIDENCE = "reports/benchmarks/cpu/compile-layers-2026-12-03-xeon/"
-# The host kinds' instruction tiers with bf16 matmuls in hardware (harness.cpuinfo.TIERS).
-BF16_TIERS = ("amx", "avx512bf16")
 
 
 def cxx_compiler() -> str | None:

@@ -17,6 +17,8 @@ CPUINFO = Path("/proc/cpuinfo")
 BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 # The tier names, best first, each with the flag that marks it: what oneDNN dispatches on.
 TIERS = (("amx", "amx_bf16"), ("avx512bf16", "avx512_bf16"), ("avx512", "avx512f"), ("avx2", "avx2"))
+# The tiers with bf16 matmuls in hardware (a host kind names its tier: harness.provenance.host_kind).
+BF16_TIERS = tuple(tier for tier, flag in TIERS if flag in BF16_FLAGS)
 
 
 def read_cpuinfo() -> str:

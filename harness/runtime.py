@@ -7,7 +7,7 @@ measured faster there; elsewhere fp32 + SDPA. Each choice keeps its reason, and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -61,10 +61,10 @@ def resolve_setup_runtime(setup: SetupConfig, *, cpuinfo: str | None = None) -> 
     """Every setting of `setup` that resolves per host (recipe.compile's reason too; the mode is resolved
     where the steps run, harness.backends.graphed_layers.compile_mode)."""
     runtime = resolve_runtime(setup.device, setup.precision, setup.model.attention, cpuinfo=cpuinfo)
-    if setup.recipe.compile == "auto":
-        nvidia = torch.version.hip is None
-        runtime.reasons["compile"] = auto_compile(setup, runtime.device, runtime.precision, nvidia=nvidia)[1]
-    return runtime
+    if setup.recipe.compile != "auto":
+        return runtime
+    _, why = auto_compile(setup, runtime.device, runtime.precision, nvidia=torch.version.hip is None)
+    return replace(runtime, reasons={**runtime.reasons, "compile": why})
 
 
 def _auto_precision(device: str, bf16_in_hardware: str | None) -> tuple[str, str]:

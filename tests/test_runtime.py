@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,16 @@ def test_the_removed_micro_batches_reads_in_old_records_and_is_refused_in_a_new_
     assert SetupConfig.model_validate({"recipe": {"micro_batches": "auto"}}) == SetupConfig()
     with pytest.raises(ConfigError, match=r"micro_batches = 2 was removed"):
         load_setup(None, ["recipe.micro_batches=2"])
+
+
+def test_the_record_keeps_why_auto_compiles_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.runtime import resolve_setup_runtime
+
+    monkeypatch.setenv("CXX", sys.executable)  # a compiler is there
+    auto = load_setup(None, ["device=cpu", "recipe.compile=auto"])
+    amx = resolve_setup_runtime(auto, cpuinfo=cpuinfo("intel-xeon-amx.txt"))
+    assert "compiled decoder layers" in amx.reasons["compile"] and "precision" in amx.reasons
+    avx2 = resolve_setup_runtime(auto, cpuinfo=cpuinfo("intel-broadwell-avx2.txt"))
+    assert "not measured" in avx2.reasons["compile"]
+    chosen = load_setup(None, ["device=cpu", "recipe.compile=none"])
+    assert "compile" not in resolve_setup_runtime(chosen, cpuinfo=cpuinfo("intel-xeon-amx.txt")).reasons
