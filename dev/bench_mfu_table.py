@@ -34,13 +34,11 @@ def row(path: Path) -> dict:
     record = load_record(path)
     train = record.train
     tokens_per_step = train.tokens / train.steps_done
-    seq = (
-        record.setup["recipe"]["max_length"]
-        if record.setup["recipe"].get("packing", "none") != "none"
-        else None
-    )
+    recipe = record.setup.recipe
+    seq = recipe.max_length if recipe.packing != "none" else None
     per_token = training_flops(train.total_params, train.trainable_params, 1, False)
-    gpu = (record.provenance["host"].get("gpus") or [{}])[0].get("name", "")
+    gpus = record.provenance.host.gpus
+    gpu = gpus[0].name if gpus else ""
     peak = find_peak(gpu)
     config_file = Path(record.model.resolved) / "config.json"
     config = (

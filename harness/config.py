@@ -45,7 +45,9 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 #      data.source enters by the sha256 of its bytes, not its path; the host enters by its kind
 #      (harness.provenance.host_kind), not its id, so records of a host of the same kind stand in.
 #      Since a171ae8 (2026-12-03) recipe.compile "auto" is compiled layers on a bf16 CPU (was eager): run_fingerprint
-#      adds that meaning as context there (harness.autocompile), so GPU fingerprints stay as they were.
+#      adds that meaning as context there (harness.autorecipe), so GPU fingerprints stay as they were.
+#      Since 2026-12-04 recipe.kernels defaults to "auto" (was "none"), Liger's kernels where layers run eager on an
+#      NVIDIA GPU: run_fingerprint adds that meaning there the same way; every other fingerprint is as it was.
 FINGERPRINT_VERSION = 3
 
 # The seeds numpy (and so transformers' set_seed) accepts.
@@ -215,15 +217,17 @@ class RecipeConfig(Frozen):
         "layer's forward and backward from CUDA graphs, one capture per batch shape, batches padded to a "
         "multiple of 256 tokens (hf, one CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). "
         "Both are for a small model whose step is bound by kernel launches. auto = where measured faster "
-        "(harness/autocompile.py): graphs on one NVIDIA GPU (backend hf, the settings above), layers on a CPU "
+        "(harness/autorecipe.py): graphs on one NVIDIA GPU (backend hf, the settings above), layers on a CPU "
         "training in bf16 with a C++ compiler, none elsewhere (fp32 CPUs, ROCm: not measured yet)",
     )
-    kernels: Literal["none", "liger"] = Field(
-        "none",
+    kernels: Literal["none", "liger", "auto"] = Field(
+        "auto",
         description="liger = Liger kernel's Triton kernels patched into the model for training (pip install "
         "liger-kernel; hf backend on a GPU, model types Liger supports): fused linear + cross-entropy (the "
         "logits are never materialised), RMSNorm, RoPE, SwiGLU. Same math, other rounding; the record's "
-        "train.kernels names what ran. none = the model's own modules",
+        "train.kernels names what ran. none = the model's own modules. auto = liger where measured faster "
+        "(harness/autorecipe.py): eager layers on an NVIDIA GPU in bf16, backend hf, liger-kernel installed; "
+        "none elsewhere (graphed layers, CPUs, ROCm)",
     )
     packing: Literal["none", "wrapped"] = Field(
         "none",

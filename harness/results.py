@@ -35,7 +35,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from harness import atomic, catalog
-from harness.autocompile import fingerprint_context
+from harness.autorecipe import fingerprint_context
 from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.json_types import JsonObject
@@ -503,7 +503,7 @@ def run_fingerprint(setup: SetupConfig, stack: str, host_kind: str) -> str:
     (FINGERPRINT_VERSION 3): the setup with its data by content, the stack, and the host's kind
     (`harness.provenance.host_kind`), so a record made on another host of the same kind, from a copy of
     the data in another folder, answers the same question. An "auto" whose meaning changed on this host kind
-    adds what it now means (harness.autocompile.fingerprint_context)."""
+    adds what it now means (harness.autorecipe.fingerprint_context)."""
     return setup_digest(setup, stack, host_kind, *fingerprint_context(setup, host_kind))
 
 
@@ -648,6 +648,10 @@ def upgrade_record(data: JsonObject, source: str) -> JsonObject:
         # Made before model.attention existed, when every run used SDPA; read with today's default
         # ("auto") the record would claim a setting it never had.
         data = {**data, "setup": {**setup, "model": {**model, "attention": "sdpa"}}}
+    recipe = data["setup"].get("recipe") if isinstance(data.get("setup"), dict) else None
+    if isinstance(recipe, dict) and "kernels" not in recipe:
+        # Made before recipe.kernels existed: the model's own modules ran, not today's default ("auto").
+        data = {**data, "setup": {**data["setup"], "recipe": {**recipe, "kernels": "none"}}}
     return data
 
 

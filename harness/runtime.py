@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from harness.autocompile import auto_compile
+from harness.autorecipe import auto_compile, auto_kernels
 from harness.config import SetupConfig
 from harness.cpuinfo import bf16_flag, cpu_flags, read_cpuinfo
 
@@ -58,13 +58,19 @@ def resolve_runtime(
 
 
 def resolve_setup_runtime(setup: SetupConfig, *, cpuinfo: str | None = None) -> Runtime:
-    """Every setting of `setup` that resolves per host (recipe.compile's reason too; the mode is resolved
-    where the steps run, harness.backends.graphed_layers.compile_mode)."""
+    """Every setting of `setup` that resolves per host (the reasons of recipe.compile and recipe.kernels too;
+    they are resolved where the steps run: graphed_layers.compile_mode, hf.fused_kernels)."""
     runtime = resolve_runtime(setup.device, setup.precision, setup.model.attention, cpuinfo=cpuinfo)
-    if setup.recipe.compile != "auto":
-        return runtime
-    _, why = auto_compile(setup, runtime.device, runtime.precision, nvidia=torch.version.hip is None)
-    return replace(runtime, reasons={**runtime.reasons, "compile": why})
+    nvidia = torch.version.hip is None
+    mode, compile_why = auto_compile(setup, runtime.device, runtime.precision, nvidia=nvidia)
+    reasons = dict(runtime.reasons)
+    if setup.recipe.compile == "auto":
+        reasons["compile"] = compile_why
+    else:
+        mode = setup.recipe.compile
+    if setup.recipe.kernels == "auto":
+        reasons["kernels"] = auto_kernels(setup, runtime.device, mode, nvidia=nvidia)[1]
+    return replace(runtime, reasons=reasons)
 
 
 def _auto_precision(device: str, bf16_in_hardware: str | None) -> tuple[str, str]:

@@ -125,3 +125,16 @@ def test_the_record_keeps_why_auto_compiles_or_not(monkeypatch: pytest.MonkeyPat
     assert "not measured" in avx2.reasons["compile"]
     chosen = load_setup(None, ["device=cpu", "recipe.compile=none"])
     assert "compile" not in resolve_setup_runtime(chosen, cpuinfo=cpuinfo("intel-xeon-amx.txt")).reasons
+
+
+def test_the_record_keeps_why_auto_kernels_are_liger_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import autorecipe
+    from harness.runtime import resolve_setup_runtime
+
+    monkeypatch.setattr(autorecipe, "liger_installed", lambda: True)
+    eager = resolve_setup_runtime(load_setup(None, ["device=cuda", "recipe.compile=none"]))
+    assert "Liger's kernels stepped 1.40x faster" in eager.reasons["kernels"]
+    graphed = resolve_setup_runtime(load_setup(None, ["device=cuda", "recipe.compile=auto"]))
+    assert graphed.reasons["kernels"].startswith("graphs layers") and "compile" in graphed.reasons
+    chosen = load_setup(None, ["device=cuda", "recipe.kernels=none"])
+    assert "kernels" not in resolve_setup_runtime(chosen).reasons

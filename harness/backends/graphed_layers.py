@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from harness.autocompile import auto_compile
+from harness.autorecipe import auto_compile
 from harness.errors import UserError
 
 # One capture costs ~1.1 s on the H200 (30 layers' forward and backward, warmed up and captured). Exp A's
@@ -38,7 +38,7 @@ WARMUP_ITERS = 1
 
 
 def compile_mode(setup: Any, runtime: Any) -> str:
-    """recipe.compile with "auto" resolved (harness.autocompile: graphs on one NVIDIA GPU, compiled layers on
+    """recipe.compile with "auto" resolved (harness.autorecipe: graphs on one NVIDIA GPU, compiled layers on
     a bf16 CPU, none elsewhere)."""
     if setup.recipe.compile != "auto":
         return setup.recipe.compile

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from harness import checks
+from harness.autorecipe import auto_kernels
 from harness.backends import checkpoint
 from harness.backends.common import Model, StepObserver, Tokenizer, TrainOutcome, count_params
 from harness.backends.graphed_layers import (
@@ -332,10 +333,15 @@ def train(
 
 
 def fused_kernels(model: Model, setup: SetupConfig, runtime: Runtime) -> list[str] | None:
-    """recipe.kernels = "liger": Liger's Triton kernels patched into this model before LoRA wraps it (the
-    adapters train through the patched modules); returns the kernels patched in, as the record names them.
-    Liger also patches classes process-wide, which is why it runs in the trainer child only."""
-    if setup.recipe.kernels == "none":
+    """recipe.kernels = "liger" (or "auto" where it means liger, harness.autorecipe): Liger's Triton kernels
+    patched into this model before LoRA wraps it (the adapters train through the patched modules); returns the
+    kernels patched in, as the record names them. Liger also patches classes process-wide, which is why it runs
+    in the trainer child only."""
+    asked = setup.recipe.kernels
+    if asked == "auto":
+        nvidia = torch.version.hip is None
+        asked, _ = auto_kernels(setup, runtime.device, compile_mode(setup, runtime), nvidia=nvidia)
+    if asked == "none":
         return None
     if runtime.device != "cuda":
         raise UserError(
@@ -354,6 +360,8 @@ def fused_kernels(model: Model, setup: SetupConfig, runtime: Runtime) -> list[st
         ) from None
     model_type = getattr(model.config, "model_type", None)
     apply = MODEL_TYPE_TO_APPLY_LIGER_FN.get(model_type)
+    if apply is None and setup.recipe.kernels == "auto":
+        return None  # "auto" means Liger's kernels where there are some for this model
     if apply is None:
         raise UserError(
             f"recipe.kernels: liger-kernel has no kernels for model type {model_type!r} "

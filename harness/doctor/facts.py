@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import settings
-from harness.autocompile import cxx_compiler
+from harness.autorecipe import cxx_compiler
 from harness.gpu.arch import KFD_NODES, read_kfd_gfx
 from harness.gpu.visibility import parse_rocminfo
 from harness.json_types import JsonObject
@@ -112,7 +112,7 @@ class HostFacts:
     meminfo: Mapping[str, int] = field(default_factory=dict)  # bytes
     disks: Mapping[str, tuple[str, int]] = field(default_factory=dict)  # label -> (path, free bytes)
     docker: DockerFacts | None = None
-    cxx: str | None = None  # the C++ compiler torch.compile's CPU kernels would call (harness.autocompile)
+    cxx: str | None = None  # the C++ compiler torch.compile's CPU kernels would call (harness.autorecipe)
 
     @property
     def agents(self) -> list[dict[str, str]]:

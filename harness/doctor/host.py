@@ -39,7 +39,7 @@ def check_disk(facts: HostFacts) -> Check:
 
 def check_compiler(facts: HostFacts, accelerator: str) -> Check:
     """recipe.compile = "auto" compiles the decoder layers of a CPU run in bf16 only where a C++ compiler is
-    found (harness/autocompile.py); without one the run trains eager, and only the record says so."""
+    found (harness/autorecipe.py); without one the run trains eager, and only the record says so."""
     name = "C++ compiler (CPU runs)"
     if accelerator != "cpu":
         return skip(name, f"a {accelerator} host: 'auto' compiles no layers on the CPU")

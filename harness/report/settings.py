@@ -110,6 +110,8 @@ def settings(record: RunRecord) -> dict[str, str]:
                 out[key] = f"{resolved} (auto)"
     if out.get("recipe.compile") == "auto" and record.status == "ok":
         out["recipe.compile"] = f"{compile_mode(record)} (auto)"
+    if out.get("recipe.kernels") == "auto" and record.status == "ok" and record.train is not None:
+        out["recipe.kernels"] = f"{'liger' if record.train.kernels else 'none'} (auto)"
     git = record.provenance.git
     out["lorabench commit"] = f"{str(git.sha or '–')[:7]}{' (dirty)' if git.dirty else ''}"
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.autocompile import fingerprint_context
+from harness.autorecipe import fingerprint_context
 from harness.config import SetupConfig
 from harness.results import RunRecord, fingerprint_payload, run_fingerprint, setup_digest
 
@@ -45,7 +45,7 @@ def _shown(value: Any) -> str:
 
 def _before_auto_changed(record: RunRecord, setup: SetupConfig) -> bool:
     """Whether the record holds `setup`'s fingerprint as it was before an "auto" of it changed meaning on the
-    record's host kind (harness.autocompile.fingerprint_context): same settings, another meaning."""
+    record's host kind (harness.autorecipe.fingerprint_context): same settings, another meaning."""
     kind = record.provenance.host.kind
     return (
         kind is not None
