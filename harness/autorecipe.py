@@ -5,7 +5,8 @@ from another). No torch here: the parent decides from the setup and the host's k
 recipe.compile = "auto":
 - one NVIDIA GPU: "graphs" unless the setup rules them out (SetupConfig.graph_conflicts); ROCm's graphs are
   not measured yet.
-- a CPU training in bf16 (AMX or AVX512-BF16), backend hf, with a C++ compiler for inductor's CPU kernels:
+- a CPU training in bf16 (AMX or AVX512-BF16), backend hf, with a C++ compiler and Python's headers for
+  inductor's CPU kernels:
   "layers" (300 steps 1.42-1.52x faster than eager on the 2-core Xeon with AMX, exact match not lower on
   any of three seeds: reports/benchmarks/cpu/compile-layers-2026-12-03-xeon/).
 - elsewhere "none" (fp32 CPUs: not measured).
@@ -22,6 +23,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sysconfig
+from pathlib import Path
 
 from harness.config import SetupConfig
 from harness.cpuinfo import BF16_TIERS, bf16_flag, cpu_flags, read_cpuinfo
@@ -37,6 +40,12 @@ def cxx_compiler() -> str | None:
     return shutil.which(os.environ.get("CXX") or "g++")
 
 
+def python_headers() -> bool:
+    """Whether this interpreter's Python.h is there: inductor's CPU kernels include it, so a compiler alone
+    fails at the first step (Debian's python3 without python3-dev)."""
+    return (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file()
+
+
 def auto_compile(setup: SetupConfig, device: str, precision: str, *, nvidia: bool = True) -> tuple[str, str]:
     """recipe.compile = "auto" on this device and precision: the mode and the reason the record keeps."""
     if device == "cuda":
@@ -50,6 +59,8 @@ def auto_compile(setup: SetupConfig, device: str, precision: str, *, nvidia: boo
         return "none", "a CPU not training in bf16 with backend hf: compiled layers not measured there"
     if cxx_compiler() is None:
         return "none", "no C++ compiler ($CXX or g++) for torch.compile's CPU kernels: eager"
+    if not python_headers():
+        return "none", "no Python.h (python3-dev) for torch.compile's CPU kernels: eager"
     return "layers", f"a CPU training in bf16: compiled decoder layers stepped faster ({LAYERS_EVIDENCE})"
 
 

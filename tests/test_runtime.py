@@ -125,6 +125,13 @@ def test_the_record_keeps_why_auto_compiles_or_not(monkeypatch: pytest.MonkeyPat
     assert "not measured" in avx2.reasons["compile"]
     chosen = load_setup(None, ["device=cpu", "recipe.compile=none"])
     assert "compile" not in resolve_setup_runtime(chosen, cpuinfo=cpuinfo("intel-xeon-amx.txt")).reasons
+    # A compiler without Python's headers (Debian's python3 without python3-dev): inductor's first kernel
+    # would fail to build, so "auto" stays eager and says why.
+    from harness import autorecipe
+
+    monkeypatch.setattr(autorecipe, "python_headers", lambda: False)
+    headless = resolve_setup_runtime(auto, cpuinfo=cpuinfo("intel-xeon-amx.txt"))
+    assert headless.reasons["compile"].startswith("no Python.h (python3-dev)")
 
 
 def test_the_record_keeps_why_auto_kernels_are_liger_or_not(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import settings
-from harness.autorecipe import cxx_compiler
+from harness.autorecipe import cxx_compiler, python_headers
 from harness.gpu.arch import KFD_NODES, read_kfd_gfx
 from harness.gpu.visibility import parse_rocminfo
 from harness.json_types import JsonObject
@@ -113,6 +113,7 @@ class HostFacts:
     disks: Mapping[str, tuple[str, int]] = field(default_factory=dict)  # label -> (path, free bytes)
     docker: DockerFacts | None = None
     cxx: str | None = None  # the C++ compiler torch.compile's CPU kernels would call (harness.autorecipe)
+    python_h: bool = True  # Python.h, which those kernels include (facts recorded before it: assumed there)
 
     @property
     def agents(self) -> list[dict[str, str]]:
@@ -317,6 +318,7 @@ def collect_facts(
         disks=collect_disks(disk_paths),
         docker=None if container else collect_docker(stacks),
         cxx=cxx_compiler(),
+        python_h=python_headers(),
     )
 
 

@@ -43,8 +43,16 @@ def check_compiler(facts: HostFacts, accelerator: str) -> Check:
     name = "C++ compiler (CPU runs)"
     if accelerator != "cpu":
         return skip(name, f"a {accelerator} host: 'auto' compiles no layers on the CPU")
-    if facts.cxx:
+    if facts.cxx and facts.python_h:
         return ok(name, f"{facts.cxx}: recipe.compile 'auto' compiles the decoder layers of a bf16 CPU run")
+    if facts.cxx:
+        return fail(
+            name,
+            f"{facts.cxx}, but no Python.h: recipe.compile 'auto' trains eager on this CPU",
+            "install Python's headers (Debian, Ubuntu: apt install python3-dev): inductor's CPU kernels "
+            "include Python.h",
+            blocking=False,
+        )
     if facts.in_container:
         return skip(name, "none in this image: recipe.compile 'auto' trains eager here")
     return fail(

@@ -265,6 +265,11 @@ def test_a_cpu_host_is_told_whether_auto_compiles_its_layers(tmp_path: Path) -> 
     assert found.status == "ok" and "/usr/bin/g++" in found.summary
     missing = by_name(diagnose(replace(facts, cxx=None)))["C++ compiler (CPU runs)"]
     assert missing.status == "fail" and not missing.blocking and "apt install g++" in missing.fix
+    # A compiler without Python's headers fails inductor's first kernel: said, with the fix.
+    headless = by_name(diagnose(replace(facts, cxx="/usr/bin/g++", python_h=False)))[
+        "C++ compiler (CPU runs)"
+    ]
+    assert headless.status == "fail" and not headless.blocking and "apt install python3-dev" in headless.fix
     # Inside the CPU image (none there) it is said, not failed; a GPU host compiles no layers on its CPU.
     image = by_name(diagnose(replace(facts, cxx=None, in_container=True)))["C++ compiler (CPU runs)"]
     assert image.status == "skip" and "trains eager" in image.summary
