@@ -11,11 +11,12 @@ recipe.compile = "auto":
   any of three seeds: reports/benchmarks/cpu/compile-layers-2026-12-03-xeon/).
 - elsewhere "none" (fp32 CPUs: not measured).
 
-recipe.kernels = "auto": Liger's kernels where the layers run eager on an NVIDIA GPU (backend hf, not 4-bit,
-liger-kernel installed): the 4B packed step 1.40x faster, its loss within 0.0016 over 20 steps. Not under
-graphed layers (SmolLM2's launch-bound step was slower with them) or compiled ones (not measured), not on ROCm
-(not measured), and not where the model type has no Liger kernels (the trainer finds that; the record's
-train.kernels says what ran).
+recipe.kernels = "auto": Liger's kernels where the layers run eager on an NVIDIA GPU (backend hf, bf16,
+liger-kernel installed): the 4B packed step 1.48x faster, its loss within 0.0015 over 20 steps. On every card of
+a DDP run alike (the kernels are each process's own; two cards not measured), so one card's and two cards'
+speed setups run the same kernels. Not under graphed layers (SmolLM2's launch-bound step was slower with them)
+or compiled ones (dynamo cannot trace Liger's functions), not on ROCm (not measured), and not where the model
+type has no Liger kernels (the trainer finds that; the record's train.kernels says what ran).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from harness.cpuinfo import BF16_TIERS, bf16_flag, cpu_flags, read_cpuinfo
 
 GRAPHS_EVIDENCE = "reports/benchmarks/h200/step_profile.txt"
 LAYERS_EVIDENCE = "reports/benchmarks/cpu/compile-layers-2026-12-03-xeon/"
-LIGER_EVIDENCE = "reports/benchmarks/h200/2026-12-01-overhead-cuts.txt"
+LIGER_EVIDENCE = "reports/benchmarks/h200/2026-12-04-liger-auto.txt"
 LIGER_SLOWER = "reports/benchmarks/h200/2026-12-03-suite-placement.txt"
 
 
@@ -83,7 +84,7 @@ def auto_kernels(
         return "none", f"{compile_mode} layers: Liger's kernels not faster there ({LIGER_SLOWER})"
     if not (liger_installed() if installed is None else installed):
         return "none", "liger-kernel is not installed (pip install liger-kernel): the model's own modules"
-    return "liger", f"eager layers on an NVIDIA GPU: Liger's kernels stepped 1.40x faster ({LIGER_EVIDENCE})"
+    return "liger", f"eager layers on an NVIDIA GPU: Liger's kernels stepped 1.48x faster ({LIGER_EVIDENCE})"
 
 
 def fingerprint_context(setup: SetupConfig, host_kind: str) -> list[str]:
@@ -93,13 +94,22 @@ def fingerprint_context(setup: SetupConfig, host_kind: str) -> list[str]:
     on_cpu = setup.device == "cpu" or (setup.device == "auto" and host_kind.startswith("cpu-"))
     if on_cpu:
         return _cpu_compile_context(setup, host_kind)
-    if setup.recipe.kernels != "auto" or not host_kind.startswith("nvidia"):
+    if setup.recipe.kernels != "auto" or not _nvidia_gpu_kind(host_kind):
         return []
     compile_mode = setup.recipe.compile
     if compile_mode == "auto":
         compile_mode, _ = auto_compile(setup, "cuda", "bf16")
     kernels, _ = auto_kernels(setup, "cuda", compile_mode)
     return [f"recipe.kernels auto={kernels}"] if kernels != "none" else []
+
+
+def _nvidia_gpu_kind(host_kind: str) -> bool:
+    """A GPU host kind (its GPU's name) of NVIDIA's: not a CPU's, not AMD's. NVIDIA's older names lack the
+    vendor ("Tesla V100", "Quadro RTX 8000"), so AMD's are what is told apart."""
+    amd = any(word in host_kind.split("-") for word in ("amd", "radeon", "instinct")) or host_kind.startswith(
+        "gfx"
+    )
+    return not host_kind.startswith("cpu-") and not amd
 
 
 def _cpu_compile_context(setup: SetupConfig, host_kind: str) -> list[str]:

@@ -140,7 +140,7 @@ def test_the_record_keeps_why_auto_kernels_are_liger_or_not(monkeypatch: pytest.
 
     monkeypatch.setattr(autorecipe, "liger_installed", lambda: True)
     eager = resolve_setup_runtime(load_setup(None, ["device=cuda", "recipe.compile=none"]))
-    assert "Liger's kernels stepped 1.40x faster" in eager.reasons["kernels"]
+    assert "Liger's kernels stepped 1.48x faster" in eager.reasons["kernels"]
     graphed = resolve_setup_runtime(load_setup(None, ["device=cuda", "recipe.compile=auto"]))
     assert graphed.reasons["kernels"].startswith("graphs layers") and "compile" in graphed.reasons
     chosen = load_setup(None, ["device=cuda", "recipe.kernels=none"])

@@ -77,8 +77,12 @@ def test_auto_kernels_enter_the_fingerprint_only_where_they_now_mean_liger(
     # Exp A (graphed layers), an AMD GPU, a CPU, liger-kernel missing: "auto" means what it meant.
     exp_a = load_setup(setups / "exp_a.toml", [])
     assert run_fingerprint(exp_a, "cuda", "nvidia-h200") == setup_digest(exp_a, "cuda", "nvidia-h200")
-    kind = "amd-radeon-rx-7900-xtx"
-    assert run_fingerprint(packed, "rocm", kind) == setup_digest(packed, "rocm", kind)
+    for kind in ("amd-radeon-rx-7900-xtx", "radeon-8060s-graphics", "amd-instinct-mi300x"):
+        assert run_fingerprint(packed, "rocm", kind) == setup_digest(packed, "rocm", kind)
+    # NVIDIA's older names lack the vendor: still NVIDIA's.
+    assert run_fingerprint(packed, "cuda", "tesla-v100-sxm2-16gb") != setup_digest(
+        packed, "cuda", "tesla-v100-sxm2-16gb"
+    )
     cpu = load_setup(None, ["device=cpu"])
     assert run_fingerprint(cpu, "cpu", "cpu-x86-64-2c-avx2") == setup_digest(cpu, "cpu", "cpu-x86-64-2c-avx2")
     monkeypatch.setattr(autorecipe, "liger_installed", lambda: False)
