@@ -149,7 +149,7 @@ def _dequantize_into(gguf_path: Path, target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf_path.parent), gguf_path.name
-    with _gguf_read_once():
+    with gguf_read_once():
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     # The weights are plain tensors now; drop the GGUF markers so Trainer accepts the model.
@@ -162,11 +162,19 @@ def _dequantize_into(gguf_path: Path, target: Path) -> None:
         tokenizer.save_pretrained(tmp)
 
 
+_reading_once: list[bool] = []  # set while a gguf_read_once span is open (its inner ones add nothing)
+
+
 @contextmanager
-def _gguf_read_once() -> Generator[None]:
+def gguf_read_once() -> Generator[None]:
     """transformers parses a GGUF file three times (tokenizer, config, weights) and builds gguf's
-    tensor-name table once per module (397 times for SmolLM2): most of a cold start. Within one conversion,
-    one parsed reader per file and one table per (architecture, layer count); both are only read."""
+    tensor-name table once per module (397 times for SmolLM2): most of a cold start. Within the span, one
+    parsed reader per file and one table per (architecture, layer count); both are only read. A span opened
+    inside another is the outer one: a first run's input checks (config and tokenizer from the GGUF) and its
+    conversion share one reader (each built its own: three readers, ~10 s of an H200's first run)."""
+    if _reading_once:
+        yield
+        return
     import gguf
     import numpy
 
@@ -183,9 +191,11 @@ def _gguf_read_once() -> Generator[None]:
     gguf.GGUFReader, gguf.get_tensor_name_map = read_once, functools.cache(name_map)
     module = gguf.gguf_reader
     module.np = _in_memory(numpy)
+    _reading_once.append(True)
     try:
         yield
     finally:
+        _reading_once.clear()
         gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map
         module.np = numpy
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.config import ModelConfig
-from harness.models import PRESETS, _gguf_read_once, converted_dir, model_files, preset_gguf
+from harness.models import PRESETS, converted_dir, gguf_read_once, model_files, preset_gguf
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def small_gguf(tmp_path: Path) -> Path:
 
 
 def test_one_reader_per_file_and_one_name_table_within_a_conversion(small_gguf: Path) -> None:
-    with _gguf_read_once():
+    with gguf_read_once():
         first = gguf.GGUFReader(small_gguf)
         assert gguf.GGUFReader(str(small_gguf)) is first
         assert [t.name for t in first.tensors] == ["token_embd.weight"]
@@ -38,7 +38,7 @@ def test_within_a_conversion_the_file_is_read_into_memory_and_reads_the_same(sma
     # A memmap's every slice runs Python code: SmolLM2's vocabulary is ~4.5 million slices (a third of a cold
     # conversion on the Xeon: 8.8 → 5.5-6.1 s, the written model and tokenizer byte for byte the same).
     mapped = gguf.GGUFReader(small_gguf)
-    with _gguf_read_once():
+    with gguf_read_once():
         in_memory = gguf.GGUFReader(small_gguf)
     assert isinstance(mapped.data, np.memmap) and not isinstance(in_memory.data, np.memmap)
     assert list(in_memory.fields) == list(mapped.fields)
@@ -46,9 +46,20 @@ def test_within_a_conversion_the_file_is_read_into_memory_and_reads_the_same(sma
     assert np.array_equal(in_memory.tensors[0].data, mapped.tensors[0].data)
 
 
+def test_a_span_inside_another_shares_its_reader(small_gguf: Path) -> None:
+    # A first run's input checks and its conversion: one reader for both, and gguf restored once at the end.
+    reader_class = gguf.GGUFReader
+    with gguf_read_once():
+        checked = gguf.GGUFReader(small_gguf)
+        with gguf_read_once():
+            assert gguf.GGUFReader(small_gguf) is checked
+        assert gguf.GGUFReader(small_gguf) is checked  # the inner span's end restored nothing
+    assert gguf.GGUFReader is reader_class
+
+
 def test_gguf_is_restored_after_the_conversion_even_when_it_fails(small_gguf: Path) -> None:
     reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-    with pytest.raises(RuntimeError), _gguf_read_once():
+    with pytest.raises(RuntimeError), gguf_read_once():
         raise RuntimeError("conversion failed")
     assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader_class, name_map)
     assert gguf.GGUFReader(small_gguf) is not gguf.GGUFReader(small_gguf)

@@ -44,6 +44,7 @@
 #   peer             dev/bench_vs_peer.py --one-gpu: Exp A seeds 3407 and 42, then the peer for 3407
 #   rescore          seed 3407's adapter (from `three`) scored twice on its base: are the answers identical?
 #   profile          one Exp A seed in one process (--inline) under cProfile, the baseline cache cold
+#   cold-profile     the same as a fresh machine's first run: bytecode compiled, the cache empty (GGUF not converted)
 #   starts           where the trainer child's start goes: recipe.preload timed, under -X importtime and cProfile
 #   abab-code        seed 3407 alone, the code in $BEFORE and this checkout alternated twice
 #   mfu-checkpointing SEED  the 4B packed shape (exp_c_speed_packed.toml) without, then with gradient checkpointing
@@ -171,6 +172,19 @@ p.sort_stats('tottime').print_stats(40)
 " > "$OUT/profile.txt" 2>&1
   breakdown /root/rprof/h200-image/*/exp_a/*/seed-*.json > "$OUT/profile_breakdown.txt"
 }
+step_cold_profile() {  # the first run on a fresh machine (bytecode compiled, the cache empty) in one interpreter under cProfile
+  python3 -m compileall -q -j 0 $(python3 -c "import site; print(*site.getsitepackages())") /tmp/site "$PWD/harness" > /dev/null 2>&1
+  LORABENCH_CACHE=/root/coldcache-prof timeout 300 python3 -m cProfile -o "$OUT/cold_inline.prof" -m harness.cli run \
+    benchmarks/setups/exp_a.toml --seed 3407 --inline --quiet --results /root/rprof-cold > "$OUT/cold_profile.log" 2>&1
+  tail -n 2 "$OUT/cold_profile.log"
+  python3 -c "
+import pstats, sys
+p = pstats.Stats('$OUT/cold_inline.prof', stream=sys.stdout)
+p.sort_stats('cumulative').print_stats(90)
+p.sort_stats('tottime').print_stats(40)
+" > "$OUT/cold_profile.txt" 2>&1
+  breakdown /root/rprof-cold/h200-image/*/exp_a/*/seed-*.json > "$OUT/cold_profile_breakdown.txt"
+}
 step_starts() {  # the trainer child's start: its heavy imports and CUDA's, with the child's bytecode prefix
   local pre="from harness.config import load_setup; from harness.run import recipe; recipe.preload(load_setup('benchmarks/setups/exp_a.toml'))"
   local i s
@@ -276,6 +290,7 @@ while [ $# -gt 0 ]; do
       cat "$OUT/vs_peer.txt" ;;
     rescore) step_rescore ;;
     profile) step_profile ;;
+    cold-profile) step_cold_profile ;;
     starts) step_starts ;;
     abab-code) step_abab_code ;;
     mfu-checkpointing) SEED=$arg step_mfu_checkpointing ;;

@@ -26,7 +26,7 @@ from harness.errors import RunStopped, UserError
 from harness.gpu.facts import visible_gpu_count
 from harness.gpu.peak import start_training_window
 from harness.json_types import JsonObject
-from harness.models import model_files, resolve_model
+from harness.models import gguf_read_once, model_files, resolve_model
 from harness.results import CheckVerdict, DataInfo, MemoryStats, Metrics, ModelInfo, TrainStats
 from harness.run.adapter import AdapterSource, eval_adapter_source, save_adapter
 from harness.run.aside import Aside, scoring_aside
@@ -173,8 +173,11 @@ def load_model(run: RecipeRun, split: Split, test: Sequence[Example]) -> tuple[L
         load_started = time.time()  # wall clock, comparable across ranks; inside the lock
         # Before any weight loads (a GGUF not yet dequantized either): LoRA's targets and rank against the
         # model, every row against max_length in its tokens (a refusal ends the run as an input error: no record).
-        check_model_inputs(setup, *model_files(setup.model), split.train, test)
-        resolved = resolve_model(setup.model)
+        # A GGUF read for them is read once for them and its conversion.
+        files = model_files(setup.model)
+        with gguf_read_once() if files[1] else contextlib.nullcontext():
+            check_model_inputs(setup, *files, split.train, test)
+            resolved = resolve_model(setup.model)
         model, tokenizer = run.backend.load(setup, resolved.path, runtime)
         load_window = (load_started, time.time())
     outcome.add_timings(load_s=round(time.perf_counter() - started, 2))
