@@ -5,8 +5,8 @@ from another). No torch here: the parent decides from the setup and the host's k
 recipe.compile = "auto":
 - one NVIDIA GPU: "graphs" unless the setup rules them out (SetupConfig.graph_conflicts); ROCm's graphs are
   not measured yet.
-- a CPU training in bf16 (AMX or AVX512-BF16), backend hf, with a C++ compiler and Python's headers for
-  inductor's CPU kernels:
+- a CPU training in bf16 (AMX or AVX512-BF16), backend hf, for 100 steps or more (the compile pays back after
+  ~45), with a C++ compiler and Python's headers for inductor's CPU kernels:
   "layers" (300 steps 1.42-1.52x faster than eager on the 2-core Xeon with AMX, exact match not lower on
   any of three seeds: reports/benchmarks/cpu/compile-layers-2026-12-03-xeon/).
 - elsewhere "none" (fp32 CPUs: not measured).
@@ -32,6 +32,11 @@ from harness.cpuinfo import BF16_TIERS, bf16_flag, cpu_flags, read_cpuinfo
 
 GRAPHS_EVIDENCE = "reports/benchmarks/h200/step_profile.txt"
 LAYERS_EVIDENCE = "reports/benchmarks/cpu/compile-layers-2026-12-03-xeon/"
+# A cold compile of the layers took ~34 s on the 2-core Xeon (a 10-step smoke run 65.2 s against 31.2 s eager)
+# and a compiled step saves ~0.75 s there (300 steps 427-458 s against 651 s): it pays back after ~45 steps, so
+# shorter runs (smoke runs, CI's) stay eager, with a margin.
+COMPILE_PAYS_AFTER = 100
+LAYERS_PAYBACK = "docs/measurements.md, compiled layers' payback"
 LIGER_EVIDENCE = "reports/benchmarks/h200/2026-12-04-liger-auto.txt"
 LIGER_SLOWER = "reports/benchmarks/h200/2026-12-03-suite-placement.txt"
 
@@ -58,6 +63,11 @@ def auto_compile(setup: SetupConfig, device: str, precision: str, *, nvidia: boo
         return "graphs", f"one NVIDIA GPU: decoder layers replayed from CUDA graphs ({GRAPHS_EVIDENCE})"
     if setup.backend != "hf" or precision != "bf16":
         return "none", "a CPU not training in bf16 with backend hf: compiled layers not measured there"
+    if setup.recipe.steps < COMPILE_PAYS_AFTER:
+        return "none", (
+            f"{setup.recipe.steps} steps: compiling the layers costs more than it saves below "
+            f"{COMPILE_PAYS_AFTER} ({LAYERS_PAYBACK})"
+        )
     if cxx_compiler() is None:
         return "none", "no C++ compiler ($CXX or g++) for torch.compile's CPU kernels: eager"
     if not python_headers():

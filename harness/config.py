@@ -218,7 +218,8 @@ class RecipeConfig(Frozen):
         "multiple of 256 tokens (hf, one CUDA GPU, no gradient accumulation or checkpointing, not 4-bit). "
         "Both are for a small model whose step is bound by kernel launches. auto = where measured faster "
         "(harness/autorecipe.py): graphs on one NVIDIA GPU (backend hf, the settings above), layers on a CPU "
-        "training in bf16 with a C++ compiler, none elsewhere (fp32 CPUs, ROCm: not measured yet)",
+        "training in bf16 for 100 steps or more with a C++ compiler and Python's headers, none elsewhere (fp32 "
+        "CPUs, ROCm: not measured yet)",
     )
     kernels: Literal["none", "liger", "auto"] = Field(
         "auto",

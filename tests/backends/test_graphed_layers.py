@@ -187,3 +187,17 @@ def test_auto_stays_eager_on_a_cpu_without_a_compiler(
     assert compile_mode(setup, Runtime("cpu", "bf16")) == "none"
     monkeypatch.setenv("CXX", sys.executable)
     assert compile_mode(setup, Runtime("cpu", "bf16")) == "layers"
+
+
+def test_auto_stays_eager_on_a_cpu_for_a_run_too_short_to_pay_for_the_compile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.autorecipe import COMPILE_PAYS_AFTER, auto_compile
+
+    monkeypatch.setenv("CXX", sys.executable)
+    short = load_setup(None, ["recipe.compile=auto", f"recipe.steps={COMPILE_PAYS_AFTER - 1}"])
+    assert compile_mode(short, Runtime("cpu", "bf16")) == "none"
+    assert auto_compile(short, "cpu", "bf16")[1].startswith(f"{COMPILE_PAYS_AFTER - 1} steps: compiling")
+    enough = load_setup(None, ["recipe.compile=auto", f"recipe.steps={COMPILE_PAYS_AFTER}"])
+    assert compile_mode(enough, Runtime("cpu", "bf16")) == "layers"
+    assert compile_mode(short, Runtime("cuda", "bf16")) == "graphs"  # graphs pay from the first step
