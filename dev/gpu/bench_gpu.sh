@@ -159,31 +159,25 @@ else:
     print(f"rescoring did not produce two prediction files: {files}")
 PY
 }
-step_profile() {  # imports, load, checks, steps and eval in one interpreter under cProfile, baseline cache cold
-  rm -rf /root/lbcache/baseline* /root/rprof
-  timeout 300 python3 -m cProfile -o "$OUT/expa_inline.prof" -m harness.cli run benchmarks/setups/exp_a.toml \
-    --seed 3407 --inline --quiet --results /root/rprof > "$OUT/profile.log" 2>&1
-  tail -n 2 "$OUT/profile.log"
+profile_run() {  # $1 a name: Exp A seed 3407 in one interpreter under cProfile, into $OUT/$1.{prof,log,txt}
+  timeout 300 python3 -m cProfile -o "$OUT/$1.prof" -m harness.cli run benchmarks/setups/exp_a.toml \
+    --seed 3407 --inline --quiet --results "/root/r$1" > "$OUT/$1.log" 2>&1
+  tail -n 2 "$OUT/$1.log"
   python3 -c "
 import pstats, sys
-p = pstats.Stats('$OUT/expa_inline.prof', stream=sys.stdout)
-p.sort_stats('cumulative').print_stats(70)
-p.sort_stats('tottime').print_stats(40)
-" > "$OUT/profile.txt" 2>&1
-  breakdown /root/rprof/h200-image/*/exp_a/*/seed-*.json > "$OUT/profile_breakdown.txt"
-}
-step_cold_profile() {  # the first run on a fresh machine (bytecode compiled, the cache empty) in one interpreter under cProfile
-  python3 -m compileall -q -j 0 $(python3 -c "import site; print(*site.getsitepackages())") /tmp/site "$PWD/harness" > /dev/null 2>&1
-  LORABENCH_CACHE=/root/coldcache-prof timeout 300 python3 -m cProfile -o "$OUT/cold_inline.prof" -m harness.cli run \
-    benchmarks/setups/exp_a.toml --seed 3407 --inline --quiet --results /root/rprof-cold > "$OUT/cold_profile.log" 2>&1
-  tail -n 2 "$OUT/cold_profile.log"
-  python3 -c "
-import pstats, sys
-p = pstats.Stats('$OUT/cold_inline.prof', stream=sys.stdout)
+p = pstats.Stats('$OUT/$1.prof', stream=sys.stdout)
 p.sort_stats('cumulative').print_stats(90)
 p.sort_stats('tottime').print_stats(40)
-" > "$OUT/cold_profile.txt" 2>&1
-  breakdown /root/rprof-cold/h200-image/*/exp_a/*/seed-*.json > "$OUT/cold_profile_breakdown.txt"
+" > "$OUT/$1.txt" 2>&1
+  breakdown "/root/r$1"/h200-image/*/exp_a/*/seed-*.json > "$OUT/$1_breakdown.txt"
+}
+step_profile() {  # imports, load, checks, steps and eval under cProfile, the baseline cache cold
+  rm -rf /root/lbcache/baseline* /root/rprofile
+  profile_run profile
+}
+step_cold_profile() {  # the same as a fresh machine's first run: bytecode compiled, the cache empty
+  python3 -m compileall -q -j 0 $(python3 -c "import site; print(*site.getsitepackages())") /tmp/site "$PWD/harness" > /dev/null 2>&1
+  LORABENCH_CACHE=/root/coldcache-prof profile_run cold_profile
 }
 step_starts() {  # the trainer child's start: its heavy imports and CUDA's, with the child's bytecode prefix
   local pre="from harness.config import load_setup; from harness.run import recipe; recipe.preload(load_setup('benchmarks/setups/exp_a.toml'))"
