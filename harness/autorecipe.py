@@ -6,7 +6,7 @@ recipe.compile = "auto":
 - one NVIDIA GPU: "graphs" unless the setup rules them out (SetupConfig.graph_conflicts); ROCm's graphs are
   not measured yet.
 - a CPU training in bf16 (AMX or AVX512-BF16), backend hf, for 100 steps or more (the compile pays back after
-  ~45), with a C++ compiler and Python's headers for inductor's CPU kernels:
+  45-55), with a C++ compiler and Python's headers for inductor's CPU kernels:
   "layers" (300 steps 1.42-1.52x faster than eager on the 2-core Xeon with AMX, exact match not lower on
   any of three seeds: reports/benchmarks/cpu/compile-layers-2026-12-03-xeon/).
 - elsewhere "none" (fp32 CPUs: not measured).
@@ -21,6 +21,7 @@ type has no Liger kernels (the trainer finds that; the record's train.kernels sa
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -33,8 +34,8 @@ from harness.cpuinfo import BF16_TIERS, bf16_flag, cpu_flags, read_cpuinfo
 GRAPHS_EVIDENCE = "reports/benchmarks/h200/step_profile.txt"
 LAYERS_EVIDENCE = "reports/benchmarks/cpu/compile-layers-2026-12-03-xeon/"
 # A cold compile of the layers took ~34 s on the 2-core Xeon (a 10-step smoke run 65.2 s against 31.2 s eager)
-# and a compiled step saves ~0.75 s there (300 steps 427-458 s against 651 s): it pays back after ~45 steps, so
-# shorter runs (smoke runs, CI's) stay eager, with a margin.
+# and a compiled step saves 0.64-0.75 s there (300 steps 427-458 s against 651 s): it pays back after 45-55
+# steps, so shorter runs (smoke runs, CI's) stay eager, with a margin.
 COMPILE_PAYS_AFTER = 100
 LAYERS_PAYBACK = "docs/measurements.md, compiled layers' payback"
 LIGER_EVIDENCE = "reports/benchmarks/h200/2026-12-04-liger-auto.txt"
@@ -75,7 +76,9 @@ def auto_compile(setup: SetupConfig, device: str, precision: str, *, nvidia: boo
     return "layers", f"a CPU training in bf16: compiled decoder layers stepped faster ({LAYERS_EVIDENCE})"
 
 
+@functools.cache
 def liger_installed() -> bool:
+    """Whether liger-kernel is importable: looked up once a process (every fingerprint of a suite asks)."""
     return importlib.util.find_spec("liger_kernel") is not None
 
 

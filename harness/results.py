@@ -643,16 +643,15 @@ def upgrade_record(data: JsonObject, source: str) -> JsonObject:
     # A removed setting (recipe.micro_batches, issue #37: every run steps one batch, as "auto" and 1 did)
     # is left out when the setup is read (`known_fields`) and written back as it was read.
     setup = data.get("setup")
-    model = setup.get("model") if isinstance(setup, dict) else None
-    if isinstance(model, dict) and "attention" not in model:
-        # Made before model.attention existed, when every run used SDPA; read with today's default
-        # ("auto") the record would claim a setting it never had.
-        data = {**data, "setup": {**setup, "model": {**model, "attention": "sdpa"}}}
-    recipe = data["setup"].get("recipe") if isinstance(data.get("setup"), dict) else None
-    if isinstance(recipe, dict) and "kernels" not in recipe:
-        # Made before recipe.kernels existed: the model's own modules ran, not today's default ("auto").
-        data = {**data, "setup": {**data["setup"], "recipe": {**recipe, "kernels": "none"}}}
-    return data
+    if not isinstance(setup, dict):
+        return data
+    # Made before the field existed: read with today's default ("auto") the record would claim a setting it
+    # never had. Every run used SDPA; the model's own modules ran.
+    for table, key, then in (("model", "attention", "sdpa"), ("recipe", "kernels", "none")):
+        fields = setup.get(table)
+        if isinstance(fields, dict) and key not in fields:
+            setup = {**setup, table: {**fields, key: then}}
+    return {**data, "setup": setup}
 
 
 def known_fields(tables: JsonObject, model: type[BaseModel]) -> JsonObject:

@@ -62,12 +62,9 @@ def resolve_setup_runtime(setup: SetupConfig, *, cpuinfo: str | None = None) -> 
     they are resolved where the steps run: graphed_layers.compile_mode, hf.fused_kernels)."""
     runtime = resolve_runtime(setup.device, setup.precision, setup.model.attention, cpuinfo=cpuinfo)
     nvidia = torch.version.hip is None
-    mode, compile_why = auto_compile(setup, runtime.device, runtime.precision, nvidia=nvidia)
-    reasons = dict(runtime.reasons)
-    if setup.recipe.compile == "auto":
-        reasons["compile"] = compile_why
-    else:
-        mode = setup.recipe.compile
+    reasons, mode = dict(runtime.reasons), setup.recipe.compile
+    if mode == "auto":
+        mode, reasons["compile"] = auto_compile(setup, runtime.device, runtime.precision, nvidia=nvidia)
     if setup.recipe.kernels == "auto":
         reasons["kernels"] = auto_kernels(setup, runtime.device, mode, nvidia=nvidia)[1]
     return replace(runtime, reasons=reasons)
