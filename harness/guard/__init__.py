@@ -4,7 +4,7 @@ processes, memory, GPU), each skipping quietly what the host cannot tell."""
 
 from harness.guard.config import ALL_CHECKS, GuardConfig, load_guard_config
 from harness.guard.lock import offline_env, timed_lock
-from harness.guard.readings import precheck
+from harness.guard.readings import Precheck, precheck
 from harness.guard.sampler import NoisySample, Sampler, SamplerReport
 from harness.guard.verdict import GuardRecord, GuardVerdict, Reading
 
@@ -14,6 +14,7 @@ __all__ = [
     "GuardRecord",
     "GuardVerdict",
     "NoisySample",
+    "Precheck",
     "Reading",
     "Sampler",
     "SamplerReport",

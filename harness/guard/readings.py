@@ -137,14 +137,30 @@ def busy_readings(busy: list[GpuBusy], config: GuardConfig) -> list[Reading]:
     return readings
 
 
-def precheck(config: GuardConfig, *, exclude_pids: set[int] | None = None) -> GuardVerdict:
-    """Readings over `config.window_s`; `reason` names the first failed one and the --allow-noisy fix.
+class Precheck:
+    """A pre-check under way: started, it takes the first snapshot and the instant readings (memory, GPU)
+    at once; `verdict()` waits out the window and compares the second snapshot with the first.
 
-    Blocks for the window (3 s by default). Processes in the caller's own tree are never noise.
-    """
-    before = take_snapshot(config)
-    time.sleep(config.window_s)
-    after = take_snapshot(config)
-    exclude = excluded_pids(after, exclude_pids)
-    readings = windowed_readings(before, after, config, exclude) + instant_readings(config, exclude)
-    return GuardVerdict.from_readings(readings, host_view=host_view().to_dict())
+    A timed run starts its trainer between the two (harness.run.parent): the window then overlaps the
+    trainer's imports, which run on the CPU in the caller's own process tree, never noise. The instant
+    readings come before the trainer exists, so its memory and its GPU context are not read as another
+    job's."""
+
+    def __init__(self, config: GuardConfig, *, exclude_pids: set[int] | None = None) -> None:
+        self.config, self.extra = config, exclude_pids
+        self.before = take_snapshot(config)
+        self.instant = instant_readings(config, excluded_pids(self.before, exclude_pids))
+
+    def verdict(self) -> GuardVerdict:
+        """Blocks until the window (3 s by default) has passed since the start; `reason` names the first
+        failed reading and the --allow-noisy fix."""
+        time.sleep(max(0.0, self.before.time + self.config.window_s - time.monotonic()))
+        after = take_snapshot(self.config)
+        exclude = excluded_pids(after, self.extra)
+        readings = windowed_readings(self.before, after, self.config, exclude) + self.instant
+        return GuardVerdict.from_readings(readings, host_view=host_view().to_dict())
+
+
+def precheck(config: GuardConfig, *, exclude_pids: set[int] | None = None) -> GuardVerdict:
+    """Readings over `config.window_s`, blocking for it. Processes in the caller's own tree are never noise."""
+    return Precheck(config, exclude_pids=exclude_pids).verdict()

@@ -20,12 +20,13 @@ from harness import settings
 from harness.errors import InputRefused, RunStopped, UserError, describe_os_error, os_error_within
 from harness.results import MemoryStats
 from harness.run.distributions import remember_distributions
+from harness.run.gate import await_gate
 from harness.run.lifeline import watch_parent
 from harness.run.outcome import EVENTS_FILE, Events, Outcome, unwritten_exit, write_outcome
 from harness.run.plan import RunPlan
 from harness.run.progress import Progress
 from harness.run.ranks import bind_local_gpu, is_main_process, rank_name
-from harness.run.timeline import add_phase, process_started
+from harness.run.timeline import add_phase, phase, process_started
 from harness.run.workdir import mark_trainer
 
 
@@ -58,6 +59,9 @@ def execute_plan(plan: RunPlan, started_at: float | None = None) -> Outcome:
         # phase times loading (inline, under tests: only the imports this call made).
         recipe.preload(plan.setup)
         add_phase(outcome, "child_start", time.time() - (started_at if started_at is not None else began))
+        if plan.await_guard:
+            with phase(outcome, "guard"):
+                await_gate(plan.work_dir)
         recipe.run_phases(plan, outcome, events, progress)
     except UserError as exc:
         outcome.status, outcome.reason = "failed", str(exc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -17,9 +18,10 @@ from pathlib import Path
 from harness.backends.checkpoint import is_resumable, latest, remove
 from harness.config import SetupConfig
 from harness.errors import UserError, describe_os_error
-from harness.guard import GuardRecord, GuardVerdict, Sampler, offline_env, precheck, timed_lock
+from harness.guard import GuardRecord, GuardVerdict, Precheck, Sampler, offline_env, timed_lock
 from harness.results import RecordHeader, RunRecord
 from harness.run.child import execute_plan
+from harness.run.gate import open_gate
 from harness.run.launch import start_trainer
 from harness.run.outcome import Outcome, read_outcome, read_partial, train_progress, train_window
 from harness.run.plan import RunPlan, checkpoint_folder
@@ -73,6 +75,7 @@ class OneHost:
             checkpoints=checkpoints_of(begun.setup, options, header),
             progress_file=options.progress_file,
             visible_gpus=options.placement.visible_gpus if options.placement else None,
+            await_guard=options.timed,
         )
         made = time.time()
         ended = run_phases_in_child(plan, options)
@@ -137,24 +140,56 @@ def run_phases_in_child(plan: RunPlan, options: RunOptions) -> Phases:
         with stop_signals_raise():
             if not options.timed:
                 return Phases(run_trainer(plan, options) if options.isolate else execute_plan(plan), guard)
-            # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap.
+            # 2. Guard pre-check, under the host-wide lock so two timed phases never overlap. Its window
+            # overlaps the trainer's start (3.2 s of imports a seed on the H200), which then waits for the
+            # verdict before it touches the data or a device (harness.run.gate).
             with timed_lock():
                 # The suite's sibling workers are its own load, not foreign: the record says they shared.
                 siblings = options.placement.sibling_pids if options.placement else set
-                verdict = precheck(options.guard, exclude_pids=siblings())
-                guard = GuardRecord(timed=True, precheck=verdict.to_dict())
-                if not verdict.ok and not options.allow_noisy:
-                    return Phases(Outcome(status="refused", reason=verdict.reason), guard)
+                checking = Precheck(options.guard, exclude_pids=siblings())
+                verdict = GatedVerdict(checking, plan.work_dir, allow_noisy=options.allow_noisy)
                 # 3–9. The trainer child, offline, watched by the sampler through the timed phase.
                 with Sampler(options.guard, exclude_pids_fn=siblings) as sampler:
                     outcome = run_trainer(plan, options, extra_env=offline_env())
-                return Phases(outcome, timing_verdict(verdict, sampler, plan.work_dir))
+                said = verdict.result()
+                if not said.ok and not options.allow_noisy:
+                    refused = Outcome(status="refused", reason=said.reason)
+                    return Phases(refused, GuardRecord(timed=True, precheck=said.to_dict()))
+                return Phases(outcome, timing_verdict(said, sampler, plan.work_dir))
     except (Stopped, KeyboardInterrupt, Exception) as exc:
         return Phases(
             caught_outcome(exc, plan.work_dir),
             guard,
             exc if isinstance(exc, Stopped | KeyboardInterrupt) else None,
         )
+
+
+class GatedVerdict:
+    """The pre-check's verdict, taken in a thread while the trainer starts, and the gate it opens."""
+
+    def __init__(self, checking: Precheck, work_dir: Path, *, allow_noisy: bool) -> None:
+        self._verdict: GuardVerdict | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._decide, args=(checking, work_dir, allow_noisy), name="guard-precheck", daemon=True
+        )
+        self._thread.start()
+
+    def _decide(self, checking: Precheck, work_dir: Path, allow_noisy: bool) -> None:
+        try:
+            self._verdict = checking.verdict()
+        except BaseException as exc:  # e.g. a guard that cannot take its readings: the parent raises it
+            self._error = exc
+        go = self._verdict is not None and (self._verdict.ok or allow_noisy)
+        with contextlib.suppress(OSError):  # a work folder gone with a stopped run: no one waits
+            open_gate(work_dir, go=go)
+
+    def result(self) -> GuardVerdict:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._verdict is not None
+        return self._verdict
 
 
 def caught_outcome(exc: BaseException, work_dir: Path) -> Outcome:

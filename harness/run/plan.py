@@ -71,6 +71,8 @@ class RunPlan(BaseModel):
     # (variable, value) for the trainer's environment, e.g. ("CUDA_VISIBLE_DEVICES", "1"): the run's
     # `Placement` (the suite's xdist worker's GPU); the parent itself never narrows what it sees.
     visible_gpus: tuple[str, str] | None = None
+    # A timed run: the trainer waits after its imports for the guard's verdict (harness.run.gate).
+    await_guard: bool = False
 
     def write(self) -> Path:
         return atomic.write_text(self.work_dir / PLAN_FILE, self.model_dump_json())

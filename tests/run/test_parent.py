@@ -168,6 +168,8 @@ def test_timed_run_refused_on_a_busy_machine_keeps_the_reading(
     assert record.reason.startswith("refused to time:") and "--allow-noisy" in record.reason
     assert record.guard["precheck"]["ok"] is False
     assert load_record(path).status == "refused"
+    # The trainer started during the window and stopped at the gate: it never trained.
+    assert record.train is None
 
 
 def test_noise_starting_mid_run_marks_the_timing_invalid(
@@ -210,13 +212,18 @@ def test_quiet_timed_run_is_valid(tiny_model_dir: Path, sql_rows_file: Path, tmp
     from harness.guard import GuardConfig
 
     guard = GuardConfig(
-        checks=("downloads",), window_s=0.5, sample_interval_s=0.2, download_dirs=(str(tmp_path),)
+        checks=("downloads",), window_s=2.0, sample_interval_s=0.2, download_dirs=(str(tmp_path),)
     )
     options = RunOptions(results_dir=tmp_path / "r", isolate=False, timed=True, guard=guard)
     record, _ = run_setup(tiny_setup(tiny_model_dir, sql_rows_file), options)
     assert record.status == "ok"
     assert record.guard["timing_valid"] is True, record.guard
     assert record.guard["sampler"]["n_samples"] >= 1
+    # The pre-check's window overlapped the trainer's start (its imports): the parent no longer spends it
+    # before starting the trainer, which waited at the gate only for what was left of the window.
+    phases = record.timings.phases
+    assert phases["parent"] < 1.5, phases
+    assert phases["child_start"] + phases["guard"] >= 1.9, phases
 
 
 def test_a_run_stopped_from_outside_leaves_a_killed_record(
