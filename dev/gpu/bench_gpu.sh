@@ -47,6 +47,7 @@
 #   cold-profile     the same as a fresh machine's first run: bytecode compiled, the cache empty (GGUF not converted)
 #   starts           where the trainer child's start goes: recipe.preload timed, under -X importtime and cProfile
 #   abab-code        seed 3407 alone, the code in $BEFORE and this checkout alternated twice
+#   abab-timed       the same, each run `--timed` under the quiet-machine guard
 #   mfu-checkpointing SEED  the 4B packed shape (exp_c_speed_packed.toml) without, then with gradient checkpointing
 #   mfu-kernels      the 4B packed shape with recipe.kernels as the setup leaves it ("auto") and none, alternated
 #                    twice, then liger with compiled layers (2026-12-01: plain, liger, + expandable segments, layers)
@@ -195,14 +196,14 @@ p.sort_stats('tottime').print_stats(30); p.sort_stats('cumulative').print_stats(
 " > "$OUT/starts_profile.txt" 2>&1
   unset PYTHONPYCACHEPREFIX
 }
-step_abab_code() {  # the code in $BEFORE, then this checkout, twice; the baseline cache warm for both
+step_abab_code() {  # the code in $BEFORE, then this checkout, twice; the baseline cache warm for both; "$@": run options
   local round side dir start
   for round in 1 2; do
     for side in before after; do
       dir=$PWD; [ $side = before ] && dir=$PWD/$BEFORE
       start=$(date +%s.%N)
       (cd "$dir" && PYTHONPATH="/tmp/site:$dir" timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml \
-        --seed 3407 --results /root/ab-$side-$round --quiet > "$OUT/ab-$side-$round.log" 2>&1)
+        --seed 3407 --results /root/ab-$side-$round --quiet "$@" > "$OUT/ab-$side-$round.log" 2>&1)
       echo "$side $round: whole command $(secs "$start") s | $(tail -n 1 "$OUT/ab-$side-$round.log" | cut -c1-90)" | tee -a "$OUT/abab.txt"
     done
   done
@@ -287,6 +288,7 @@ while [ $# -gt 0 ]; do
     cold-profile) step_cold_profile ;;
     starts) step_starts ;;
     abab-code) step_abab_code ;;
+    abab-timed) step_abab_code --timed ;;
     mfu-checkpointing) SEED=$arg step_mfu_checkpointing ;;
     mfu-kernels) step_mfu_kernels ;;
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
