@@ -13,8 +13,9 @@
 # E.g. two device calls, one after the other: `bash dev/gpu/bench_gpu.sh setup` (carry .whl/b1 .carry/a),
 # then `bash dev/gpu/bench_gpu.sh join timed` (carry .carry/b).
 #
-# Subcommands (each leaves its output under $OUT; results.tgz is rewritten after every step, so a call cut
-# by its time limit still brings back what its finished steps made):
+# Subcommands (each leaves its output in /root/out; $OUT/all.tgz, that folder with the records and logs but
+# no adapters or cProfile dumps, is rewritten after every step, so a call cut by its time limit still brings
+# back what its finished steps made, in one file):
 #   setup            wheels into /tmp/site; part A, the data and the peer (where carried) to /root; says whether
 #                    CUDA MPS is there
 #   setup-4b         setup, plus the 4B architecture folder into the cache and a check that liger imports
@@ -44,6 +45,7 @@
 #   peer             dev/bench_vs_peer.py --one-gpu: Exp A seeds 3407 and 42, then the peer for 3407
 #   rescore          seed 3407's adapter (from `three`) scored twice on its base: are the answers identical?
 #   profile          one Exp A seed in one process (--inline) under cProfile, the baseline cache cold
+#   warm-profile     the same with every cache warm (run `alone` first): where a warm seed's fixed seconds go
 #   cold-profile     the same as a fresh machine's first run: bytecode compiled, the cache empty (GGUF not converted)
 #   starts           where the trainer child's start goes: recipe.preload timed, under -X importtime and cProfile
 #   abab-code        seed 3407 alone, the code in $BEFORE and this checkout alternated twice
@@ -60,7 +62,10 @@ if [[ "${1:-help}" =~ ^(help|-h|--help)$ ]]; then sed -n '2,/^set -uo/p' "$0" | 
 source dev/gpu/env.sh
 WHL=${WHL:-.whl/b1} PARTA=${PARTA:-.carry/a} PARTB=${PARTB:-.carry/b} BEFORE=${BEFORE:-.carry/before}
 R=/root/results
-mkdir -p /root/logs
+# The device tool brings back at most 8 files a call, each under a size limit: the steps write into a
+# staging folder and every step ends by packing it, with the records, into one archive in the real $OUT.
+DEVICE_OUT=$OUT OUT=/root/out
+mkdir -p /root/logs "$OUT"
 secs() { python3 -c "print(round($(date +%s.%N) - $1, 1))"; }
 exp_a() {  # $1 seed, $2 results, $3 log, then --set overrides: Exp A alone, the whole command timed
   local start seed=$1 results=$2 log=$3; shift 3; start=$(date +%s.%N)
@@ -176,12 +181,15 @@ step_profile() {  # imports, load, checks, steps and eval under cProfile, the ba
   rm -rf /root/lbcache/baseline* /root/rprofile
   profile_run profile
 }
+step_warm_profile() {  # the same with every cache warm (after `alone`): a warm seed's fixed costs
+  profile_run warm_profile
+}
 step_cold_profile() {  # the same as a fresh machine's first run: bytecode compiled, the cache empty
   python3 -m compileall -q -j 0 $(python3 -c "import site; print(*site.getsitepackages())") /tmp/site "$PWD/harness" > /dev/null 2>&1
   LORABENCH_CACHE=/root/coldcache-prof profile_run cold_profile
 }
 step_starts() {  # the trainer child's start: its heavy imports and CUDA's, with the child's bytecode prefix
-  local pre="from harness.config import load_setup; from harness.run import recipe; recipe.preload(load_setup('benchmarks/setups/exp_a.toml'))"
+  local pre="from pathlib import Path; from harness.config import load_setup; from harness.run import recipe; recipe.preload(load_setup(Path('benchmarks/setups/exp_a.toml')))"
   local i s
   export PYTHONPYCACHEPREFIX=/root/lbcache/bytecode/cpython-312
   for i in 1 2; do s=$(date +%s.%N); env -u PYTHONDONTWRITEBYTECODE python3 -c "$pre"; echo "preload $i: $(secs "$s") s" | tee -a "$OUT/starts.txt"; done
@@ -192,7 +200,7 @@ import cProfile, pstats, sys
 pr = cProfile.Profile(); pr.enable()
 $pre
 pr.disable(); p = pstats.Stats(pr, stream=sys.stdout)
-p.sort_stats('tottime').print_stats(30); p.sort_stats('cumulative').print_stats(40)
+p.sort_stats('tottime').print_stats(30); p.sort_stats('cumulative').print_stats(40); p.print_callers('custom_op')
 " > "$OUT/starts_profile.txt" 2>&1
   unset PYTHONPYCACHEPREFIX
 }
@@ -286,6 +294,7 @@ while [ $# -gt 0 ]; do
     rescore) step_rescore ;;
     profile) step_profile ;;
     cold-profile) step_cold_profile ;;
+    warm-profile) step_warm_profile ;;
     starts) step_starts ;;
     abab-code) step_abab_code ;;
     abab-timed) step_abab_code --timed ;;
@@ -293,6 +302,6 @@ while [ $# -gt 0 ]; do
     mfu-kernels) step_mfu_kernels ;;
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
-  tar czf "$OUT/results.tgz" --exclude='*.adapter*' --exclude=.work -C /root \
-    $(cd /root && ls -d logs results results3 final timed finalmps suite-* warm kernels-* rescore rprof ab-* coldrun-* 2>/dev/null)
+  tar czf "$DEVICE_OUT/all.tgz" --exclude='*.adapter*' --exclude=.work --exclude='*.prof' -C /root \
+    $(cd /root && ls -d out logs results results3 final timed finalmps suite-* warm kernels-* rescore rprof ab-* coldrun-* 2>/dev/null)
 done

@@ -62,6 +62,19 @@ def steady_step_seconds(step_ends: Sequence[float]) -> float | None:
     return round(statistics.median(steady), 4) if steady else None
 
 
+def silence_library_progress() -> None:
+    """Quiet runs (`--quiet`, and every rank but the first): the libraries' own progress bars off, so the
+    console has lorabench's phase lines only (transformers' "Loading weights", TRL's dataset passes through
+    datasets' map, the hub's downloads). Their warnings still print."""
+    from datasets.utils.logging import disable_progress_bar as datasets_bars_off
+    from huggingface_hub.utils import disable_progress_bars as hub_bars_off
+    from transformers.utils.logging import disable_progress_bar as transformers_bars_off
+
+    datasets_bars_off()
+    hub_bars_off()
+    transformers_bars_off()
+
+
 def count_params(model: Any) -> tuple[int, int]:
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())

@@ -17,6 +17,7 @@ import traceback
 from pathlib import Path
 
 from harness import settings
+from harness.backends.common import silence_library_progress
 from harness.errors import InputRefused, RunStopped, UserError, describe_os_error, os_error_within
 from harness.results import MemoryStats
 from harness.run.distributions import remember_distributions
@@ -58,6 +59,8 @@ def execute_plan(plan: RunPlan, started_at: float | None = None) -> Outcome:
         # The interpreter and the heavy imports (torch, transformers, PEFT, TRL) as one phase, so the load
         # phase times loading (inline, under tests: only the imports this call made).
         recipe.preload(plan.setup)
+        if progress.quiet:
+            silence_library_progress()
         add_phase(outcome, "child_start", time.time() - (started_at if started_at is not None else began))
         if plan.await_guard:
             with phase(outcome, "guard"):

@@ -37,6 +37,8 @@ import socket
 import subprocess
 import sys
 import traceback
+import warnings
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -249,8 +251,22 @@ def wait_child_or_parent(sock: socket.socket, pid: int) -> os.waitid_result:
     return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 
 
+@contextlib.contextmanager
+def forking_with_library_threads() -> Generator[None]:
+    """Python 3.12 warns at every fork of a process with more than one thread. The server's other threads are
+    the libraries' own, started by its imports (OpenBLAS's worker pool with numpy, the jemalloc background
+    thread of pyarrow, which datasets imports); both make themselves safe across a fork (pthread_atfork), and
+    the server runs no Python thread but its main one. The warning would print in every forked run's log."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r".*is multi-threaded, use of fork\(\)", category=DeprecationWarning
+        )
+        yield
+
+
 def serve_one(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-    pid = os.fork()
+    with forking_with_library_threads():
+        pid = os.fork()
     if pid == 0:
         sock.close()
         become_trainer(request, fds)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -125,6 +126,9 @@ def test_cli_run_in_a_child_process(tiny_model_dir: Path, sql_rows_file: Path, t
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.startswith("ok | adhoc/adhoc seed 3407 | exact match")
+    # --quiet: phase lines only; the libraries' own progress bars (loading weights, TRL's dataset passes) off.
+    assert "[lorabench] train" in result.stderr
+    assert not re.search(r"\d+/\d+ \[", result.stderr), result.stderr[-2000:]
 
 
 @pytest.mark.parametrize(

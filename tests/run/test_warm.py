@@ -120,3 +120,20 @@ def test_a_server_started_before_the_first_run_forks_it(
     assert record.status == "ok", record.reason
     assert warm._servers == [server], "the run's environment differs from the one the server was started in"
     assert server.forked == 1
+
+
+def test_the_fork_warning_about_library_threads_is_silenced_and_no_other() -> None:
+    """Python 3.12's warning at a fork of a multi-threaded process (its text, as it prints it) is silenced
+    around the server's fork; other deprecation warnings there still show."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with warm.forking_with_library_threads():
+            warnings.warn(
+                "This process (pid=1088) is multi-threaded, use of fork() may lead to deadlocks in the child.",
+                DeprecationWarning,
+                stacklevel=1,
+            )
+            warnings.warn("something else is deprecated", DeprecationWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == ["something else is deprecated"]
