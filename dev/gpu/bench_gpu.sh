@@ -13,7 +13,7 @@
 # E.g. two device calls, one after the other: `bash dev/gpu/bench_gpu.sh setup` (carry .whl/b1 .carry/a),
 # then `bash dev/gpu/bench_gpu.sh join timed` (carry .carry/b).
 #
-# Subcommands (each leaves its output in /root/out; $OUT/all.tgz, that folder with the records and logs but
+# Subcommands (each leaves its output in /root/bench-out; $OUT/all.tgz, that folder with the records and logs but
 # no adapters or cProfile dumps, is rewritten after every step, so a call cut by its time limit still brings
 # back what its finished steps made, in one file):
 #   setup            wheels into /tmp/site; part A, the data and the peer (where carried) to /root; says whether
@@ -64,7 +64,7 @@ WHL=${WHL:-.whl/b1} PARTA=${PARTA:-.carry/a} PARTB=${PARTB:-.carry/b} BEFORE=${B
 R=/root/results
 # The device tool brings back at most 8 files a call, each under a size limit: the steps write into a
 # staging folder and every step ends by packing it, with the records, into one archive in the real $OUT.
-DEVICE_OUT=$OUT OUT=/root/out
+DEVICE_OUT=$OUT OUT=/root/bench-out  # a folder of its own: the device tool's $OUT is /root/out
 mkdir -p /root/logs "$OUT"
 secs() { python3 -c "print(round($(date +%s.%N) - $1, 1))"; }
 exp_a() {  # $1 seed, $2 results, $3 log, then --set overrides: Exp A alone, the whole command timed
@@ -303,5 +303,5 @@ while [ $# -gt 0 ]; do
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
   tar czf "$DEVICE_OUT/all.tgz" --exclude='*.adapter*' --exclude=.work --exclude='*.prof' -C /root \
-    $(cd /root && ls -d out logs results results3 final timed finalmps suite-* warm kernels-* rescore rprof ab-* coldrun-* 2>/dev/null)
+    $(cd /root && ls -d bench-out logs results results3 final timed finalmps suite-* warm kernels-* rescore rprof ab-* coldrun-* 2>/dev/null)
 done
