@@ -21,6 +21,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeInt,
     PositiveInt,
     ValidationError,
     ValidationInfo,
@@ -241,12 +242,13 @@ class RecipeConfig(Frozen):
     # numpy, torch and transformers' set_seed take 0 … 2**32 − 1; anything else failed only after the
     # model had loaded (and the baseline had been scored).
     seed: int = Field(3407, ge=0, le=SEED_MAX)
-    checkpoint_every: int = Field(
-        50,
-        ge=0,
-        description="save the adapter, optimizer, scheduler, RNG states and data position every N steps beside "
-        "the results (<results>/.checkpoints/), so a stopped seed resumes from its last checkpoint with the same "
-        "result (harness/backends/checkpoint.py); 0 = never. Not in the fingerprint: it changes when, not what",
+    checkpoint_every: NonNegativeInt | Literal["auto"] = Field(
+        "auto",
+        description="save the adapter, optimizer, scheduler, RNG states and data position beside the results "
+        "(<results>/.checkpoints/), so a stopped seed resumes from its last checkpoint with the same result "
+        "(harness/backends/checkpoint.py): every N steps; 0 = never; auto = after each minute of training (a "
+        "save costs 0.3-0.4 s on an H200, where Exp A's 300 steps take 10 s). Not in the fingerprint: it changes "
+        "when, not what",
     )
 
 

@@ -189,7 +189,7 @@ def build_trainer(
     checkpoints: Path | None = None,
 ) -> Any:
     """The TRL SFTTrainer exactly as `train` uses it (preflight checks are handed it to audit its batches).
-    `checkpoints`: the folder it saves resumable checkpoints in every `recipe.checkpoint_every` steps."""
+    `checkpoints`: the folder it saves resumable checkpoints in (when: `recipe.checkpoint_every`)."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
 
@@ -222,10 +222,11 @@ def training_args(setup: SetupConfig, runtime: Runtime, output_dir: Path, checkp
 
     recipe = setup.recipe
     # Rotation is harness.backends.checkpoint's: the older checkpoint goes only once the newer is complete.
+    # "auto" saves by time: the Trainer saves when harness.backends.checkpoint's callback asks (should_save).
     saving = (
         {"save_strategy": "steps", "save_steps": recipe.checkpoint_every, "save_total_limit": None}
-        if checkpointed
-        else {"save_strategy": "no"}
+        if checkpointed and recipe.checkpoint_every != "auto"
+        else {"save_strategy": "no", "save_total_limit": None}
     )
     return SFTConfig(
         output_dir=str(output_dir),
@@ -395,10 +396,16 @@ def run_sft(
     tracker = checks.DeadAdapterTracker(model) if setup.checks.dead_adapters else None
     if tracker:
         callbacks.append(tracker.callback())
-    # Resumable: checkpoints every recipe.checkpoint_every steps; the newest complete one is resumed from.
+    # Resumable: checkpoints by recipe.checkpoint_every (a minute of training, or N steps); the newest complete
+    # one is resumed from.
     checkpoints = checkpoints if checkpoint.is_resumable(setup) else None
     resume = checkpoint.latest(checkpoints)
-    saves = checkpoint.SaveTracker(outcome, resume[1] if resume else None) if checkpoints else None
+    by_time = checkpoint.AUTO_EVERY_S if setup.recipe.checkpoint_every == "auto" else None
+    saves = (
+        checkpoint.SaveTracker(outcome, resume[1] if resume else None, every_s=by_time)
+        if checkpoints
+        else None
+    )
     if saves:
         callbacks.append(saves.callback())
     trainer = build_trainer(model, tokenizer, examples, setup, runtime, callbacks, checkpoints)

@@ -17,8 +17,9 @@ from typing import Any
 from harness.results import RunRecord
 from harness.suite.catalogue import compile_mode
 
-# Fields that name a run rather than change what it does.
-IDENTITY = frozenset({"name", "experiment", "recipe.seed"})
+# Fields that name a run, or say when it saves its progress, rather than change what it does (the last is out
+# of the fingerprint too: SetupConfig.fingerprint_payload).
+IDENTITY = frozenset({"name", "experiment", "recipe.seed", "recipe.checkpoint_every"})
 
 
 # Any values: setting values of every type the setup model has (numbers, strings, lists, None).
