@@ -69,8 +69,23 @@ def _recorded_setup(record: RunRecord, setup: SetupConfig) -> SetupConfig:
     return rebuilt if same or _before_auto_changed(record, rebuilt) else record.setup
 
 
+def _same_setup_but_seed(record: RunRecord, setup: SetupConfig) -> bool:
+    """Whether the record is a run of `setup` with the record's own seed: its fingerprint is the one `setup` has
+    with that seed. Field by field they may differ all the same, where a default changed since the record was
+    made (its setup holds `recipe.kernels = "none"`, the default until 2026-12-04, while an "auto" that means
+    none on its host kind adds nothing to the fingerprint)."""
+    kind = record.provenance.host.kind
+    if kind is None:
+        return False
+    with_its_seed = setup.model_copy(update={"recipe": setup.recipe.model_copy(update={"seed": record.seed})})
+    return run_fingerprint(with_its_seed, record.stack, kind) == record.fingerprint
+
+
 def setup_changes(record: RunRecord, setup: SetupConfig) -> list[str]:
     """`field recorded → now` for each setup field the fingerprint sees that differs (data by content)."""
+    if _same_setup_but_seed(record, setup):
+        seed = setup.recipe.seed
+        return [] if record.seed == seed else [f"recipe.seed {record.seed} → {seed}"]
     now_seen, now_all = _sides(setup)
     then_seen, then_all = _sides(_recorded_setup(record, setup))
     changes = []

@@ -117,3 +117,24 @@ def test_a_published_record_of_local_data_tells_the_time_despite_its_cut_path(
     assert [p for _, p in earlier_runs([folder], on(data, seed=42), record.stack, host)] == [path]
     assert earlier_runs([folder], on(other, seed=42), record.stack, host) == []
     assert earlier_runs([folder], on(data, batch_size=16), record.stack, host) == []
+
+
+def test_a_record_holding_a_default_since_changed_counts_when_its_fingerprint_says_same_setup(
+    shared_sample: Path,
+) -> None:
+    """The published H200 records of Exp A hold `recipe.kernels = "none"`, the default until 2026-12-04; "auto"
+    means none there (graphed layers), so their fingerprints are this setup's. Field by field they differed,
+    and a fresh H200's first suite knew no earlier run: its three seeds ran one at a time (101.8 s)."""
+    from harness.config import load_setup
+
+    published = REPO / "reports/results"
+    setup = load_setup(REPO / "benchmarks/setups/exp_a.toml", [f"data.source={shared_sample}"])
+    assert setup.recipe.kernels == "auto"
+    found = earlier_runs([published], setup, "h200-image", HostKey("nvidia-h200", "nvidia-h200"))
+    assert sorted(record.seed for record, _ in found) == [42, 1234, 3407]
+    assert all(record.setup.recipe.kernels == "none" for record, _ in found)
+    # A change the fingerprint sees still rules them out.
+    bigger = load_setup(
+        REPO / "benchmarks/setups/exp_a.toml", [f"data.source={shared_sample}", "recipe.batch_size=16"]
+    )
+    assert earlier_runs([published], bigger, "h200-image", HostKey("nvidia-h200", "nvidia-h200")) == []
