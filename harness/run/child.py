@@ -9,6 +9,7 @@ here, in the child: it pulls in torch, which the parent never imports.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import resource
 import sys
@@ -36,6 +37,14 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def keep_imports_out_of_gc() -> None:
+    """The stack's imports made ~440,000 objects that live as long as the process: frozen out of the cyclic
+    GC, a full collection no longer walks them (this Xeon: 197 ms after the imports, 1-3 ms frozen with the
+    model loaded). On the H200 one full collection fell inside each Exp A seed's steps, 0.25-0.29 s
+    (reports/benchmarks/h200/2026-12-04-checkpoint-saves.txt)."""
+    gc.freeze()
+
+
 def execute_plan(plan: RunPlan, started_at: float | None = None) -> Outcome:
     """Run steps 3–9; never raises for run failures — they become the outcome's status and reason.
     `started_at`: this process's start (wall clock) when it is the trainer child, for the record's phases."""
@@ -59,6 +68,8 @@ def execute_plan(plan: RunPlan, started_at: float | None = None) -> Outcome:
         # The interpreter and the heavy imports (torch, transformers, PEFT, TRL) as one phase, so the load
         # phase times loading (inline, under tests: only the imports this call made).
         recipe.preload(plan.setup)
+        if started_at is not None:  # the trainer's own process, not a run inline in its caller's
+            keep_imports_out_of_gc()
         if progress.quiet:
             silence_library_progress()
         add_phase(outcome, "child_start", time.time() - (started_at if started_at is not None else began))
