@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from pathlib import Path
@@ -98,7 +99,7 @@ class SaveTracker:
         resumed: SavedState | None,
         *,
         every_s: float | None = None,
-        clock: Any = time.perf_counter,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         """`every_s`: save by time ("auto"), after that many seconds of training since the last save; None: the
         Trainer saves every `save_steps` steps. `clock`: the time in seconds (a test's own)."""
