@@ -27,9 +27,9 @@ from harness import atomic
 STATE_FILE = "lorabench.json"
 PREFIX = "checkpoint-"
 # "auto": a save once this many seconds of training have passed since the last (or the start). A save costs
-# 0.27-0.43 s on the H200 (Exp A's: 20 MB adapter, 39 MB optimizer state, the tokenizer), five of them 1.6 s of
-# a seed whose 300 steps take 10 s, more than the steps they keep; on the 2-core Xeon a minute is ~40 steps,
-# as the former default of 50 steps was there (docs/measurements.md, checkpoint saves).
+# 0.27-0.43 s on the H200 (Exp A's: 20 MB adapter, 39 MB optimizer state, the tokenizer): every 50 steps, a toll
+# of 1.6 s on each seed whose 300 steps take 10 s, to spare the rare stopped seed at most 10 s of steps. On the
+# 2-core Xeon a minute is ~40 steps, as the former default of 50 was there (docs/measurements.md, checkpoint saves).
 AUTO_EVERY_S = 60.0
 
 
