@@ -50,6 +50,9 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 #      Since 2026-12-04 recipe.kernels defaults to "auto" (was "none"), Liger's kernels where layers run eager on an
 #      NVIDIA GPU: run_fingerprint adds that meaning there the same way; every other fingerprint is as it was.
 FINGERPRINT_VERSION = 3
+# Recipe fields that say when a run saves its progress, not what it trains: out of the fingerprint, and out of
+# what a report says differs between two setups (harness/report/settings.py).
+WHEN_NOT_WHAT = ("checkpoint_every",)
 
 # The seeds numpy (and so transformers' set_seed) accepts.
 SEED_MAX = 2**32 - 1
@@ -247,7 +250,7 @@ class RecipeConfig(Frozen):
         description="save the adapter, optimizer, scheduler, RNG states and data position beside the results "
         "(<results>/.checkpoints/), so a stopped seed resumes from its last checkpoint with the same result "
         "(harness/backends/checkpoint.py): every N steps; 0 = never; auto = after each minute of training (a "
-        "save costs 0.3-0.4 s on an H200, where Exp A's 300 steps take 10 s). Not in the fingerprint: it changes "
+        "save costs 0.27-0.43 s on an H200, where Exp A's 300 steps take 10 s). Not in the fingerprint: it changes "
         "when, not what",
     )
 
@@ -480,8 +483,9 @@ class SetupConfig(Frozen):
         # Fields at their default stay out, so adding a field whose default keeps the old behaviour
         # leaves every cached record valid. Changing what a default does must bump FINGERPRINT_VERSION.
         body = self.model_dump(mode="json", exclude_defaults=True)
-        if "recipe" in body:  # when progress is saved, not what is trained
-            body["recipe"].pop("checkpoint_every", None)
+        if "recipe" in body:
+            for field in WHEN_NOT_WHAT:
+                body["recipe"].pop(field, None)
             if not body["recipe"]:
                 del body["recipe"]
         if data_identity is not None and "source" in body.get("data", {}):

@@ -226,7 +226,7 @@ def training_args(setup: SetupConfig, runtime: Runtime, output_dir: Path, checkp
     saving = (
         {"save_strategy": "steps", "save_steps": recipe.checkpoint_every, "save_total_limit": None}
         if checkpointed and recipe.checkpoint_every != "auto"
-        else {"save_strategy": "no", "save_total_limit": None}
+        else {"save_strategy": "no"}
     )
     return SFTConfig(
         output_dir=str(output_dir),

@@ -14,12 +14,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.config import WHEN_NOT_WHAT
 from harness.results import RunRecord
 from harness.suite.catalogue import compile_mode
 
-# Fields that name a run, or say when it saves its progress, rather than change what it does (the last is out
-# of the fingerprint too: SetupConfig.fingerprint_payload).
-IDENTITY = frozenset({"name", "experiment", "recipe.seed", "recipe.checkpoint_every"})
+# Fields that name a run, or say when it saves its progress, rather than change what it does.
+IDENTITY = frozenset({"name", "experiment", "recipe.seed", *(f"recipe.{field}" for field in WHEN_NOT_WHAT)})
 
 
 # Any values: setting values of every type the setup model has (numbers, strings, lists, None).
