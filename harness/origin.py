@@ -107,6 +107,10 @@ class PlacementFacts(Facts):
     shared_by: int | None = Field(
         None, description="runs placed on those devices at once (the suite's workers per device); 1: alone"
     )
+    mps: bool | None = Field(
+        None,
+        description="true: the run's trainer went through the suite's CUDA MPS server (harness/gpu/mps.py)",
+    )
 
 
 class Provenance(Facts):

@@ -63,6 +63,7 @@ from harness.origin import Provenance
 #     training's alone since); the record's setup is read as the setup model and its provenance as
 #     harness/origin.py's, each writing back the keys it was read with. Schemas: harness/record_schema.py.
 #     Later still (a171ae8, 2026-12-03): train.compile (recipe.compile as the steps ran, "auto" resolved).
+#     Later still (2026-12-04): provenance.placement.mps (the run went through the suite's CUDA MPS server).
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 

@@ -48,6 +48,8 @@
 #   warm-profile     the same with every cache warm (run `alone` first): where a warm seed's fixed seconds go
 #   cold-profile     the same as a fresh machine's first run: bytecode compiled, the cache empty (GGUF not converted)
 #   starts           where the trainer child's start goes: recipe.preload timed, under -X importtime and cProfile
+#   mps-lifetime     the suite's own MPS daemon (harness/gpu/mps.py) with the real binary: it starts, a CUDA client
+#                    goes through it, and a SIGKILLed owner leaves no MPS process behind (mps-lifetime.txt)
 #   abab-code        seed 3407 alone, the code in $BEFORE and this checkout alternated twice
 #   abab-timed       the same, each run `--timed` under the quiet-machine guard
 #   mfu-checkpointing SEED  the 4B packed shape (exp_c_speed_packed.toml) without, then with gradient checkpointing
@@ -204,6 +206,26 @@ p.sort_stats('tottime').print_stats(30); p.sort_stats('cumulative').print_stats(
 " > "$OUT/starts_profile.txt" 2>&1
   unset PYTHONPYCACHEPREFIX
 }
+mps_processes() { ps -eo pid,comm | grep -i mps || echo "  (no MPS process)"; }
+step_mps_lifetime() {  # the daemon harness.gpu.mps starts: ready, serving a client, gone with its SIGKILLed owner
+  python3 - <<'PY' 2>&1 | tee -a "$OUT/mps-lifetime.txt"
+import os, signal, subprocess, sys, time
+code = "from harness.gpu import mps; s, line = mps.start(); print(line); print(s.pipe, flush=True); import time; time.sleep(120)"
+owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+print(owner.stdout.readline().strip())
+pipe = owner.stdout.readline().strip()
+client = "import torch; x = torch.ones(1, device='cuda'); print('client ok', (x + 1).item())"
+done = subprocess.run([sys.executable, "-c", client], env={**os.environ, "CUDA_MPS_PIPE_DIRECTORY": pipe},
+                      capture_output=True, text=True)
+print(done.stdout.strip(), done.stderr.strip()[-300:])
+print(subprocess.run("ps -eo pid,comm | grep -i mps", shell=True, capture_output=True, text=True).stdout)
+owner.send_signal(signal.SIGKILL)
+owner.wait()
+time.sleep(3)
+print("3 s after SIGKILL of the owner:")
+print(subprocess.run("ps -eo pid,comm | grep -i mps", shell=True, capture_output=True, text=True).stdout or "  (no MPS process)")
+PY
+}
 step_abab_code() {  # the code in $BEFORE, then this checkout, twice; the baseline cache warm for both; "$@": run options
   local round side dir start
   for round in 1 2; do
@@ -297,6 +319,8 @@ while [ $# -gt 0 ]; do
     warm-profile) step_warm_profile ;;
     starts) step_starts ;;
     abab-code) step_abab_code ;;
+    mps-lifetime) step_mps_lifetime ;;
+    mps-left) mps_processes | sed 's/^/after the suites: /' | tee -a "$OUT/suite.txt" ;;
     abab-timed) step_abab_code --timed ;;
     mfu-checkpointing) SEED=$arg step_mfu_checkpointing ;;
     mfu-kernels) step_mfu_kernels ;;

@@ -9,10 +9,11 @@ into the committed `reports/`. The committed records (`reports/results/`) are re
 one whose fingerprint matches stands in for a run, and the scorecard is rendered from both folders.
 `lorabench publish` is the separate, explicit step that copies records into `reports/results/`.
 
-On GPUs the suite's cases run side by side (pytest-xdist, harness/suite/placement.py): 3 workers per CUDA GPU
-(Exp A's suite on one H200, warm: 66.3 s, the median of 4, with its three seeds sharing the GPU; 95.5 s one
-after another), one per ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or
-`-p no:xdist`) chooses instead."""
+On GPUs the suite's cases run side by side (pytest-xdist, harness/suite/placement.py): 3 workers per CUDA GPU,
+whose shared runs go through one CUDA MPS server the suite starts (harness/gpu/mps.py; Exp A's suite on one
+H200, warm: 53.1 / 59.9 s through MPS, 61-63 s as plain processes, 95.5 s one seed after another), one per
+ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses
+instead (add `--lorabench-mps` for the server)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
 from harness.suite.catalogue import load_catalogue
-from harness.suite.placement import asks_for_workers, workers_for_host
+from harness.suite.placement import asks_for_workers, shares_gpus, workers_for_host
 
 DEFAULT_RESULTS = Path("results")
 DEFAULT_PUBLISHED = Path("reports/results")
@@ -86,11 +87,13 @@ def pytest_command(
     published: Path = DEFAULT_PUBLISHED,
     setups: Sequence[Path] = (),
     workers: int = 0,
+    mps: bool = False,
 ) -> list[str]:
-    """The suite's pytest command; `workers` (pytest-xdist's -n) unless the user chose theirs."""
+    """The suite's pytest command; `workers` (pytest-xdist's -n) unless the user chose theirs, and with
+    `mps` a CUDA MPS server for the workers that share a GPU (harness/gpu/mps.py)."""
     args = pytest_args[1:] if pytest_args[:1] == ["--"] else list(pytest_args)
     if workers and not asks_for_workers(args):
-        args = ["-n", str(workers), *args]
+        args = ["-n", str(workers), *(["--lorabench-mps"] if mps else []), *args]
     # With no test path given, the suite is benchmarks/ (a path is any argument naming an existing file or folder).
     if not any(Path(a.split("::", 1)[0]).exists() for a in args if not a.startswith("-")):
         args.append(str(default_benchmarks()))
@@ -182,9 +185,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     from harness.gpu.facts import collect_gpus
 
-    # One worker per GPU, k per GPU on CUDA (harness/suite/placement.py); a CPU host runs one seed at a time.
-    workers = 0 if asks_for_workers(args.pytest_args) else workers_for_host(collect_gpus())
-    command = pytest_command(args.pytest_args, args.results, args.published, args.setups, workers)
+    # One worker per GPU, k per GPU on CUDA (harness/suite/placement.py), those k through one MPS server;
+    # a CPU host runs one seed at a time.
+    gpus = collect_gpus()
+    workers = 0 if asks_for_workers(args.pytest_args) else workers_for_host(gpus)
+    mps = shares_gpus(gpus, workers)
+    command = pytest_command(args.pytest_args, args.results, args.published, args.setups, workers, mps)
     print(
         "lorabench bench: " + " ".join(command[1:]), file=sys.stderr if args.json else sys.stdout, flush=True
     )

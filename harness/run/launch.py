@@ -123,11 +123,10 @@ def trainer_command(setup: SetupConfig, plan_file: Path, rendezvous: Rendezvous 
 
 
 def trainer_env(
-    gpus: int, extra_env: dict[str, str] | None = None, visible_gpus: tuple[str, str] | None = None
+    gpus: int, extra_env: dict[str, str] | None = None, gpu_env: dict[str, str] | None = None
 ) -> dict[str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
-    if visible_gpus is not None:  # the plan's GPUs (the suite's worker's), for the trainer only
-        env[visible_gpus[0]] = visible_gpus[1]
+    env.update(gpu_env or {})  # the plan's GPUs (the suite's worker's) and MPS pipe, for the trainer only
     # Every trainer process (torchrun's ranks too) watches the parent that started the run and ends itself
     # when it is gone (harness.run.lifeline).
     env.update(lifeline_env())
@@ -157,7 +156,7 @@ def start_trainer(
     plan_file = plan.write()
     return run_capped(
         trainer_command(plan.setup, plan_file, rendezvous),
-        env=trainer_env(plan.setup.gpus, extra_env, plan.visible_gpus),
+        env=trainer_env(plan.setup.gpus, extra_env, plan.gpu_env),
         cwd=None,
         cap_bytes=cap_bytes,
         floor_bytes=floor_bytes,

@@ -74,7 +74,7 @@ class OneHost:
             fingerprint=header.fingerprint,
             checkpoints=checkpoints_of(begun.setup, options, header),
             progress_file=options.progress_file,
-            visible_gpus=options.placement.visible_gpus if options.placement else None,
+            gpu_env=options.placement.gpu_env if options.placement else {},
             await_guard=options.timed,
         )
         made = time.time()

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from harness import atomic
 from harness.config import SetupConfig
+from harness.gpu.mps import PIPE_ENV as MPS_PIPE_ENV
 from harness.origin import PlacementFacts
 from harness.results import record_dir
 
@@ -30,17 +31,23 @@ class Placement(BaseModel):
     devices: str  # "cpu", or the GPUs as the visibility variable names them ("1", "0,1", "GPU-…")
     variable: str | None = None  # CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES; None: not narrowed
     shared_by: int = 1  # runs placed on these devices at once (the suite's workers per device)
+    # The CUDA MPS server the run's trainer goes through (its pipe folder; harness/gpu/mps.py): a shared run
+    # of a suite that has one. None: a plain CUDA process.
+    mps_pipe: str | None = None
     # The process whose tree holds the run's siblings (the suite's xdist controller and its workers): their
     # GPU processes and CPU load are the suite's own, not foreign to the quiet-machine guard.
     siblings_root: int | None = None
 
     @property
-    def visible_gpus(self) -> tuple[str, str] | None:
-        return (self.variable, self.devices) if self.variable else None
+    def gpu_env(self) -> dict[str, str]:
+        """The trainer's GPU variables: the visibility variable narrowed to its devices, the MPS pipe."""
+        env = {self.variable: self.devices} if self.variable else {}
+        return env | ({MPS_PIPE_ENV: self.mps_pipe} if self.mps_pipe else {})
 
     @property
     def facts(self) -> PlacementFacts:
-        return PlacementFacts(devices=self.devices, shared_by=self.shared_by)
+        mps = {"mps": True} if self.mps_pipe else {}
+        return PlacementFacts(devices=self.devices, shared_by=self.shared_by, **mps)
 
     def sibling_pids(self) -> set[int]:
         """The siblings' process tree now (empty when there is no root or it has ended)."""
@@ -68,9 +75,9 @@ class RunPlan(BaseModel):
     fingerprint: str | None = None
     checkpoints: Path | None = None
     progress_file: Path | None = None
-    # (variable, value) for the trainer's environment, e.g. ("CUDA_VISIBLE_DEVICES", "1"): the run's
-    # `Placement` (the suite's xdist worker's GPU); the parent itself never narrows what it sees.
-    visible_gpus: tuple[str, str] | None = None
+    # The trainer's GPU variables from the run's `Placement` (the suite's xdist worker's GPU, e.g.
+    # CUDA_VISIBLE_DEVICES=1, and its MPS pipe); the parent itself never narrows what it sees.
+    gpu_env: dict[str, str] = {}
     # A timed run: the trainer waits after its imports for the guard's verdict (harness.run.gate).
     await_guard: bool = False
 

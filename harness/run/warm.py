@@ -47,9 +47,15 @@ MESSAGE_BYTES = 1 << 20
 # Room in the server's own command line for a child's `python -m harness.run.child JOB.json`.
 TITLE_ROOM = 4096
 # Variables no import reads, so a server started under other values serves the run as well (its child gets
-# the run's environment whole): the GPU pins, read when the GPU starts, and the name pytest gives each test
-# phase (a suite's worker starts its server before its first test: harness.suite.plugin).
-PER_RUN_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST")
+# the run's environment whole): the GPU pins and the MPS pipe, read when the GPU starts, and the name pytest
+# gives each test phase (a suite's worker starts its server before its first test: harness.suite.plugin).
+PER_RUN_ENV = (
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "PYTEST_CURRENT_TEST",
+)
 
 
 class ServerGone(Exception):

@@ -23,7 +23,8 @@ from harness.run.plan import Placement
 # Exp A's 3 seeds on one H200 (issue #40): started at once by hand 48.4 s against 88.4 s one after another;
 # `lorabench bench -- -k exp_a` warm, 3 workers sharing the GPU 68.9 s against 95.5 s with each seed alone
 # (2026-12-03, reports/benchmarks/h200/2026-12-03-suite-placement.txt; 66.3 s, the median of 4, once the
-# workers prewarm their trainers: …-suite-prewarm.txt); the same predictions either way.
+# workers prewarm their trainers: …-suite-prewarm.txt); the same predictions either way. Through one CUDA MPS
+# server (harness/gpu/mps.py) their steps take ~18 s where they took ~25 s (…-2026-12-04-suite-mps.txt).
 CUDA_WORKERS_PER_GPU = 3
 CPU = "cpu"
 # Room left beside k runs' measured peaks: allocator fragmentation, CUDA contexts, eval's own peak.
@@ -67,6 +68,7 @@ class Spread:
     devices: tuple[str, ...]
     variable: str | None  # the GPU visibility variable; None on a CPU host
     siblings_root: int | None = None  # the xdist controller: its tree is the suite's own load
+    mps_pipe: str | None = None  # the session's CUDA MPS server (harness/gpu/mps.py), for shared runs
 
     @property
     def seat(self) -> Seat:
@@ -81,7 +83,11 @@ class Spread:
         variable = self.variable if mine.device != CPU else None
         shared = 1 if alone else mine.shared_by
         return Placement(
-            devices=mine.device, variable=variable, shared_by=shared, siblings_root=self.siblings_root
+            devices=mine.device,
+            variable=variable,
+            shared_by=shared,
+            siblings_root=self.siblings_root,
+            mps_pipe=self.mps_pipe if shared > 1 and variable else None,  # alone: a plain process
         )
 
     def slots(self, gpus: int, *, alone: bool) -> list[Seat]:
@@ -127,6 +133,13 @@ def workers_for_host(gpu_facts: JsonObject) -> int:
     devices = [str(gpu.get("index", i)) for i, gpu in enumerate(gpus)]
     workers = default_workers(devices, gpu_facts.get("runtime"))
     return workers if workers >= 2 else 0
+
+
+def shares_gpus(gpu_facts: JsonObject, workers: int) -> bool:
+    """Whether `workers` seat several runs on one CUDA GPU: those then go through one MPS server
+    (harness/gpu/mps.py)."""
+    gpus = gpu_facts.get("gpus") or []
+    return gpu_facts.get("runtime") == "cuda" and workers > len(gpus)
 
 
 def asks_for_workers(pytest_args: Sequence[str]) -> bool:

@@ -22,6 +22,7 @@ import pytest
 from harness import settings
 from harness.config import DATA_ENV, SetupConfig, parse_override
 from harness.errors import ConfigError, UserError
+from harness.gpu import mps
 from harness.results import RunRecord, record_path
 from harness.run.launch import prewarm_trainer
 from harness.stack_name import default_stack
@@ -52,6 +53,8 @@ MARKERS = {
 SETTINGS_KEY = pytest.StashKey[SuiteSettings]()
 RUNNER_KEY = pytest.StashKey[SuiteRunner]()
 CAPS_KEY = pytest.StashKey[HostCapabilities]()
+MPS_KEY = pytest.StashKey[mps.Mps]()
+MPS_PIPE = "lorabench_mps_pipe"  # the key a worker finds the controller's MPS pipe under (its workerinput)
 CATALOGUES_KEY = pytest.StashKey[dict[tuple[Path, ...], Catalogue]]()
 
 
@@ -157,6 +160,14 @@ def _add_run_options(group: pytest.OptionGroup) -> None:
         help="timed runs on a busy machine are recorded (marked untimed) instead of refused",
     )
     group.addoption(
+        "--lorabench-mps",
+        action="store_true",
+        default=False,
+        help="under pytest-xdist on CUDA, start a CUDA MPS server for the session's runs that share a GPU "
+        "(their kernels then run at once; a run alone on its GPU stays a plain process); the host's own "
+        "server is used where it runs one. `lorabench bench` asks for it when it seats several workers on a GPU",
+    )
+    group.addoption(
         "--lorabench-inline",
         action="store_true",
         default=False,
@@ -193,11 +204,34 @@ def pytest_configure(config: pytest.Config) -> None:
         settings, worker=worker, follow=progress_follower(config, settings, worker)
     )
     config.pluginmanager.register(RunLog(), "lorabench-runlog")
+    controller = not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)
+    if controller and config.getoption("lorabench_mps"):
+        start_mps(config)
     if worker and not settings.inline:
         # An xdist worker (`lorabench bench` starts them on GPU hosts) starts its warm fork server with itself:
         # the trainers' imports then overlap the worker's start, collection and lookups. A worker whose runs
         # are all reused ends it unused.
         prewarm_trainer()
+
+
+def start_mps(config: pytest.Config) -> None:
+    """The controller's CUDA MPS server for its workers' shared runs (harness/gpu/mps.py), said in one line."""
+    server, line = mps.start()
+    print(f"lorabench: {line}", file=sys.stderr, flush=True)
+    if server is not None:
+        config.stash[MPS_KEY] = server
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist, before a worker starts: it learns the controller's MPS pipe (workers parse their own options)."""
+    if (server := node.config.stash.get(MPS_KEY, None)) is not None:
+        node.workerinput[MPS_PIPE] = str(server.pipe)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if (server := config.stash.get(MPS_KEY, None)) is not None:
+        server.stop()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -289,6 +323,7 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
         other_stack=other,
         progress=config.getoption("lorabench_progress"),
         progress_every_s=every,
+        mps_pipe=getattr(config, "workerinput", {}).get(MPS_PIPE),
         setups=setups,
     )
 

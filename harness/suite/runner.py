@@ -62,6 +62,7 @@ class SuiteSettings:
     other_stack: str | None = None
     progress: Literal["auto", "live", "lines", "off"] = "auto"
     progress_every_s: float = 30.0
+    mps_pipe: str | None = None  # the controller's CUDA MPS server, when it started one (harness/gpu/mps.py)
     setups: tuple[
         Path, ...
     ] = ()  # folders of setup files whose claims are the cases (none: the built-in folder)
@@ -134,6 +135,7 @@ class SuiteRunner:
             devices=tuple(visible_devices(count, os.environ.get(name) if name else None)),
             variable=name,
             siblings_root=os.getppid() if in_xdist else None,
+            mps_pipe=self.settings.mps_pipe,
         )
 
     def bench_setup(self, path: Path) -> BenchSetup:

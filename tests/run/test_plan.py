@@ -21,17 +21,26 @@ def test_the_plan_carries_the_devices_to_the_trainer_and_nothing_else_does(
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     placement = Placement(devices="1", variable="CUDA_VISIBLE_DEVICES", shared_by=3)
     setup = SetupConfig(name="t", experiment="exp_t", model={"source": "m"})
-    plan = RunPlan(setup=setup, work_dir=tmp_path, visible_gpus=placement.visible_gpus)
+    plan = RunPlan(setup=setup, work_dir=tmp_path, gpu_env=placement.gpu_env)
     read = RunPlan.read(plan.write())
-    assert read.visible_gpus == ("CUDA_VISIBLE_DEVICES", "1")
-    assert trainer_env(read.setup.gpus, None, read.visible_gpus)["CUDA_VISIBLE_DEVICES"] == "1"
+    assert read.gpu_env == {"CUDA_VISIBLE_DEVICES": "1"}
+    assert trainer_env(read.setup.gpus, None, read.gpu_env)["CUDA_VISIBLE_DEVICES"] == "1"
     assert "CUDA_VISIBLE_DEVICES" not in os.environ  # the parent's own environment is left as it was
-    env = trainer_env(read.setup.gpus, None, read.visible_gpus)
+    env = trainer_env(read.setup.gpus, None, read.gpu_env)
     assert not [k for k in env if k.startswith("LORABENCH_") and ("GPU" in k or "DEVICE" in k)]
     # Without a placement the trainer sees the GPUs its setup asks for, as before.
     assert trainer_env(setup.gpus, None, None)["CUDA_VISIBLE_DEVICES"] == "0"
     assert placement.facts.model_dump() == {"devices": "1", "shared_by": 3}
-    assert Placement(devices="cpu", shared_by=2).visible_gpus is None
+    assert Placement(devices="cpu", shared_by=2).gpu_env == {}
+    # A shared run of a suite with an MPS server is told its pipe, and its record says so.
+    shared = placement.model_copy(update={"mps_pipe": "/tmp/lorabench-mps-x/pipe"})
+    env = trainer_env(
+        setup.gpus, None, RunPlan(setup=setup, work_dir=tmp_path, gpu_env=shared.gpu_env).gpu_env
+    )
+    assert (
+        env["CUDA_MPS_PIPE_DIRECTORY"] == "/tmp/lorabench-mps-x/pipe" and env["CUDA_VISIBLE_DEVICES"] == "1"
+    )
+    assert shared.facts.model_dump() == {"devices": "1", "shared_by": 3, "mps": True}
 
 
 def test_a_placements_siblings_are_its_roots_process_tree() -> None:

@@ -21,6 +21,7 @@ from harness.suite.placement import (
     asks_for_workers,
     seat,
     seated,
+    shares_gpus,
     workers_for_host,
 )
 
@@ -72,6 +73,13 @@ def test_bench_picks_k_workers_per_recorded_h200(h200_host, n_gpus: int) -> None
         "exp_a",
         "benchmarks",
     ]
+    # k workers on each GPU: the suite asks for an MPS server for them.
+    assert shares_gpus(told, workers)
+    assert pytest_command(["--", "-k", "exp_a"], Path("r"), workers=workers, mps=True)[-6:-3] == [
+        "-n",
+        str(workers),
+        "--lorabench-mps",
+    ]
 
 
 def test_a_cpu_host_runs_one_seed_at_a_time_and_the_users_n_wins() -> None:
@@ -82,6 +90,9 @@ def test_a_cpu_host_runs_one_seed_at_a_time_and_the_users_n_wins() -> None:
     # One ROCm GPU: one worker gains nothing (several at once measured on CUDA only).
     assert workers_for_host({"runtime": "hip", "gpus": [{"index": 0}]}) == 0
     assert workers_for_host({"runtime": "hip", "gpus": [{"index": 0}, {"index": 1}]}) == 2
+    # One worker per GPU shares none; ROCm has no MPS.
+    assert not shares_gpus({"runtime": "cuda", "gpus": [{"index": 0}, {"index": 1}]}, 2)
+    assert not shares_gpus({"runtime": "hip", "gpus": [{"index": 0}]}, 3)
     for mine in (["-n", "2"], ["-n2"], ["--numprocesses=4"], ["-p", "no:xdist"], ["--dist", "no"]):
         assert asks_for_workers(mine)
         assert pytest_command(mine, Path("r"), workers=6).count("-n") == mine.count("-n")
@@ -94,27 +105,31 @@ def test_each_recorded_gpu_gets_k_workers_each_pinned_to_it(h200_host, n_gpus: i
     devices = [str(g["index"]) for g in h200_host(n_gpus)["gpus"]]
     workers = n_gpus * k
     spreads = [
-        Spread(i, workers, tuple(devices), "CUDA_VISIBLE_DEVICES", siblings_root=1) for i in range(workers)
+        Spread(i, workers, tuple(devices), "CUDA_VISIBLE_DEVICES", siblings_root=1, mps_pipe="/p")
+        for i in range(workers)
     ]
     seats = [s.seat for s in spreads]
     assert len(set(seats)) == workers  # no two workers in one slot
     assert Counter(s.device for s in seats) == dict.fromkeys(devices, k)
     for spread in spreads:
         shared = spread.placement(1, alone=False)
-        assert shared.visible_gpus == ("CUDA_VISIBLE_DEVICES", spread.seat.device) and shared.shared_by == k
-        assert shared.facts.model_dump() == {"devices": spread.seat.device, "shared_by": k}
+        assert shared.gpu_env["CUDA_VISIBLE_DEVICES"] == spread.seat.device and shared.shared_by == k
+        # The session's MPS server serves the runs that share a GPU, and only those.
+        mps = {"mps": True} if k > 1 else {}
+        assert shared.facts.model_dump() == {"devices": spread.seat.device, "shared_by": k, **mps}
+        assert ("CUDA_MPS_PIPE_DIRECTORY" in shared.gpu_env) == (k > 1)
         siblings = workers > 1  # one worker alone (1 GPU, k = 1) takes no slot
         assert spread.slots(1, alone=False) == ([spread.seat] if siblings else [])
         # A timed run sits alone: it holds every slot of its GPU, so its siblings there finish first.
         alone = spread.placement(1, alone=True)
-        assert alone.visible_gpus == shared.visible_gpus and alone.shared_by == 1
+        assert alone.gpu_env == {"CUDA_VISIBLE_DEVICES": spread.seat.device} and alone.shared_by == 1
         assert {s.device for s in spread.slots(1, alone=True)} == (
             {spread.seat.device} if siblings else set()
         )
         assert len(spread.slots(1, alone=True)) == (k if siblings else 0)
     # A setup of several GPUs is not narrowed and holds every slot of the host.
     several = spreads[0].placement(2, alone=False)
-    assert several.visible_gpus is None and several.devices == ",".join(devices)
+    assert several.gpu_env == {} and several.devices == ",".join(devices)
     assert len(spreads[0].slots(2, alone=False)) == (workers if workers > 1 else 0)
 
 
@@ -127,7 +142,8 @@ def test_more_gpus_than_workers_and_uneven_counts() -> None:
     assert seat(0, 1, [str(i) for i in range(8)]).device == "0"
     cpu = Spread(1, 2, (), None)
     assert cpu.placement(1, alone=False) == Placement(devices="cpu", shared_by=2)
-    assert cpu.placement(1, alone=False).visible_gpus is None  # nothing to narrow on a CPU host
+    assert cpu.placement(1, alone=False).gpu_env == {}  # nothing to narrow on a CPU host
+    assert Spread(1, 2, (), None, mps_pipe="/p").placement(1, alone=False).gpu_env == {}  # nor MPS for a CPU
     # One process (no xdist) has no siblings: no slot to take, alone or not.
     assert Spread(0, 1, ("0",), "CUDA_VISIBLE_DEVICES").slots(1, alone=True) == []
 

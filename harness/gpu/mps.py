@@ -1,0 +1,105 @@
+"""A private CUDA MPS server for the suite's runs that share a GPU (issue #40).
+
+Three of Exp A's seeds on one H200, side by side as plain processes, take turns on the GPU; through one
+MPS server their kernels run at once: the whole suite 61.1 / 61.2 s plain against 52.3 s under MPS, the
+seeds' 300 steps ~25.8 s against ~18 s, the same predictions (2026-12-04,
+reports/benchmarks/h200/2026-12-04-suite-mps.txt). The suite's pytest controller starts the control
+daemon in the foreground as its own child, with a pipe folder of its own (CUDA_MPS_PIPE_DIRECTORY), so
+only the trainers told that folder use it: other users' jobs and a run placed alone on its GPU (timed)
+stay plain processes. It ends with the session, and with the controller if that is killed (the daemon
+gets SIGTERM from the kernel). Where the host already runs MPS for everyone, or has no MPS (ROCm, no
+binary), nothing is started and the runs share the GPU as they would.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+CONTROL = "nvidia-cuda-mps-control"
+PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
+LOG_ENV = "CUDA_MPS_LOG_DIRECTORY"
+HOST_PIPE = Path("/tmp/nvidia-mps")  # the folder a host-wide daemon listens in when none is named
+READY_S = 10.0
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class Mps:
+    """The MPS daemon the shared runs' trainers are told (CUDA_MPS_PIPE_DIRECTORY = `pipe`): ours, with its
+    process, or the host's (no process: not ours to stop)."""
+
+    pipe: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def stop(self) -> None:
+        """Ask our daemon to quit (it ends its server once the clients are gone), then make sure."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            try:
+                subprocess.run(
+                    [CONTROL], input=b"quit\n", env=_daemon_env(self.pipe), timeout=30, capture_output=True
+                )
+                self.process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.pipe.parent, ignore_errors=True)
+
+
+def _daemon_env(pipe: Path) -> dict[str, str]:
+    return {**os.environ, PIPE_ENV: str(pipe), LOG_ENV: str(pipe.parent / "log")}
+
+
+def host_pipe(env: Mapping[str, str] = os.environ) -> Path | None:
+    """The pipe folder of a daemon this host runs for every CUDA client (named, or the default), if any."""
+    named = env.get(PIPE_ENV)
+    pipe = Path(named) if named else HOST_PIPE
+    return pipe if (pipe / "control").exists() else None
+
+
+def _die_with_parent() -> None:
+    # Runs in the forked child before exec: the daemon gets SIGTERM when the controller that started it dies.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def start() -> tuple[Mps | None, str]:
+    """The daemon for the shared runs, ready for clients, and a line saying which; None and why when none."""
+    if (pipe := host_pipe()) is not None:
+        return Mps(pipe), f"the host's CUDA MPS server for the runs that share a GPU ({pipe})"
+    binary = shutil.which(CONTROL)
+    if binary is None:
+        return None, f"no {CONTROL} on PATH: the runs that share a GPU take turns on it"
+    # Short and private: the pipe is a Unix socket path (at most 107 bytes), for this session's clients only.
+    folder = Path(tempfile.mkdtemp(prefix="lorabench-mps-"))
+    pipe = folder / "pipe"
+    pipe.mkdir()
+    (folder / "log").mkdir()
+    process = subprocess.Popen(
+        [binary, "-f"],
+        env=_daemon_env(pipe),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,  # safe here: pytest's controller at configure runs no threads of ours
+    )
+    mps = Mps(pipe, process)
+    deadline = time.monotonic() + READY_S
+    while not (pipe / "control").exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            mps.stop()
+            return (
+                None,
+                f"{CONTROL} did not start (try `{CONTROL} -f`): the runs that share a GPU take turns on it",
+            )
+        time.sleep(0.05)
+    return mps, f"a CUDA MPS server of its own for the runs that share a GPU ({pipe})"
