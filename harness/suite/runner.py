@@ -297,8 +297,15 @@ class SuiteRunner:
         return fits_beside(peak, gpus[0].vram_bytes if gpus else None, seat.shared_by)
 
     def _seeds_after(self, setup: SetupConfig) -> int:
-        seeds = self.settings.seeds
-        return len(seeds) - seeds.index(setup.recipe.seed) - 1 if setup.recipe.seed in seeds else 0
+        """The runs of this setup's other seeds that follow this one: one after another in one process;
+        under xdist its workers take the seeds `workers` at a time, so only the later rounds follow (Exp A's
+        three seeds on one H200's three workers: none; the line said "~1:57 with the 2 seed(s) after it"
+        for a 53 s suite)."""
+        seeds, workers = self.settings.seeds, self.spread.workers
+        if setup.recipe.seed not in seeds:
+            return 0
+        rounds = -(-len(seeds) // workers)
+        return rounds - 1 - seeds.index(setup.recipe.seed) // workers
 
     def checkpoint_dir(self, setup: SetupConfig) -> Path:
         """Where this run's resumable checkpoints live: beside the results, outside any work folder, keyed

@@ -15,6 +15,8 @@ from harness.report.settings import public_json
 from harness.results import RunRecord, load_record, record_path, run_fingerprint, write_record
 from harness.suite.cache import HostKey
 from harness.suite.expected import earlier_runs, expected_note, projected_s
+from harness.suite.placement import Spread
+from harness.suite.runner import SuiteRunner, SuiteSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from builders import HOST_CPU, STACK_CPU, make_record, predictions
@@ -138,3 +140,19 @@ def test_a_record_holding_a_default_since_changed_counts_when_its_fingerprint_sa
         REPO / "benchmarks/setups/exp_a.toml", [f"data.source={shared_sample}", "recipe.batch_size=16"]
     )
     assert earlier_runs([published], bigger, "h200-image", HostKey("nvidia-h200", "nvidia-h200")) == []
+
+
+@pytest.mark.parametrize(
+    ("workers", "after"),
+    [(1, {3407: 2, 42: 1, 1234: 0}), (3, {3407: 0, 42: 0, 1234: 0}), (2, {3407: 1, 42: 1, 1234: 0})],
+)
+def test_the_seeds_after_a_run_are_the_rounds_its_workers_have_left(
+    tmp_path: Path, workers: int, after: dict[int, int]
+) -> None:
+    """One process runs the seeds one after another; xdist's workers take them `workers` at a time, so a
+    seed run beside the others has none after it (the suite's line once projected 1:57 for a 53 s suite)."""
+    runner = SuiteRunner(SuiteSettings(stack="s", seeds=(3407, 42, 1234), results_dir=tmp_path))
+    runner.__dict__["spread"] = Spread(0, workers, ("0",), "CUDA_VISIBLE_DEVICES")
+    for seed, expected in after.items():
+        setup = SetupConfig(name="t", experiment="exp_t", model={"source": "m"}, recipe={"seed": seed})
+        assert runner._seeds_after(setup) == expected
