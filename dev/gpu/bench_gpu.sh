@@ -210,7 +210,8 @@ mps_processes() { ps -eo pid,comm | grep -i mps || echo "  (no MPS process)"; }
 step_mps_lifetime() {  # the daemon harness.gpu.mps starts: ready, serving a client, gone with its SIGKILLed owner
   python3 - <<'PY' 2>&1 | tee -a "$OUT/mps-lifetime.txt"
 import os, signal, subprocess, sys, time
-code = "from harness.gpu import mps; s, line = mps.start(); print(line); print(s.pipe, flush=True); import time; time.sleep(120)"
+code = ("import time; t0 = time.monotonic(); from harness.gpu import mps; s, line = mps.start(); "
+        "print(f'{line} (start and probe {time.monotonic() - t0:.2f} s)'); print(s.pipe, flush=True); time.sleep(120)")
 owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
 print(owner.stdout.readline().strip())
 pipe = owner.stdout.readline().strip()

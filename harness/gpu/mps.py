@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -29,6 +30,16 @@ PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
 LOG_ENV = "CUDA_MPS_LOG_DIRECTORY"
 HOST_PIPE = Path("/tmp/nvidia-mps")  # the folder a host-wide daemon listens in when none is named
 READY_S = 10.0
+# A client through the new server before any run is told it: CUDA's driver API by ctypes (no torch), a
+# context on the first GPU. A server that cannot serve fails it (a GPU in another mode, a driver that
+# refuses); one that queues us behind another user's server (NVIDIA: one user's server active per GPU)
+# never answers. Either way the runs then share the GPU as plain processes instead of failing or hanging.
+PROBE = (
+    "import ctypes, sys; cu = ctypes.CDLL('libcuda.so.1'); d, c = ctypes.c_int(), ctypes.c_void_p(); "
+    "sys.exit(cu.cuInit(0) or cu.cuDeviceGet(ctypes.byref(d), 0) or cu.cuCtxCreate_v2(ctypes.byref(c), 0, d))"
+)
+PROBE_S = 30.0
+PLAIN = "the runs that share a GPU take turns on it"
 PR_SET_PDEATHSIG = 1
 
 
@@ -75,10 +86,12 @@ def _die_with_parent() -> None:
 def start() -> tuple[Mps | None, str]:
     """The daemon for the shared runs, ready for clients, and a line saying which; None and why when none."""
     if (pipe := host_pipe()) is not None:
+        if (failed := _probe(pipe)) is not None:
+            return None, f"the host's CUDA MPS server did not serve a client ({failed}): {PLAIN}"
         return Mps(pipe), f"the host's CUDA MPS server for the runs that share a GPU ({pipe})"
     binary = shutil.which(CONTROL)
     if binary is None:
-        return None, f"no {CONTROL} on PATH: the runs that share a GPU take turns on it"
+        return None, f"no {CONTROL} on PATH: {PLAIN}"
     # Short and private: the pipe is a Unix socket path (at most 107 bytes), for this session's clients only.
     folder = Path(tempfile.mkdtemp(prefix="lorabench-mps-"))
     pipe = folder / "pipe"
@@ -97,9 +110,21 @@ def start() -> tuple[Mps | None, str]:
     while not (pipe / "control").exists():
         if process.poll() is not None or time.monotonic() > deadline:
             mps.stop()
-            return (
-                None,
-                f"{CONTROL} did not start (try `{CONTROL} -f`): the runs that share a GPU take turns on it",
-            )
+            return None, f"{CONTROL} did not start (try `{CONTROL} -f`): {PLAIN}"
         time.sleep(0.05)
+    if (failed := _probe(pipe)) is not None:
+        mps.stop()
+        return None, f"the CUDA MPS server did not serve a client ({failed}): {PLAIN}"
     return mps, f"a CUDA MPS server of its own for the runs that share a GPU ({pipe})"
+
+
+def _probe(pipe: Path) -> str | None:
+    """None when a CUDA context could be made through the server, else what happened."""
+    command = [sys.executable, "-c", PROBE]
+    try:
+        done = subprocess.run(
+            command, env={**os.environ, PIPE_ENV: str(pipe)}, capture_output=True, timeout=PROBE_S
+        )
+    except subprocess.TimeoutExpired:
+        return f"no answer in {PROBE_S:.0f} s: another user's MPS server may hold the GPU"
+    return None if done.returncode == 0 else f"CUDA error {done.returncode}"

@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +34,11 @@ read line
 """
 
 
+PROBE_ANSWERED = (
+    "import os, sys; sys.exit(0 if os.path.exists(os.environ['CUDA_MPS_PIPE_DIRECTORY'] + '/control') else 3)"
+)
+
+
 @pytest.fixture
 def control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     tool = tmp_path / "bin" / mps.CONTROL
@@ -42,6 +48,8 @@ def control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv(mps.PIPE_ENV, raising=False)
     monkeypatch.setattr(mps, "HOST_PIPE", tmp_path / "no-host-daemon")
+    # The probe client (CUDA's driver API on a GPU) as a stand-in: it asks the daemon's folder only.
+    monkeypatch.setattr(mps, "PROBE", PROBE_ANSWERED)
     return tool
 
 
@@ -81,8 +89,32 @@ def test_no_binary_or_a_daemon_that_never_listens_means_no_server(
     assert server is None and f"no {mps.CONTROL} on PATH" in line
 
 
+@pytest.mark.parametrize(
+    ("probe", "said"),
+    [("import sys; sys.exit(101)", "CUDA error 101"), ("import time; time.sleep(30)", "no answer in 1 s")],
+)
+def test_a_server_that_fails_or_never_answers_its_first_client_is_stopped(
+    control: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, probe: str, said: str
+) -> None:
+    """A GPU the server cannot serve, or another user's server ahead of ours: the runs stay plain."""
+    monkeypatch.setattr(mps, "PROBE", probe)
+    monkeypatch.setattr(mps, "PROBE_S", 1.0)
+    before = set(Path(tempfile.gettempdir()).glob("lorabench-mps-*"))
+    server, line = mps.start()
+    assert server is None and said in line and "take turns" in line
+    assert (
+        set(Path(tempfile.gettempdir()).glob("lorabench-mps-*")) == before
+    )  # its daemon stopped, folder gone
+    host = tmp_path / "host-pipe"  # the host's own daemon is asked the same
+    host.mkdir()
+    (host / "control").touch()
+    monkeypatch.setenv(mps.PIPE_ENV, str(host))
+    server, line = mps.start()
+    assert server is None and "host's CUDA MPS server did not serve" in line
+
+
 def test_the_daemon_dies_with_a_controller_killed_by_sigkill(control: Path) -> None:
-    code = "from harness.gpu import mps; s, _ = mps.start(); print(s.pipe, flush=True); import time; time.sleep(60)"
+    code = f"from harness.gpu import mps; mps.PROBE = {PROBE_ANSWERED!r}; s, _ = mps.start(); print(s.pipe, flush=True); import time; time.sleep(60)"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
     assert owner.stdout is not None
@@ -103,7 +135,9 @@ def test_the_suites_workers_are_told_the_controllers_server_which_ends_with_the_
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     for name in ("LORABENCH_DATA", "LORABENCH_STACK"):  # CI's data path is relative to its checkout
         monkeypatch.delenv(name, raising=False)
-    pytester.makeconftest('pytest_plugins = ["harness.suite.plugin"]')
+    pytester.makeconftest(
+        f'pytest_plugins = ["harness.suite.plugin"]\nfrom harness.gpu import mps\nmps.PROBE = {PROBE_ANSWERED!r}'
+    )
     pytester.makepyfile(
         test_worker="""
         from pathlib import Path
