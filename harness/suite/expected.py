@@ -4,7 +4,7 @@ on this host (issue 28: `make bench` tells the expected total before it starts).
 Timings never leave their host (harness/suite/cache.py), so only records made on this host id count, of
 the same stack, experiment and setup name, ended ok, whose settings differ from this run's at most in
 what scales (the seed, the steps, the questions decoded, checkpointing). Steps and decoding are scaled
-linearly, everything else repeats as measured (`harness.run.timeline.projected_wall_s`); a record made
+linearly, everything else but the process's start repeats as measured (`harness.run.timeline.projected_wall_s`); a record made
 before the timeline existed is projected from its coarse timings the same way. With no such record the
 line says so, and the measured estimate still comes five steps in (harness/suite/progress.py).
 """
@@ -66,7 +66,10 @@ def projected_s(record: RunRecord, setup: SetupConfig, runs: int = 1) -> float:
     steps_done, questions_done = record.train.steps_done, max(record.trained.n, 1)
     questions = _questions(record, setup)
     t = record.timings
-    phases = t.phases
+    # Not the run's own seconds: the process's start before it, which for a suite worker's first run holds
+    # pytest's start and the wait for its siblings' device slots (a timed 60-step seed on an H200 that
+    # waited for three shared ones was then said to take ~0:42; it took 15 s).
+    phases = {name: s for name, s in (t.phases or {}).items() if name != "startup"}
     if not phases:  # made before the timeline: its coarse timings, the rest of the run as one fixed part
         whole = t.wall_s or t.total_s or 0.0
         measured = {"steps": t.train_s or 0.0, "eval": t.eval_s or 0.0, "baseline": t.baseline_eval_s or 0.0}

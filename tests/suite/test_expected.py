@@ -156,3 +156,22 @@ def test_the_seeds_after_a_run_are_the_rounds_its_workers_have_left(
     for seed, expected in after.items():
         setup = SetupConfig(name="t", experiment="exp_t", model={"source": "m"}, recipe={"seed": seed})
         assert runner._seeds_after(setup) == expected
+
+
+def test_the_seconds_before_a_run_started_are_not_the_runs() -> None:
+    """A suite worker's first run counts pytest's start and its wait for the device in `startup`: a later
+    run of the setup is told the run's own time, however long the first waited."""
+    published = REPO / "reports/results/h200-image/nvidia-h200/exp_a/smollm2-135m-lora/seed-3407.json"
+    record = load_record(published)
+    assert record.timings.phases and "startup" in record.timings.phases
+    waited = record.model_copy(
+        update={
+            "timings": record.timings.model_copy(
+                update={"phases": {**record.timings.phases, "startup": 30.0}}
+            )
+        }
+    )
+    setup = _setup_like(record, seed=42)
+    assert projected_s(waited, setup) == pytest.approx(projected_s(record, setup))
+    own = sum(s for name, s in record.timings.phases.items() if name != "startup")
+    assert projected_s(record, setup) == pytest.approx(own)
