@@ -4,9 +4,10 @@ on this host (issue 28: `make bench` tells the expected total before it starts).
 Timings never leave their host (harness/suite/cache.py), so only records made on this host id count, of
 the same stack, experiment and setup name, ended ok, whose settings differ from this run's at most in
 what scales (the seed, the steps, the questions decoded, checkpointing). Steps and decoding are scaled
-linearly, everything else but the process's start repeats as measured (`harness.run.timeline.projected_wall_s`); a record made
-before the timeline existed is projected from its coarse timings the same way. With no such record the
-line says so, and the measured estimate still comes five steps in (harness/suite/progress.py).
+linearly, everything else but the process's start repeats as measured
+(`harness.run.timeline.projected_wall_s`); a record made before the timeline existed is projected from its
+coarse timings the same way. With no such record the line says so, and the measured estimate still comes
+five steps in (harness/suite/progress.py).
 """
 
 from __future__ import annotations
