@@ -65,3 +65,15 @@ def test_visible_devices_pick_the_gpus(cuda_host: None, monkeypatch: pytest.Monk
     assert [g["index"] for g in told["gpus"]] == [0] and told["machine_gpus"] == 2
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-e6801c44")  # by UUID: torch must answer
     assert facts.nvidia_gpus_without_torch() is None
+
+
+@pytest.mark.parametrize(("visible", "count"), [(None, 2), ("1", 1), ("0,1", 2), ("", 0)])
+def test_the_suites_gpu_count_and_runtime_need_no_torch(
+    cuda_host: None, monkeypatch: pytest.MonkeyPatch, visible: str | None, count: int
+) -> None:
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert facts.visible_gpu_count() == count and facts.gpu_runtime() == "cuda"
+    assert "torch" not in sys.modules  # this fake torch raises on import: it was never asked
