@@ -1,14 +1,15 @@
-"""A private CUDA MPS server for the suite's runs that share a GPU (issue #40).
+"""A CUDA MPS server for the suite's runs that share a GPU (issue #40).
 
 Three of Exp A's seeds on one H200, side by side as plain processes, take turns on the GPU; through one
-MPS server their kernels run at once: the whole suite 61.1 / 61.2 s plain against 52.3 s under MPS, the
-seeds' 300 steps ~25.8 s against ~18 s, the same predictions (2026-12-04,
+MPS server their kernels run at once: their 300 steps 16.4-18.7 s against 24.2-25.7 s, the whole suite
+53.1 / 59.9 s against 63.5 / 62.0 s (alternated on one machine), the same predictions (2026-12-04,
 reports/benchmarks/h200/2026-12-04-suite-mps.txt). The suite's pytest controller starts the control
 daemon in the foreground as its own child, with a pipe folder of its own (CUDA_MPS_PIPE_DIRECTORY), so
 only the trainers told that folder use it: other users' jobs and a run placed alone on its GPU (timed)
 stay plain processes. It ends with the session, and with the controller if that is killed (the daemon
-gets SIGTERM from the kernel). Where the host already runs MPS for everyone, or has no MPS (ROCm, no
-binary), nothing is started and the runs share the GPU as they would.
+gets SIGTERM from the kernel). Where the host runs a daemon for every client, the shared runs are told
+that one; with no MPS (ROCm, no binary, a server that does not serve) nothing is started and the runs
+take turns on the GPU as before.
 """
 
 from __future__ import annotations
