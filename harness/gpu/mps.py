@@ -14,6 +14,7 @@ take turns on the GPU as before.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -40,6 +41,7 @@ PROBE = (
     "sys.exit(cu.cuInit(0) or cu.cuDeviceGet(ctypes.byref(d), 0) or cu.cuCtxCreate_v2(ctypes.byref(c), 0, d))"
 )
 PROBE_S = 30.0
+QUIT_S = 30.0  # for the daemon to end its server once the last run has let go of it
 PLAIN = "the runs that share a GPU take turns on it"
 PR_SET_PDEATHSIG = 1
 
@@ -59,11 +61,17 @@ class Mps:
         if self.process.poll() is None:
             try:
                 subprocess.run(
-                    [CONTROL], input=b"quit\n", env=_daemon_env(self.pipe), timeout=30, capture_output=True
+                    [CONTROL],
+                    input=b"quit\n",
+                    env=_daemon_env(self.pipe),
+                    timeout=QUIT_S,
+                    capture_output=True,
                 )
-                self.process.wait(timeout=30)
+                self.process.wait(timeout=QUIT_S)
             except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
+                # The daemon's session holds its server too: none is left holding the GPU.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         shutil.rmtree(self.pipe.parent, ignore_errors=True)
 
@@ -93,19 +101,10 @@ def start() -> tuple[Mps | None, str]:
     binary = shutil.which(CONTROL)
     if binary is None:
         return None, f"no {CONTROL} on PATH: {PLAIN}"
-    # Short and private: the pipe is a Unix socket path (at most 107 bytes), for this session's clients only.
-    folder = Path(tempfile.mkdtemp(prefix="lorabench-mps-"))
-    pipe = folder / "pipe"
-    pipe.mkdir()
-    (folder / "log").mkdir()
-    process = subprocess.Popen(
-        [binary, "-f"],
-        env=_daemon_env(pipe),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent,  # safe here: pytest's controller at configure runs no threads of ours
-    )
+    try:
+        pipe, process = _daemon(binary)
+    except OSError as exc:
+        return None, f"{CONTROL} could not start ({exc}): {PLAIN}"
     mps = Mps(pipe, process)
     deadline = time.monotonic() + READY_S
     while not (pipe / "control").exists():
@@ -117,6 +116,26 @@ def start() -> tuple[Mps | None, str]:
         mps.stop()
         return None, f"the CUDA MPS server did not serve a client ({failed}): {PLAIN}"
     return mps, f"a CUDA MPS server of its own for the runs that share a GPU ({pipe})"
+
+
+def _daemon(binary: str) -> tuple[Path, subprocess.Popen[bytes]]:
+    # Short and private: the pipe is a Unix socket path (at most 107 bytes), for this session's clients only.
+    folder = Path(tempfile.mkdtemp(prefix="lorabench-mps-"))
+    pipe = folder / "pipe"
+    pipe.mkdir()
+    (folder / "log").mkdir()
+    process = subprocess.Popen(
+        [binary, "-f"],
+        env=_daemon_env(pipe),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        # A session of its own: a Ctrl-C at the terminal stops the runs, which still write their records
+        # through the server; it quits at the session's end (`Mps.stop`).
+        start_new_session=True,
+        preexec_fn=_die_with_parent,  # safe here: pytest's controller at configure runs no threads of ours
+    )
+    return pipe, process
 
 
 def _probe(pipe: Path) -> str | None:

@@ -24,8 +24,12 @@ STAND_IN = """#!/bin/sh
 if [ "$1" = "-f" ]; then
   echo "$$" > "$CUDA_MPS_PIPE_DIRECTORY/../daemon.pid"
   [ -n "$NEVER_READY" ] && exit 1
+  if [ -n "$DEAF" ]; then  # a daemon that never quits, with a server of its own
+    sleep 300 &
+    echo "$!" > "$CUDA_MPS_PIPE_DIRECTORY/../server.pid"
+  fi
   touch "$CUDA_MPS_PIPE_DIRECTORY/control"
-  while [ ! -f "$CUDA_MPS_PIPE_DIRECTORY/quit" ]; do sleep 0.05; done
+  while [ ! -f "$CUDA_MPS_PIPE_DIRECTORY/quit" ] || [ -n "$DEAF" ]; do sleep 0.05; done
   rm "$CUDA_MPS_PIPE_DIRECTORY/control"
   exit 0
 fi
@@ -62,6 +66,27 @@ def test_a_private_daemon_is_ready_when_started_and_gone_when_stopped(control: P
     server.stop()
     assert server.process.poll() == 0  # it quit when asked, not killed
     assert not server.pipe.parent.exists()
+
+
+def test_a_daemon_that_will_not_quit_is_killed_with_its_server_and_a_ctrl_c_never_reaches_it(
+    control: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEAF", "1")
+    monkeypatch.setattr(mps, "QUIT_S", 0.5)
+    server, _ = mps.start()
+    assert server is not None and server.process is not None
+    daemon = server.process.pid
+    assert os.getsid(daemon) == daemon != os.getsid(0)  # its own session: the terminal's Ctrl-C is ours alone
+    inner = int((server.pipe.parent / "server.pid").read_text())
+    server.stop()
+    assert server.process.returncode == -signal.SIGKILL
+    assert not psutil.pid_exists(inner) or psutil.Process(inner).status() == psutil.STATUS_ZOMBIE
+
+
+def test_no_folder_for_the_pipe_means_no_server(control: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(control.parent / "no-such-folder"))
+    server, line = mps.start()
+    assert server is None and "could not start" in line
 
 
 def test_the_hosts_own_daemon_is_used_and_never_stopped(
