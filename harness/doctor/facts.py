@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness import settings
 from harness.autorecipe import cxx_compiler, python_headers
+from harness.gpu import mps
 from harness.gpu.arch import KFD_NODES, read_kfd_gfx
 from harness.gpu.visibility import parse_rocminfo
 from harness.json_types import JsonObject
@@ -114,6 +115,10 @@ class HostFacts:
     docker: DockerFacts | None = None
     cxx: str | None = None  # the C++ compiler torch.compile's CPU kernels would call (harness.autorecipe)
     python_h: bool = True  # Python.h, which those kernels include (facts recorded before it: assumed there)
+    mps_control: str | None = (
+        None  # nvidia-cuda-mps-control on PATH (the suite's shared seeds: harness/gpu/mps.py)
+    )
+    mps_host_pipe: str | None = None  # the pipe folder of a daemon the host runs for every CUDA client
 
     @property
     def agents(self) -> list[dict[str, str]]:
@@ -319,6 +324,8 @@ def collect_facts(
         docker=None if container else collect_docker(stacks),
         cxx=cxx_compiler(),
         python_h=python_headers(),
+        mps_control=shutil.which(mps.CONTROL),
+        mps_host_pipe=str(pipe) if (pipe := mps.host_pipe()) else None,
     )
 
 

@@ -268,6 +268,21 @@ def check_integrated_gpus(name: str, facts: HostFacts, accelerator: str) -> Chec
     return ok(name, f"{listed} hidden by your HIP_VISIBLE_DEVICES={user}")
 
 
+@gpu_check("CUDA MPS", runs=("cuda",), skipped="not a CUDA run")
+def check_mps(name: str, facts: HostFacts, accelerator: str) -> Check:
+    """Not a requirement: where a CUDA GPU is shared by the suite's seeds, one MPS server runs their kernels
+    at once (Exp A's suite on an H200: 56.1 s against 61.7 s, harness/gpu/mps.py)."""
+    if facts.mps_host_pipe:
+        return ok(
+            name, f"the host's daemon ({facts.mps_host_pipe}): the suite's seeds that share a GPU use it"
+        )
+    if facts.mps_control:
+        return ok(
+            name, f"{facts.mps_control}: the suite starts a server of its own for the seeds that share a GPU"
+        )
+    return skip(name, "no nvidia-cuda-mps-control: the suite's seeds that share a GPU take turns on it")
+
+
 def check_memory(facts: HostFacts, accelerator: str) -> Check:
     from harness.doctor.facts import rocminfo_pools
 

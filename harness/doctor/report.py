@@ -79,6 +79,7 @@ def diagnose(
         gpu.check_gfx_arch(facts, acc),
         gpu.check_integrated_gpus(facts, acc),
         gpu.check_memory(facts, acc),
+        gpu.check_mps(facts, acc),
         host.check_disk(facts),
         host.check_compiler(facts, acc),
         host.check_stack(stack, stack_problems, unpinned),

@@ -124,6 +124,20 @@ def test_h200_replayed_matches_the_doctor_that_ran_on_it(tmp_path: Path) -> None
     assert checks["memory"].summary.endswith("VRAM 140 GiB")
 
 
+def test_h200_says_which_mps_server_the_suites_shared_seeds_would_use(tmp_path: Path) -> None:
+    """Informational: never blocking, never a failure; each of the three cases named (harness/gpu/mps.py)."""
+    facts = load_host("h200", tmp_path)
+    none = by_name(diagnose(facts))["CUDA MPS"]
+    assert none.status == "skip" and "take turns" in none.summary
+    own = by_name(diagnose(replace(facts, mps_control="/usr/bin/nvidia-cuda-mps-control")))["CUDA MPS"]
+    assert own.status == "ok" and "a server of its own" in own.summary
+    host = replace(facts, mps_control="/usr/bin/nvidia-cuda-mps-control", mps_host_pipe="/tmp/nvidia-mps")
+    used = by_name(diagnose(host))["CUDA MPS"]
+    assert used.status == "ok" and "the host's daemon (/tmp/nvidia-mps)" in used.summary
+    rocm = by_name(diagnose(replace(load_host("strix-halo", tmp_path), mps_control="/x")))["CUDA MPS"]
+    assert (rocm.status, rocm.summary) == ("skip", "not a CUDA run")
+
+
 def test_h200_with_an_empty_cuda_visible_devices_sees_no_gpu_and_is_told_to_unset_it(tmp_path: Path) -> None:
     facts = with_torch(load_host("h200", tmp_path), device_count=0, device_names=())
     d = diagnose(replace(facts, env={"CUDA_VISIBLE_DEVICES": ""}))
