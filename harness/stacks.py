@@ -8,9 +8,11 @@ reads installed metadata and files only, so it works in an image build with no G
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Literal
@@ -231,12 +233,25 @@ def read_torch_build(dist: metadata.Distribution) -> TorchBuild:
 
 
 def _installed(search_path: list[str] | None) -> dict[str, metadata.Distribution]:
+    return _scan(tuple(search_path if search_path is not None else sys.path))[0]
+
+
+def _versions(search_path: list[str] | None) -> dict[str, str]:
+    return _scan(tuple(search_path if search_path is not None else sys.path))[1]
+
+
+@cache
+def _scan(search_path: tuple[str, ...]) -> tuple[dict[str, metadata.Distribution], dict[str, str]]:
+    # Once per process and path, each package's metadata read once: the doctor compares every stack's
+    # lockfile against what is installed (6 scans and a read per pin took 1.0 s of its 6 s on the Xeon).
     found: dict[str, metadata.Distribution] = {}
-    for dist in (
-        metadata.distributions(path=search_path) if search_path is not None else metadata.distributions()
-    ):
-        found.setdefault(normalize(dist.metadata["Name"] or ""), dist)
-    return found
+    versions: dict[str, str] = {}
+    for dist in metadata.distributions(path=list(search_path)):
+        meta = dist.metadata
+        name = normalize(meta["Name"] or "")
+        if name not in found:
+            found[name], versions[name] = dist, meta["Version"]
+    return found, versions
 
 
 def _files(dist: metadata.Distribution) -> Iterable[str]:
@@ -249,17 +264,17 @@ def verify_environment(
     """Compare installed distributions (in `search_path`, default sys.path) with the stack's lockfile and
     its accelerator. Empty list: the environment is the stack."""
     directory = directory or lockfiles_dir()
-    installed = _installed(search_path)
+    installed, versions = _installed(search_path), _versions(search_path)
     problems: list[Problem] = []
     for name, pin in parse_lockfile(directory / stack.lockfile).items():
-        dist = installed.get(name)
-        if dist is None:
+        version = versions.get(name)
+        if version is None:
             problems.append(
                 Problem("error", name, f"{name}=={pin.version} is in {stack.lockfile} but not installed")
             )
-        elif dist.version != pin.version:
+        elif version != pin.version:
             problems.append(
-                Problem("error", name, f"installed {dist.version}, {stack.lockfile} pins {pin.version}")
+                Problem("error", name, f"installed {version}, {stack.lockfile} pins {pin.version}")
             )
     problems.extend(_check_accelerator(stack, installed))
     return problems

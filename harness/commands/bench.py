@@ -13,15 +13,21 @@ On GPUs the suite's cases run side by side (pytest-xdist, harness/suite/placemen
 whose shared runs go through one CUDA MPS server the suite starts (harness/gpu/mps.py; Exp A's suite on one
 H200, warm: 53.1 / 59.9 s through MPS, 61-63 s as plain processes, 95.5 s one seed after another), one per
 ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses
-instead (add `--lorabench-mps` for the server)."""
+instead (add `--lorabench-mps` for the server).
+
+The suite's pytest loads the plugins it names (xdist; its own through benchmarks/conftest.py), not every
+plugin the environment installed: an image's jaxtyping plugin imported torch into each worker, 5 s of the
+suite's start on the H200. Name yours with `-- -p NAME`, or set PYTEST_DISABLE_PLUGIN_AUTOLOAD empty to load
+them all."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.commands._output import add_json_argument
@@ -98,10 +104,12 @@ def pytest_command(
     if not any(Path(a.split("::", 1)[0]).exists() for a in args if not a.startswith("-")):
         args.append(str(default_benchmarks()))
     folders = [f"--lorabench-setups={folder}" for folder in setups]
+    xdist = [] if "no:xdist" in args else ["-p", "xdist"]  # by its entry point's name, with autoload off
     return [
         sys.executable,
         "-m",
         "pytest",
+        *xdist,
         f"--lorabench-results={results}",
         f"--lorabench-published={published}",
         *folders,
@@ -115,6 +123,12 @@ def report_sources(published: Path, results: Path) -> list[Path]:
     return [p for p in ([published] if not same else []) + [results] if p.is_dir()]
 
 
+def suite_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The suite's environment: pytest's plugin autoload off (see the module's docstring) unless you set
+    PYTEST_DISABLE_PLUGIN_AUTOLOAD yourself (empty: autoload on)."""
+    return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **environ}
+
+
 def run_suite(command: list[str], grace_s: float = 60.0, *, to_stderr: bool = False) -> tuple[int, bool]:
     """Run pytest to its end; (exit status, whether Ctrl-C came).
 
@@ -122,7 +136,7 @@ def run_suite(command: list[str], grace_s: float = 60.0, *, to_stderr: bool = Fa
     that run's record as killed and exits. Killing it at once (what `subprocess.run` does) lost that
     record, so this waits; pytest gets SIGINT from here only when it has not ended after `grace_s`
     (the interrupt was sent to this process alone)."""
-    process = subprocess.Popen(command, stdout=sys.stderr if to_stderr else None)
+    process = subprocess.Popen(command, stdout=sys.stderr if to_stderr else None, env=suite_environment())
     interrupted = False
     timeout: float | None = None
     while True:

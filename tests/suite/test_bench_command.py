@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.bench import pytest_command
+from harness.commands.bench import pytest_command, run_suite
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,6 +63,36 @@ def test_suite_folder_is_the_default_path() -> None:
         "--lorabench-setups=mine",
         "benchmarks",
     ]
+
+
+def _installed_plugin(site: Path, marker: Path) -> None:
+    """A pytest plugin installed as a distribution does it (an entry point in group pytest11) that leaves
+    `marker` behind when pytest imports it, as jaxtyping's imported torch."""
+    info = site / "noisy_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "noisy_plugin.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: noisy-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nnoisy = noisy_plugin\n")
+
+
+@pytest.mark.parametrize(("autoload", "imported"), [(None, False), ("", True)])
+def test_the_suite_loads_the_plugins_it_names_not_every_installed_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autoload: str | None, imported: bool
+) -> None:
+    # The suite's own pytest, for real: collection only, over benchmarks/. With PYTEST_DISABLE_PLUGIN_AUTOLOAD
+    # set empty (yours to set), the environment's plugins load as in a plain pytest.
+    marker = tmp_path / "imported"
+    _installed_plugin(tmp_path / "site", marker)
+    monkeypatch.setenv("PYTHONPATH", f"{REPO}:{tmp_path / 'site'}")
+    monkeypatch.chdir(REPO)
+    if autoload is None:
+        monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    else:
+        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", autoload)
+    command = pytest_command(["--", "-q", "--collect-only", "-k", "exp_a"], tmp_path / "r", workers=2)
+    status, _ = run_suite(command)
+    assert status == 0  # xdist's -n is known with autoload off: loaded by name
+    assert marker.exists() is imported
 
 
 def test_no_command_module_imports_the_cli() -> None:
