@@ -33,6 +33,8 @@
 #                    converted, no bytecode, no baseline), this checkout, the code in $BEFORE, this checkout again
 #   cold-bytecode    the first run on a fresh machine as a pip-installed stack leaves it: every package's bytecode
 #                    (and this checkout's) compiled first, untimed, then Exp A seed 3407 with an empty cache (cold.txt)
+#   doctor-ab        `lorabench doctor --no-guard` (what bench's gate asks) with $BEFORE and this checkout, alternated
+#                    three times, the whole command timed (doctor.txt)
 #   suite-ab N       the suite with the code in $BEFORE, then this checkout's, N rounds (suite-beforeK, suite-afterK)
 #   kernels          Exp A seed 3407 with recipe.kernels none and liger, alternated twice: whole command,
 #                    steps, final loss, exact match (kernels.txt; needs liger-kernel among the wheels)
@@ -76,6 +78,9 @@ exp_a() {  # $1 seed, $2 results, $3 log, then --set overrides: Exp A alone, the
   echo "seed $seed: whole command $(secs "$start") s | $(tail -n 1 "$log" | cut -c1-90)"
 }
 breakdown() { python3 dev/bench_breakdown.py "$@" 2>&1; }
+stamped() {  # each line of the input behind the seconds since the first
+  python3 -u -c "import sys, time; t = time.time(); [print(f'{time.time() - t:6.1f} {line}', end='') for line in sys.stdin]"
+}
 three_at_once() {  # $1 results folder, $2 log prefix
   local s start; start=$(date +%s.%N)
   for s in 3407 42 1234; do
@@ -129,8 +134,8 @@ step_suite() {  # $1 a name, $2 the code (default this checkout): the suite as a
   local start dir=${2:-$PWD} here=$PWD; start=$(date +%s.%N)  # timed, then what each record says
   (cd "$dir" && PYTHONPATH="/tmp/site:$dir" timeout 400 python3 -m harness.cli bench --results "/root/suite-$1" \
     --reports "/root/suite-$1-reports" --published "$here/reports/results" -- -k exp_a --lorabench-rerun=all) \
-    > "$OUT/suite-$1.log" 2>&1
-  echo "suite $1: rc=$? whole command $(secs "$start") s" | tee -a "$OUT/suite.txt"
+    2>&1 | stamped > "$OUT/suite-$1.log"
+  echo "suite $1: rc=${PIPESTATUS[0]} whole command $(secs "$start") s" | tee -a "$OUT/suite.txt"
   grep -m1 "lorabench bench: .*pytest" "$OUT/suite-$1.log" | cut -c1-200 | tee -a "$OUT/suite.txt"
   records "/root/suite-$1"/*/*/exp_a/*/seed-*.json | tee -a "$OUT/suite.txt"
   breakdown "/root/suite-$1"/*/*/exp_a/*/seed-*.json | tee -a "$OUT/suite.txt"
@@ -294,6 +299,13 @@ while [ $# -gt 0 ]; do
       (export LORABENCH_CACHE=/root/coldcache-bytecode && exp_a 3407 /root/coldrun-bytecode /root/logs/cold-bytecode.log) \
         | sed "s/^/bytecode: /" | tee -a "$OUT/cold.txt"
       breakdown /root/coldrun-bytecode/*/*/exp_a/*/seed-3407.json | tee -a "$OUT/cold.txt" ;;
+    doctor-ab) for round in 1 2 3; do  # the doctor's screen as bench's gate asks it (no guard), $BEFORE against this checkout
+        for side in before after; do
+          dir=$PWD; [ $side = before ] && dir=$PWD/$BEFORE; start=$(date +%s.%N)
+          (cd "$dir" && PYTHONPATH="/tmp/site:$dir" python3 -m harness.cli doctor --no-guard --results /root/doctor > /dev/null 2>&1)
+          echo "doctor $side$round: $(secs "$start") s" | tee -a "$OUT/doctor.txt"
+        done
+      done ;;
     suite-ab) for round in $(seq "$arg"); do step_suite "before$round" "$PWD/$BEFORE"; step_suite "after$round"; done ;;
     kernels) step_kernels ;;
     warm-seed) exp_a 3407 /root/warm /root/logs/warm-3407.log | tee -a "$OUT/alone.txt"
