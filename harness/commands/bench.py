@@ -15,18 +15,23 @@ H200, warm: 53.1 / 59.9 s through MPS, 61-63 s as plain processes, 95.5 s one se
 ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses
 instead (add `--lorabench-mps` for the server).
 
+The host checks (`lorabench doctor`'s, without the guard) run while pytest and its workers start, and each
+run that trains waits for their verdict (harness/suite/host_gate.py): a host they block exits 2, no run
+started.
+
 The suite's pytest loads the plugins it names (xdist; its own through benchmarks/conftest.py), not every
-plugin the environment installed: an image's jaxtyping plugin imported torch into each worker, 5 s of the
-suite's start on the H200. Name yours with `-- -p NAME`, or set PYTEST_DISABLE_PLUGIN_AUTOLOAD empty to load
-them all."""
+plugin the environment installed (the H200's image brings seven, jaxtyping's among them). Name yours
+with `-- -p NAME`, or set PYTEST_DISABLE_PLUGIN_AUTOLOAD empty to load them all."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -35,6 +40,7 @@ from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
 from harness.suite.catalogue import load_catalogue
+from harness.suite.host_gate import open_host_gate
 from harness.suite.placement import asks_for_workers, shares_gpus, workers_for_host
 
 DEFAULT_RESULTS = Path("results")
@@ -94,6 +100,7 @@ def pytest_command(
     setups: Sequence[Path] = (),
     workers: int = 0,
     mps: bool = False,
+    host_checks: Path | None = None,
 ) -> list[str]:
     """The suite's pytest command; `workers` (pytest-xdist's -n) unless the user chose theirs, and with
     `mps` a CUDA MPS server for the workers that share a GPU (harness/gpu/mps.py)."""
@@ -104,6 +111,8 @@ def pytest_command(
     if not any(Path(a.split("::", 1)[0]).exists() for a in args if not a.startswith("-")):
         args.append(str(default_benchmarks()))
     folders = [f"--lorabench-setups={folder}" for folder in setups]
+    if host_checks is not None:
+        folders.append(f"--lorabench-host-checks={host_checks}")
     xdist = [] if "no:xdist" in args else ["-p", "xdist"]  # by its entry point's name, with autoload off
     return [
         sys.executable,
@@ -130,15 +139,24 @@ def suite_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]
 
 
 def run_suite(command: list[str], grace_s: float = 60.0, *, to_stderr: bool = False) -> tuple[int, bool]:
-    """Run pytest to its end; (exit status, whether Ctrl-C came).
+    """Run pytest to its end; (exit status, whether Ctrl-C came)."""
+    return wait_suite(start_suite(command, to_stderr=to_stderr), grace_s)
+
+
+def start_suite(command: list[str], *, to_stderr: bool = False) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(command, stdout=sys.stderr if to_stderr else None, env=suite_environment())
+
+
+def wait_suite(
+    process: subprocess.Popen[bytes], grace_s: float = 60.0, *, interrupted: bool = False
+) -> tuple[int, bool]:
+    """Wait for pytest's end; (exit status, whether Ctrl-C came).
 
     Ctrl-C in a terminal reaches pytest as well (one process group): it stops the run it is in, writes
     that run's record as killed and exits. Killing it at once (what `subprocess.run` does) lost that
     record, so this waits; pytest gets SIGINT from here only when it has not ended after `grace_s`
     (the interrupt was sent to this process alone)."""
-    process = subprocess.Popen(command, stdout=sys.stderr if to_stderr else None, env=suite_environment())
-    interrupted = False
-    timeout: float | None = None
+    timeout: float | None = grace_s if interrupted else None
     while True:
         try:
             return process.wait(timeout=timeout), interrupted
@@ -147,6 +165,34 @@ def run_suite(command: list[str], grace_s: float = 60.0, *, to_stderr: bool = Fa
             timeout = None
         except KeyboardInterrupt:
             interrupted, timeout = True, grace_s
+
+
+def checked_suite(
+    process: subprocess.Popen[bytes], verdict: Path, results: Path
+) -> tuple[int, bool, str | None]:
+    """The host checks run here while pytest starts (its runs wait for the verdict before they train);
+    (exit status, whether Ctrl-C came, the line naming what blocks)."""
+    from harness.commands.doctor import gate  # the host checks: what blocks every run (lorabench doctor)
+
+    blocked: str | None = "blocked: the host checks did not finish"
+    try:
+        blocked = gate(results)
+    except KeyboardInterrupt:  # it reached pytest too, which stops its runs and writes their records
+        open_host_gate(verdict, blocked)
+        return (*wait_suite(process, interrupted=True), None)
+    except BaseException:
+        open_host_gate(verdict, blocked)
+        stop_suite(process)
+        raise
+    open_host_gate(verdict, blocked)
+    return (*wait_suite(process), blocked)  # blocked: each run that would train fails at the gate, in a line
+
+
+def stop_suite(process: subprocess.Popen[bytes]) -> int:
+    """pytest stopped as Ctrl-C stops it (when the host checks broke: its runs fail at the gate)."""
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGINT)
+    return wait_suite(process, interrupted=True)[0]
 
 
 def report_step(args: argparse.Namespace) -> int:
@@ -178,13 +224,7 @@ def report_step(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.commands.doctor import (
-        gate,  # the host checks first: exit 2 names what blocks (lorabench doctor)
-    )
-
     load_catalogue(args.setups)  # your setup files first: a mistake is one line and exit 2, before any run
-    if blocked := gate(args.results):
-        return blocked
     # In a checkout (a container's mounted folders are no checkout: there `reports` may be the host's
     # reports-local/), writing into the committed folders is said out loud.
     in_checkout = Path(".git").exists()
@@ -204,11 +244,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     gpus = collect_gpus()
     workers = 0 if asks_for_workers(args.pytest_args) else workers_for_host(gpus)
     mps = shares_gpus(gpus, workers)
-    command = pytest_command(args.pytest_args, args.results, args.published, args.setups, workers, mps)
-    print(
-        "lorabench bench: " + " ".join(command[1:]), file=sys.stderr if args.json else sys.stdout, flush=True
-    )
-    status, interrupted = run_suite(command, to_stderr=args.json)
+    with tempfile.TemporaryDirectory(prefix="lorabench-bench-") as folder:
+        verdict = Path(folder) / "host-checks"
+        command = pytest_command(
+            args.pytest_args, args.results, args.published, args.setups, workers, mps, host_checks=verdict
+        )
+        print(
+            "lorabench bench: " + " ".join(command[1:]),
+            file=sys.stderr if args.json else sys.stdout,
+            flush=True,
+        )
+        status, interrupted, blocked = checked_suite(
+            start_suite(command, to_stderr=args.json), verdict, args.results
+        )
+    if blocked is not None:
+        print(f"lorabench bench: stopped: the host checks found it {blocked}", file=sys.stderr)
+        return 2  # as `lorabench doctor` exits on a blocked host
     if interrupted:
         print(
             f"lorabench bench: interrupted; records so far are in {args.results} (run it again to resume: "

@@ -8,6 +8,7 @@ images' entrypoint runs it with --untimed (a busy machine does not stop an untim
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -62,9 +63,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return diagnosis.exit_status
 
 
-def gate(results: Path, stack_name: str | None = None) -> int:
-    """What bench calls before its runs: the doctor's screen on stderr, and 2 when the host cannot run
-    them. The guard is left to each timed phase (it refuses and records the reading itself)."""
+def gate(results: Path, stack_name: str | None = None) -> str | None:
+    """What bench asks while its suite starts: the doctor's screen on stderr in one write (pytest prints
+    beside it), and the line naming what blocks every run, or None. The guard is left to each timed phase
+    (it refuses and records the reading itself)."""
     diagnosis, _ = run_doctor(stack_name=stack_name, results=results, guard=False)
-    render(diagnosis, sys.stderr)
-    return diagnosis.exit_status
+    screen = io.StringIO()
+    render(diagnosis, screen)
+    sys.stderr.write(screen.getvalue())
+    sys.stderr.flush()
+    b = diagnosis.blocking
+    return None if b is None else f"blocked by {b.name}: {b.summary}; fix: {b.fix}"

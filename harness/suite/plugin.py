@@ -168,6 +168,13 @@ def _add_run_options(group: pytest.OptionGroup) -> None:
         "server is used where it runs one. `lorabench bench` asks for it when it seats several workers on a GPU",
     )
     group.addoption(
+        "--lorabench-host-checks",
+        default=None,
+        metavar="FILE",
+        help="the file `lorabench bench` writes the host checks' verdict into while pytest starts; each run "
+        "that trains waits for it (harness/suite/host_gate.py)",
+    )
+    group.addoption(
         "--lorabench-inline",
         action="store_true",
         default=False,
@@ -325,6 +332,7 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
         progress_every_s=every,
         mps_pipe=getattr(config, "workerinput", {}).get(MPS_PIPE),
         setups=setups,
+        host_checks=here / checks if (checks := config.getoption("lorabench_host_checks")) else None,
     )
 
 
@@ -497,10 +505,12 @@ def lorabench_run(
         try:
             result = runner.run(setup, timed=timed)
         except UserError as exc:
-            # Refused before it started (bad data, a full results folder…): no record, one line.
-            pytest.fail(f"{setup.experiment}/{setup.name} seed {seed}: not started: {exc}", pytrace=False)
-        request.node.user_properties.append(("lorabench_run", result.line()))
-        return _ok_or_fail(result)
+            refused = str(exc)  # failed below, outside the handler: one line, no chained exception shown
+        else:
+            request.node.user_properties.append(("lorabench_run", result.line()))
+            return _ok_or_fail(result)
+        # Refused before it started (bad data, a full results folder, a host the checks blocked): no record.
+        pytest.fail(f"{setup.experiment}/{setup.name} seed {seed}: not started: {refused}", pytrace=False)
 
     return run
 

@@ -35,6 +35,7 @@ from harness.suite.cache import (
     why_not_standing_in,
 )
 from harness.suite.expected import earlier_runs, expected_note
+from harness.suite.host_gate import await_host_gate
 from harness.suite.placement import CPU, Spread, fits_beside, seated, visible_devices
 from harness.suite.progress import ProgressView
 from harness.suite.setups import BenchSetup, load_bench_setup
@@ -66,6 +67,7 @@ class SuiteSettings:
     setups: tuple[
         Path, ...
     ] = ()  # folders of setup files whose claims are the cases (none: the built-in folder)
+    host_checks: Path | None = None  # bench's verdict file: runs that train wait for it (host_gate.py)
 
     def setup_overrides(self) -> list[Override]:
         """Overrides every setup gets, before a case's own: data, model, then `--lorabench-set`."""
@@ -236,6 +238,8 @@ class SuiteRunner:
         from harness.run.start import run_on_hosts
         from harness.run.supervisor import RunOptions, summary_line
 
+        if self.settings.host_checks is not None:  # bench's host checks, run beside pytest's start
+            await_host_gate(self.settings.host_checks)
         alone = timed or not self.fits_shared(setup)
         options = RunOptions(
             results_dir=self.settings.results_dir,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands.bench import pytest_command, run_suite
+from harness.suite.host_gate import HostBlocked, await_host_gate, open_host_gate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,6 +48,36 @@ def test_exit_status_follows_the_claims(
     failed.stdout.fnmatch_lines(
         ["lorabench bench: scorecards from results (yours)", "reports-local/*/teststack/scorecard.md: *"]
     )
+
+
+def test_a_blocked_host_stops_the_suite_before_its_run_trains(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    # bench runs the host checks while pytest starts; the tiny case, which would train, waits for their
+    # verdict. A ROCm container's demand on this CPU host blocks: the case never trains, no record.
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("LORABENCH_REQUIRE_GPU", "rocm")
+    bench_dir(min_gain=-100.0)
+    suite_args = [a for a in bench_args if not a.startswith("--lorabench-results")]
+    done = pytester.run(sys.executable, "-m", "harness.cli", "bench", "--results", "results", "test_claims.py",
+                        *suite_args)  # fmt: skip
+    output = done.stdout.str() + done.stderr.str()
+    assert done.ret == 2, output[-3000:]
+    assert "lorabench bench: stopped: the host checks found it blocked by GPU runtime" in output
+    assert "Traceback" not in output
+    assert not list((pytester.path / "results").rglob("seed-3407.json"))
+
+
+def test_the_host_gate_says_go_blocked_or_nothing(tmp_path: Path) -> None:
+    verdict = tmp_path / "host-checks"
+    with pytest.raises(HostBlocked, match="no verdict from the host checks"):
+        await_host_gate(verdict, limit_s=0.1)
+    open_host_gate(verdict, None)
+    await_host_gate(verdict, limit_s=0.1)
+    open_host_gate(verdict, "blocked by GPU runtime: no GPU; fix: …")
+    with pytest.raises(HostBlocked, match=r"^blocked by GPU runtime: no GPU"):
+        await_host_gate(verdict, limit_s=0.1)
 
 
 def test_suite_folder_is_the_default_path() -> None:
