@@ -33,7 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness.commands._output import add_json_argument
@@ -41,7 +41,7 @@ from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
 from harness.suite.catalogue import load_catalogue
-from harness.suite.host_gate import open_host_gate
+from harness.suite.host_gate import expect_host_gate, open_host_gate
 from harness.suite.placement import asks_for_workers, shares_gpus, workers_for_host
 
 DEFAULT_RESULTS = Path("results")
@@ -139,11 +139,6 @@ def suite_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]
     return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **environ}
 
 
-def run_suite(command: list[str], grace_s: float = 60.0, *, to_stderr: bool = False) -> tuple[int, bool]:
-    """Run pytest to its end; (exit status, whether Ctrl-C came)."""
-    return wait_suite(start_suite(command, to_stderr=to_stderr), grace_s)
-
-
 def start_suite(command: list[str], *, to_stderr: bool = False) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, stdout=sys.stderr if to_stderr else None, env=suite_environment())
 
@@ -169,24 +164,28 @@ def wait_suite(
 
 
 def checked_suite(
-    process: subprocess.Popen[bytes], verdict: Path, results: Path
+    process: subprocess.Popen[bytes], verdict: Path, checks: Callable[[], str | None]
 ) -> tuple[int, bool, str | None]:
-    """The host checks run here while pytest starts (its runs wait for the verdict before they train);
+    """The host `checks` run here while pytest starts (its runs wait for the verdict before they train);
     (exit status, whether Ctrl-C came, the line naming what blocks)."""
-    from harness.commands.doctor import gate  # the host checks: what blocks every run (lorabench doctor)
-
-    blocked: str | None = "blocked: the host checks did not finish"
+    blocked: str | None = None
     try:
-        blocked = gate(results)
+        blocked = checks()
+        open_host_gate(verdict, blocked)
     except KeyboardInterrupt:  # it reached pytest too, which stops its runs and writes their records
-        open_host_gate(verdict, blocked)
+        _unfinished(verdict)
         return (*wait_suite(process, interrupted=True), None)
-    except BaseException:
-        open_host_gate(verdict, blocked)
+    except BaseException:  # a failure of the checks themselves, or a verdict that could not be written
+        _unfinished(verdict)
         stop_suite(process)
         raise
-    open_host_gate(verdict, blocked)
     return (*wait_suite(process), blocked)  # blocked: each run that would train fails at the gate, in a line
+
+
+def _unfinished(verdict: Path) -> None:
+    # Where even this cannot be written (a full disk), the runs stop waiting once bench has ended.
+    with contextlib.suppress(OSError):
+        open_host_gate(verdict, "blocked: the host checks did not finish")
 
 
 def stop_suite(process: subprocess.Popen[bytes]) -> int:
@@ -225,6 +224,8 @@ def report_step(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from harness.commands.doctor import gate  # the host checks: what blocks every run (lorabench doctor)
+
     load_catalogue(args.setups)  # your setup files first: a mistake is one line and exit 2, before any run
     # In a checkout (a container's mounted folders are no checkout: there `reports` may be the host's
     # reports-local/), writing into the committed folders is said out loud.
@@ -247,6 +248,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     mps = shares_gpus(gpus, workers)
     with tempfile.TemporaryDirectory(prefix="lorabench-bench-") as folder:
         verdict = Path(folder) / "host-checks"
+        expect_host_gate(verdict)
         command = pytest_command(
             args.pytest_args, args.results, args.published, args.setups, workers, mps, host_checks=verdict
         )
@@ -256,7 +258,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             flush=True,
         )
         status, interrupted, blocked = checked_suite(
-            start_suite(command, to_stderr=args.json), verdict, args.results
+            start_suite(command, to_stderr=args.json), verdict, lambda: gate(args.results)
         )
     if blocked is not None:
         print(f"lorabench bench: stopped: the host checks found it {blocked}", file=sys.stderr)

@@ -4,7 +4,9 @@ the doctor's checks (`lorabench doctor`) at once, and each run that trains waits
 The checks took 5.4-6.3 s of the suite's start on the H200 (2026-12-04, `bench_gpu.sh doctor-ab`: torch's
 import, the GPU tools); pytest's start, its workers' and their warm trainers' imports take longer, so the
 checks now end before the first run needs them instead of before pytest starts. The verdict is one file,
-written once by bench: `go`, or the line that names what blocks.
+written once by bench: `go`, or the line that names what blocks. Beside it bench leaves its identity first
+(harness.run.lifeline's: a reused pid is not mistaken for it): a run stops waiting when bench has ended
+without a verdict (killed), instead of after the wait's limit.
 """
 
 from __future__ import annotations
@@ -14,15 +16,22 @@ from pathlib import Path
 
 from harness import atomic
 from harness.errors import UserError
+from harness.run.lifeline import identity, is_alive
 
 GO = "go"
 # The doctor's slowest question (a GPU tool that hangs) answers within its 30 s timeout.
 WAIT_LIMIT_S = 300.0
 POLL_S = 0.02
+WRITER_EVERY_S = 0.5  # how often a waiting run asks whether bench still lives
 
 
 class HostBlocked(UserError):
     """The host checks found what stops every run (`lorabench doctor` names it and the fix)."""
+
+
+def expect_host_gate(verdict: Path) -> None:
+    """bench's side, before pytest starts: its identity beside the verdict to come."""
+    atomic.write_text(_writer_file(verdict), identity())
 
 
 def open_host_gate(verdict: Path, blocked: str | None) -> None:
@@ -31,12 +40,31 @@ def open_host_gate(verdict: Path, blocked: str | None) -> None:
 
 
 def await_host_gate(verdict: Path, limit_s: float = WAIT_LIMIT_S) -> None:
-    """A run's side, before it trains: returns on `go`; raises `HostBlocked` on anything else or no verdict."""
+    """A run's side, before it trains: returns on `go`; raises `HostBlocked` on anything else, when bench
+    ended without a verdict, or when none came within `limit_s`."""
     deadline = time.monotonic() + limit_s
+    writer, asked = _writer(verdict), time.monotonic()
     while not verdict.exists():
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             raise HostBlocked(f"no verdict from the host checks (lorabench doctor) after {limit_s:.0f} s")
+        if writer is not None and now - asked >= WRITER_EVERY_S:
+            asked = now
+            if not is_alive(writer) and not verdict.exists():
+                pid = writer.split("/")[2] if writer.count("/") == 3 else "?"
+                raise HostBlocked(f"lorabench bench (pid {pid}) ended before its host checks did")
         time.sleep(POLL_S)
     said = verdict.read_text(encoding="utf-8").strip()
     if said != GO:
         raise HostBlocked(said)
+
+
+def _writer_file(verdict: Path) -> Path:
+    return verdict.with_name(verdict.name + ".writer")
+
+
+def _writer(verdict: Path) -> str | None:
+    try:
+        return _writer_file(verdict).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None

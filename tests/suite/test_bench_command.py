@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from harness.commands.bench import pytest_command, run_suite
+from harness.commands.bench import pytest_command, start_suite, wait_suite
+from harness.run.lifeline import identity
 from harness.suite.host_gate import HostBlocked, await_host_gate, open_host_gate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,6 +72,46 @@ def test_a_blocked_host_stops_the_suite_before_its_run_trains(
     assert not list((pytester.path / "results").rglob("seed-3407.json"))
 
 
+def test_a_run_stops_waiting_when_bench_is_killed_before_its_host_checks_end(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    # kill -9 of bench while its checks run: pytest, its child, goes on; the tiny case must neither train
+    # nor wait out the gate's limit. A `docker` that answers nothing holds the checks (15 s per question).
+    stand_ins = pytester.path / "bin"
+    stand_ins.mkdir()
+    (stand_ins / "docker").write_text("#!/bin/sh\nexec sleep 20\n")
+    (stand_ins / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stand_ins}:{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    bench_dir(min_gain=-100.0)
+    suite_args = [a for a in bench_args if not a.startswith("--lorabench-results")]
+    command = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "bench",
+        "--results",
+        "results",
+        "test_claims.py",
+        *suite_args,
+    ]
+    bench = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)  # fmt: skip
+    assert bench.stdout is not None
+    lines = []
+    for line in bench.stdout:
+        lines.append(line)
+        if "test session starts" in line:
+            break
+    bench.kill()
+    bench.wait()
+    output = "".join(lines) + bench.stdout.read()  # to pytest's end: it holds the pipe
+    assert f"lorabench bench (pid {bench.pid}) ended before its host checks did" in output, output[-3000:]
+    assert "lorabench doctor:" not in output  # the checks never finished
+    assert not list((pytester.path / "results").rglob("seed-3407.json"))
+
+
 def test_the_host_gate_says_go_blocked_or_nothing(tmp_path: Path) -> None:
     verdict = tmp_path / "host-checks"
     with pytest.raises(HostBlocked, match="no verdict from the host checks"):
@@ -78,6 +121,27 @@ def test_the_host_gate_says_go_blocked_or_nothing(tmp_path: Path) -> None:
     open_host_gate(verdict, "blocked by GPU runtime: no GPU; fix: …")
     with pytest.raises(HostBlocked, match=r"^blocked by GPU runtime: no GPU"):
         await_host_gate(verdict, limit_s=0.1)
+
+
+@pytest.mark.parametrize("reaped", [True, False])
+def test_a_run_stops_waiting_for_a_writer_that_ended(tmp_path: Path, reaped: bool) -> None:
+    # bench's identity beside the verdict; a process ended (reaped, or a zombie not yet reaped) writes nothing.
+    writer = subprocess.Popen(["sleep", "30"])
+    verdict = tmp_path / "host-checks"
+    (tmp_path / "host-checks.writer").write_text(identity(writer.pid))
+    with pytest.raises(HostBlocked, match="no verdict"):
+        await_host_gate(verdict, limit_s=0.7)  # alive: it waits to the limit
+    writer.kill()
+    if reaped:
+        writer.wait()
+    else:
+        while Path(f"/proc/{writer.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            pass
+    with pytest.raises(
+        HostBlocked, match=rf"lorabench bench \(pid {writer.pid}\) ended before its host checks"
+    ):
+        await_host_gate(verdict, limit_s=60)
+    writer.wait()
 
 
 def test_suite_folder_is_the_default_path() -> None:
@@ -121,7 +185,7 @@ def test_the_suite_loads_the_plugins_it_names_not_every_installed_one(
     else:
         monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", autoload)
     command = pytest_command(["--", "-q", "--collect-only", "-k", "exp_a"], tmp_path / "r", workers=2)
-    status, _ = run_suite(command)
+    status, _ = wait_suite(start_suite(command))
     assert status == 0  # xdist's -n is known with autoload off: loaded by name
     assert marker.exists() is imported
 
