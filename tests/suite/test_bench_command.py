@@ -17,13 +17,10 @@ from harness.suite.host_gate import HostBlocked, await_host_gate, open_host_gate
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_exit_status_follows_the_claims(
-    pytester: pytest.Pytester, bench_dir: Callable[..., Path], write_cached: Callable[..., Path],
-    bench_args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
-    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the child imports this worktree's harness
+def bench_command(bench_args: tuple[str, ...]) -> list[str]:
+    """`lorabench bench` over the tiny benchmark's module, its records in `results`."""
     suite_args = [a for a in bench_args if not a.startswith("--lorabench-results")]
-    command = [
+    return [
         sys.executable,
         "-m",
         "harness.cli",
@@ -33,6 +30,14 @@ def test_exit_status_follows_the_claims(
         "test_claims.py",
         *suite_args,
     ]
+
+
+def test_exit_status_follows_the_claims(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], write_cached: Callable[..., Path],
+    bench_args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the child imports this worktree's harness
+    command = bench_command(bench_args)
 
     setup = bench_dir(min_gain=20.0)
     write_cached(setup, pytester.path / "results", baseline=10.0, trained=40.0)  # gain 30: holds
@@ -62,9 +67,7 @@ def test_a_blocked_host_stops_the_suite_before_its_run_trains(
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     monkeypatch.setenv("LORABENCH_REQUIRE_GPU", "rocm")
     bench_dir(min_gain=-100.0)
-    suite_args = [a for a in bench_args if not a.startswith("--lorabench-results")]
-    done = pytester.run(sys.executable, "-m", "harness.cli", "bench", "--results", "results", "test_claims.py",
-                        *suite_args)  # fmt: skip
+    done = pytester.run(*bench_command(bench_args))
     output = done.stdout.str() + done.stderr.str()
     assert done.ret == 2, output[-3000:]
     assert "lorabench bench: stopped: the host checks found it blocked by GPU runtime" in output
@@ -85,18 +88,7 @@ def test_a_run_stops_waiting_when_bench_is_killed_before_its_host_checks_end(
     monkeypatch.setenv("PATH", f"{stand_ins}:{os.environ['PATH']}")
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     bench_dir(min_gain=-100.0)
-    suite_args = [a for a in bench_args if not a.startswith("--lorabench-results")]
-    command = [
-        sys.executable,
-        "-m",
-        "harness.cli",
-        "bench",
-        "--results",
-        "results",
-        "test_claims.py",
-        *suite_args,
-    ]
-    bench = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    bench = subprocess.Popen(bench_command(bench_args), cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)  # fmt: skip
     assert bench.stdout is not None
     lines = []
