@@ -11,8 +11,8 @@ one whose fingerprint matches stands in for a run, and the scorecard is rendered
 
 On GPUs the suite's cases run side by side (pytest-xdist, harness/suite/placement.py): 3 workers per CUDA GPU,
 whose shared runs go through one CUDA MPS server the suite starts (harness/gpu/mps.py; Exp A's suite on one
-H200, warm: 44.9 / 46.2 s through MPS with the host checks beside pytest's start, 53.1 / 59.9 s with them
-before it, 61-63 s as plain processes, 95.5 s one seed after another), one per
+H200, warm: median 44.3 s through MPS with the host checks beside pytest's start, 52.0 s with them before
+it, 61-63 s as plain processes, 95.5 s one seed after another), one per
 ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses
 instead (add `--lorabench-mps` for the server).
 
