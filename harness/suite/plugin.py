@@ -74,6 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lorabench", "lorabench benchmark suite")
     _add_source_options(group)
     _add_run_options(group)
+    _add_bench_options(group)
     _add_view_options(group)
 
 
@@ -160,6 +161,16 @@ def _add_run_options(group: pytest.OptionGroup) -> None:
         help="timed runs on a busy machine are recorded (marked untimed) instead of refused",
     )
     group.addoption(
+        "--lorabench-inline",
+        action="store_true",
+        default=False,
+        help="train in the pytest process instead of a child process (debugging)",
+    )
+
+
+def _add_bench_options(group: pytest.OptionGroup) -> None:
+    """What `lorabench bench` passes: the MPS server for shared GPUs, the host checks' verdict file."""
+    group.addoption(
         "--lorabench-mps",
         action="store_true",
         default=False,
@@ -173,12 +184,6 @@ def _add_run_options(group: pytest.OptionGroup) -> None:
         metavar="FILE",
         help="the file `lorabench bench` writes the host checks' verdict into while pytest starts; each run "
         "that trains waits for it (harness/suite/host_gate.py)",
-    )
-    group.addoption(
-        "--lorabench-inline",
-        action="store_true",
-        default=False,
-        help="train in the pytest process instead of a child process (debugging)",
     )
 
 
