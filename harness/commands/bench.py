@@ -21,8 +21,10 @@ run that trains waits for their verdict (harness/suite/host_gate.py): a host the
 started.
 
 The suite's pytest loads the plugins it names (xdist; its own through benchmarks/conftest.py), not every
-plugin the environment installed (the H200's image brings eight, jaxtyping's among them). Name yours
-with `-- -p NAME`, or set PYTEST_DISABLE_PLUGIN_AUTOLOAD empty to load them all."""
+plugin the environment installed: the same suite whatever else is installed (the H200's image brings
+eight: coverage, timeouts, hypothesis, jaxtyping's torch import), and its workers collected in 1.7 s
+there against 2.1-2.2 s. Name yours with `-- -p NAME`, or set PYTEST_DISABLE_PLUGIN_AUTOLOAD empty to
+load them all."""
 
 from __future__ import annotations
 
