@@ -232,12 +232,9 @@ def read_torch_build(dist: metadata.Distribution) -> TorchBuild:
     return TorchBuild(version=dist.version, cuda=field("cuda"), hip=field("hip"))
 
 
-def _installed(search_path: list[str] | None) -> dict[str, metadata.Distribution]:
-    return _scan(tuple(search_path if search_path is not None else sys.path))[0]
-
-
-def _versions(search_path: list[str] | None) -> dict[str, str]:
-    return _scan(tuple(search_path if search_path is not None else sys.path))[1]
+def _installed(search_path: list[str] | None) -> tuple[dict[str, metadata.Distribution], dict[str, str]]:
+    """The installed distributions and their versions by normalized name (in `search_path`, default sys.path)."""
+    return _scan(tuple(search_path if search_path is not None else sys.path))
 
 
 @cache
@@ -264,7 +261,7 @@ def verify_environment(
     """Compare installed distributions (in `search_path`, default sys.path) with the stack's lockfile and
     its accelerator. Empty list: the environment is the stack."""
     directory = directory or lockfiles_dir()
-    installed, versions = _installed(search_path), _versions(search_path)
+    installed, versions = _installed(search_path)
     problems: list[Problem] = []
     for name, pin in parse_lockfile(directory / stack.lockfile).items():
         version = versions.get(name)

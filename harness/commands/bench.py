@@ -35,7 +35,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.commands._output import add_json_argument
@@ -135,10 +135,10 @@ def report_sources(published: Path, results: Path) -> list[Path]:
     return [p for p in ([published] if not same else []) + [results] if p.is_dir()]
 
 
-def suite_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+def suite_environment() -> dict[str, str]:
     """The suite's environment: pytest's plugin autoload off (see the module's docstring) unless you set
     PYTEST_DISABLE_PLUGIN_AUTOLOAD yourself (empty: autoload on)."""
-    return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **environ}
+    return {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **os.environ}
 
 
 def start_suite(command: list[str], *, to_stderr: bool = False) -> subprocess.Popen[bytes]:
@@ -190,11 +190,11 @@ def _unfinished(verdict: Path) -> None:
         open_host_gate(verdict, "blocked: the host checks did not finish")
 
 
-def stop_suite(process: subprocess.Popen[bytes]) -> int:
+def stop_suite(process: subprocess.Popen[bytes]) -> None:
     """pytest stopped as Ctrl-C stops it (when the host checks broke: its runs fail at the gate)."""
     with contextlib.suppress(ProcessLookupError):
         process.send_signal(signal.SIGINT)
-    return wait_suite(process, interrupted=True)[0]
+    wait_suite(process, interrupted=True)
 
 
 def report_step(args: argparse.Namespace) -> int:
@@ -227,6 +227,7 @@ def report_step(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from harness.commands.doctor import gate  # the host checks: what blocks every run (lorabench doctor)
+    from harness.doctor.report import BLOCKED
 
     load_catalogue(args.setups)  # your setup files first: a mistake is one line and exit 2, before any run
     # In a checkout (a container's mounted folders are no checkout: there `reports` may be the host's
@@ -264,7 +265,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     if blocked is not None:
         print(f"lorabench bench: stopped: the host checks found it {blocked}", file=sys.stderr)
-        return 2  # as `lorabench doctor` exits on a blocked host
+        return BLOCKED
     if interrupted:
         print(
             f"lorabench bench: interrupted; records so far are in {args.results} (run it again to resume: "

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from harness.commands._output import add_json_argument
-from harness.doctor.report import render, render_json, run_doctor
+from harness.doctor.report import blocked_line, render, render_json, run_doctor
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,5 +72,4 @@ def gate(results: Path, stack_name: str | None = None) -> str | None:
     render(diagnosis, screen)
     sys.stderr.write(screen.getvalue())
     sys.stderr.flush()
-    b = diagnosis.blocking
-    return None if b is None else f"blocked by {b.name}: {b.summary}; fix: {b.fix}"
+    return None if diagnosis.blocking is None else blocked_line(diagnosis.blocking)

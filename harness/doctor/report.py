@@ -148,7 +148,12 @@ def render(diagnosis: Diagnosis, out: TextIO = sys.stdout) -> None:
     if b is None:
         print(f"lorabench doctor: {can_start(diagnosis)}", file=out)
     else:
-        print(f"lorabench doctor: blocked by {b.name}: {b.summary}; fix: {b.fix}", file=out)
+        print(f"lorabench doctor: {blocked_line(b)}", file=out)
+
+
+def blocked_line(check: Check) -> str:
+    """What the blocking check says: the doctor's last line, and what bench's stopped runs say."""
+    return f"blocked by {check.name}: {check.summary}; fix: {check.fix}"
 
 
 def can_start(diagnosis: Diagnosis) -> str:

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.gpu import mps
+
 MESSAGE_BYTES = 1 << 20
 # Room in the server's own command line for a child's `python -m harness.run.child JOB.json`.
 TITLE_ROOM = 4096
@@ -53,7 +55,7 @@ PER_RUN_ENV = (
     "CUDA_VISIBLE_DEVICES",
     "HIP_VISIBLE_DEVICES",
     "ROCR_VISIBLE_DEVICES",
-    "CUDA_MPS_PIPE_DIRECTORY",
+    mps.PIPE_ENV,
     "PYTEST_CURRENT_TEST",
 )
 
