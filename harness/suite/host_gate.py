@@ -1,9 +1,10 @@
 """The host checks' verdict for a suite that started beside them: `lorabench bench` starts pytest and runs
 the doctor's checks (`lorabench doctor`) at once, and each run that trains waits here for their verdict.
 
-The checks took 5.4-6.3 s of the suite's start on the H200 (2026-12-04, `bench_gpu.sh doctor-ab`: torch's
-import, the GPU tools); pytest's start, its workers' and their warm trainers' imports take longer, so the
-checks now end before the first run needs them instead of before pytest starts. The verdict is one file,
+Before, bench ran them first: 3.8-5.7 s of Exp A's suite on the H200 passed before pytest started
+(2026-12-04, each output line stamped; `lorabench doctor --no-guard` alone 5.4-6.3 s, torch's import
+most of it). pytest's start, its workers' and their warm trainers' imports take longer (the first seed
+read its data ~10 s in), so the checks now end before the first run needs them. The verdict is one file,
 written once by bench: `go`, or the line that names what blocks. Beside it bench leaves its identity first
 (harness.run.lifeline's: a reused pid is not mistaken for it): a run stops waiting when bench has ended
 without a verdict (killed), instead of after the wait's limit.
