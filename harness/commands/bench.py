@@ -42,6 +42,7 @@ from harness.commands._output import add_json_argument
 from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
+from harness.run.launch import start_trainer_pool
 from harness.suite.catalogue import load_catalogue
 from harness.suite.host_gate import expect_host_gate, open_host_gate
 from harness.suite.placement import asks_for_workers, shares_gpus, workers_for_host
@@ -104,6 +105,7 @@ def pytest_command(
     workers: int = 0,
     mps: bool = False,
     host_checks: Path | None = None,
+    warm_pool: Path | None = None,
 ) -> list[str]:
     """The suite's pytest command; `workers` (pytest-xdist's -n) unless the user chose theirs, and with
     `mps` a CUDA MPS server for the workers that share a GPU (harness/gpu/mps.py)."""
@@ -116,6 +118,8 @@ def pytest_command(
     folders = [f"--lorabench-setups={folder}" for folder in setups]
     if host_checks is not None:
         folders.append(f"--lorabench-host-checks={host_checks}")
+    if warm_pool is not None:
+        folders.append(f"--lorabench-warm-pool={warm_pool}")
     xdist = [] if "no:xdist" in args else ["-p", "xdist"]  # by its entry point's name, with autoload off
     return [
         sys.executable,
@@ -225,8 +229,45 @@ def report_step(args: argparse.Namespace) -> int:
         return 2
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
+def suite_step(args: argparse.Namespace) -> tuple[int, bool, str | None]:
+    """pytest over the suite, the host checks run here meanwhile; (exit status, whether Ctrl-C came, the
+    line naming what blocks). One worker per GPU, k per GPU on CUDA (harness/suite/placement.py), those k
+    through one MPS server, each adopting a warm trainer started here before pytest (harness/run/warm_pool.py);
+    a CPU host runs one seed at a time."""
     from harness.commands.doctor import gate  # the host checks: what blocks every run (lorabench doctor)
+    from harness.gpu.facts import collect_gpus
+
+    gpus = collect_gpus()
+    workers = 0 if asks_for_workers(args.pytest_args) else workers_for_host(gpus)
+    with tempfile.TemporaryDirectory(prefix="lorabench-bench-") as folder:
+        verdict = Path(folder) / "host-checks"
+        expect_host_gate(verdict)
+        pool = start_trainer_pool(Path(folder) / "warm", workers, suite_environment())
+        command = pytest_command(
+            args.pytest_args,
+            args.results,
+            args.published,
+            args.setups,
+            workers,
+            shares_gpus(gpus, workers),
+            host_checks=verdict,
+            warm_pool=pool.folder if pool else None,
+        )
+        print(
+            "lorabench bench: " + " ".join(command[1:]),
+            file=sys.stderr if args.json else sys.stdout,
+            flush=True,
+        )
+        try:
+            return checked_suite(
+                start_suite(command, to_stderr=args.json), verdict, lambda: gate(args.results)
+            )
+        finally:
+            if pool is not None:
+                pool.close()
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
     from harness.doctor.report import BLOCKED
 
     load_catalogue(args.setups)  # your setup files first: a mistake is one line and exit 2, before any run
@@ -242,27 +283,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "(`lorabench publish` copies chosen records there instead)",
             file=sys.stderr,
         )
-    from harness.gpu.facts import collect_gpus
-
-    # One worker per GPU, k per GPU on CUDA (harness/suite/placement.py), those k through one MPS server;
-    # a CPU host runs one seed at a time.
-    gpus = collect_gpus()
-    workers = 0 if asks_for_workers(args.pytest_args) else workers_for_host(gpus)
-    mps = shares_gpus(gpus, workers)
-    with tempfile.TemporaryDirectory(prefix="lorabench-bench-") as folder:
-        verdict = Path(folder) / "host-checks"
-        expect_host_gate(verdict)
-        command = pytest_command(
-            args.pytest_args, args.results, args.published, args.setups, workers, mps, host_checks=verdict
-        )
-        print(
-            "lorabench bench: " + " ".join(command[1:]),
-            file=sys.stderr if args.json else sys.stdout,
-            flush=True,
-        )
-        status, interrupted, blocked = checked_suite(
-            start_suite(command, to_stderr=args.json), verdict, lambda: gate(args.results)
-        )
+    status, interrupted, blocked = suite_step(args)
     if blocked is not None:
         print(f"lorabench bench: stopped: the host checks found it {blocked}", file=sys.stderr)
         return BLOCKED

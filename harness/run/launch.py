@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from harness.config import SetupConfig
 from harness.errors import UserError
 from harness.models import cache_dir
 from harness.results import setup_digest
-from harness.run import warm
+from harness.run import warm, warm_pool
 from harness.run.bytecode import child_bytecode_env
 from harness.run.capped import ChildOutcome, run_capped
 from harness.run.lifeline import lifeline_env
@@ -123,9 +124,18 @@ def trainer_command(setup: SetupConfig, plan_file: Path, rendezvous: Rendezvous 
 
 
 def trainer_env(
-    gpus: int, extra_env: dict[str, str] | None = None, gpu_env: dict[str, str] | None = None
+    gpus: int,
+    extra_env: dict[str, str] | None = None,
+    gpu_env: dict[str, str] | None = None,
+    base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **(extra_env or {})}
+    """The trainer's environment: this process's (or `base`) and what the trainer needs beside it."""
+    env = {
+        **(os.environ if base is None else base),
+        "PYTHONUNBUFFERED": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        **(extra_env or {}),
+    }
     env.update(gpu_env or {})  # the plan's GPUs (the suite's worker's) and MPS pipe, for the trainer only
     # Every trainer process (torchrun's ranks too) watches the parent that started the run and ends itself
     # when it is gone (harness.run.lifeline).
@@ -164,18 +174,39 @@ def start_trainer(
     )
 
 
-def prewarm_trainer() -> None:
+def _capped() -> bool | None:
+    """Whether runs here go under a memory cap (spawned, `run_capped`); None for a cap that does not read:
+    the run names that mistake."""
+    try:
+        return settings.MEM_CAP.get() is not None
+    except UserError:
+        return None
+
+
+def prewarm_trainer(pool: Path | None = None) -> None:
     """This process's warm fork server started now, in the environment of an untimed one-GPU trainer (the
     suite's runs): its imports (6.1-7.1 s of each seed of Exp A's suite on an H200) then overlap the
-    worker's own start instead of following it. A timed run's environment (offline) differs: it starts
-    its own. None under a memory cap, whose runs are spawned (`run_capped`), nor for a cap that does not
-    read: the run names that mistake."""
-    try:
-        capped = settings.MEM_CAP.get() is not None
-    except UserError:
+    worker's own start instead of following it; with `pool` (bench's, started before pytest:
+    harness.run.warm_pool) the worker adopts the one started for it instead. A timed run's environment
+    (offline) differs: it starts its own. None under a memory cap."""
+    if _capped() is not False:
         return
-    if not capped:
-        warm.prewarm(trainer_env(1))
+    env = trainer_env(1)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not (pool and worker and warm_pool.adopt(pool, worker, env)):
+        warm.prewarm(env)
+
+
+def start_trainer_pool(folder: Path, workers: int, base: Mapping[str, str]) -> warm_pool.WarmPool | None:
+    """Bench's warm servers for the suite's xdist workers gw0 … gw{workers-1} (whose environment is `base`,
+    plus what pytest tells them), started before pytest; None where they would not be used (no workers, a
+    memory cap) or cannot start."""
+    if workers < 1 or _capped() is not False:
+        return None
+    try:
+        return warm_pool.start_pool(folder, [f"gw{i}" for i in range(workers)], trainer_env(1, base=base))
+    except (OSError, ValueError):
+        return None
 
 
 def forkable(setup: SetupConfig) -> bool:

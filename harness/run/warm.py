@@ -43,20 +43,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import settings
 from harness.gpu import mps
 
 MESSAGE_BYTES = 1 << 20
 # Room in the server's own command line for a child's `python -m harness.run.child JOB.json`.
 TITLE_ROOM = 4096
 # Variables no import reads, so a server started under other values serves the run as well (its child gets
-# the run's environment whole): the GPU pins and the MPS pipe, read when the GPU starts, and the name pytest
-# gives each test phase (a suite's worker starts its server before its first test: harness.suite.plugin).
+# the run's environment whole): the GPU pins and the MPS pipe, read when the GPU starts, the run's parent (the
+# trainer's lifeline reads it when it starts: a server from bench's pool was started by bench), and what pytest
+# and pytest-xdist tell their workers, the terminal's size among it (a suite's worker starts its server before
+# its first test, or adopts one bench started before pytest: harness.suite.plugin, harness.run.warm_pool).
 PER_RUN_ENV = (
     "CUDA_VISIBLE_DEVICES",
     "HIP_VISIBLE_DEVICES",
     "ROCR_VISIBLE_DEVICES",
     mps.PIPE_ENV,
+    settings.PARENT.name,
     "PYTEST_CURRENT_TEST",
+    "PYTEST_VERSION",
+    "PYTEST_XDIST_WORKER",
+    "PYTEST_XDIST_WORKER_COUNT",
+    "PYTEST_XDIST_TESTRUNUID",
+    "COLUMNS",
+    "LINES",
 )
 
 
@@ -106,23 +116,31 @@ class WarmChild:
 
 
 class WarmServer:
-    """The parent's side: one server process for one environment."""
+    """The parent's side: one server process for one environment, started here (`start`) or adopted from
+    `lorabench bench`'s pool (harness.run.warm_pool: its process is bench's child, not ours)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self.key = env_key(env)
+    def __init__(
+        self, key: tuple[tuple[str, str], ...], sock: socket.socket, process: subprocess.Popen[bytes] | None
+    ) -> None:
+        self.key = key
+        self.sock = sock
+        self.process = process
+        self.ready = False
+        self.forked = 0
+
+    @classmethod
+    def start(cls, env: dict[str, str]) -> WarmServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.sock = ours
         with theirs:
             # Its own session: a Ctrl-C at the terminal reaches the parent, which ends the server.
-            self.process = subprocess.Popen(
+            process = subprocess.Popen(
                 [sys.executable, "-m", "harness.run.warm", str(theirs.fileno()), " " * TITLE_ROOM],
                 env=env,
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        self.ready = False
-        self.forked = 0
+        return cls(env_key(env), ours, process)
 
     def fork(self, job_file: str, env: dict[str, str], cwd: str) -> WarmChild:
         if not self.ready:  # the first run waits for the imports (its `spawn` phase)
@@ -135,10 +153,11 @@ class WarmServer:
         return WarmChild(int(message["pid"]), self)
 
     def close(self) -> None:
-        self.sock.close()
-        with contextlib.suppress(ProcessLookupError):
-            self.process.kill()
-        self.process.wait()
+        self.sock.close()  # an adopted server ends with its socket; its process is bench's to reap
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            self.process.wait()
 
 
 _servers: list[WarmServer] = []
@@ -164,7 +183,13 @@ def prewarm(env: dict[str, str]) -> None:
     the process does until then; a first run with another environment replaces it (`warm_child`)."""
     if not _servers:
         with contextlib.suppress(OSError, ValueError):  # not started: the run is spawned
-            _servers.append(WarmServer(env))
+            _servers.append(WarmServer.start(env))
+
+
+def adopt(server: WarmServer) -> None:
+    """This process's server is `server` (one of bench's pool: harness.run.warm_pool), before its first run."""
+    close_server()
+    _servers.append(server)
 
 
 def close_server() -> None:
@@ -181,7 +206,6 @@ atexit.register(close_server)
 
 def preload_stack() -> None:
     """The imports every hf trainer makes (harness.backends.hf.preload without the GPU's start)."""
-    from harness import settings
     from harness.run.distributions import remember_distributions
 
     remember_distributions(settings.CACHE.value())
@@ -294,23 +318,28 @@ def serve_one(sock: socket.socket, request: dict[str, Any], fds: list[int]) -> N
     send(sock, {"maxrss_kib": usage.ru_maxrss})
 
 
-def serve(fd: int) -> None:
-    sock = socket.socket(fileno=fd)
+def preloaded() -> bool:
+    """The stack imported here, without a CUDA context (which would not survive a fork: the parent then spawns)."""
     preload_stack()
     import torch
 
-    if torch.cuda.is_initialized():  # a CUDA context does not survive a fork: the parent spawns instead
-        return
+    return not torch.cuda.is_initialized()
+
+
+def serve(sock: socket.socket) -> None:
+    """Says it is ready, then forks a trainer per request until the parent closes its socket."""
     sys.stdout.flush()
     sys.stderr.flush()
-    send(sock, {"ready": True})
-    while True:
-        try:
+    try:
+        send(sock, {"ready": True})
+        while True:
             request, fds = receive(sock)
             serve_one(sock, request, fds)
-        except (OSError, ServerGone):
-            return
+    except (OSError, ServerGone):
+        return
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    _sock = socket.socket(fileno=int(sys.argv[1]))
+    if preloaded():
+        serve(_sock)

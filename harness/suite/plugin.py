@@ -169,7 +169,8 @@ def _add_run_options(group: pytest.OptionGroup) -> None:
 
 
 def _add_bench_options(group: pytest.OptionGroup) -> None:
-    """What `lorabench bench` passes: the MPS server for shared GPUs, the host checks' verdict file."""
+    """What `lorabench bench` passes: the MPS server for shared GPUs, the host checks' verdict file, the warm
+    trainers it started."""
     group.addoption(
         "--lorabench-mps",
         action="store_true",
@@ -184,6 +185,13 @@ def _add_bench_options(group: pytest.OptionGroup) -> None:
         metavar="FILE",
         help="the file `lorabench bench` writes the host checks' verdict into while pytest starts; each run "
         "that trains waits for it (harness/suite/host_gate.py)",
+    )
+    group.addoption(
+        "--lorabench-warm-pool",
+        default=None,
+        metavar="DIR",
+        help="the folder of warm trainer servers `lorabench bench` started before pytest, one per xdist worker; "
+        "each worker adopts its own instead of starting one (harness/run/warm_pool.py)",
     )
 
 
@@ -223,7 +231,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # An xdist worker (`lorabench bench` starts them on GPU hosts) starts its warm fork server with itself:
         # the trainers' imports then overlap the worker's start, collection and lookups. A worker whose runs
         # are all reused ends it unused.
-        prewarm_trainer()
+        prewarm_trainer(settings.warm_pool)
 
 
 def start_mps(config: pytest.Config) -> None:
@@ -338,6 +346,7 @@ def settings_from_config(config: pytest.Config) -> SuiteSettings:
         mps_pipe=getattr(config, "workerinput", {}).get(MPS_PIPE),
         setups=setups,
         host_checks=here / checks if (checks := config.getoption("lorabench_host_checks")) else None,
+        warm_pool=here / pool if (pool := config.getoption("lorabench_warm_pool")) else None,
     )
 
 

@@ -68,6 +68,7 @@ class SuiteSettings:
         Path, ...
     ] = ()  # folders of setup files whose claims are the cases (none: the built-in folder)
     host_checks: Path | None = None  # bench's verdict file: runs that train wait for it (host_gate.py)
+    warm_pool: Path | None = None  # bench's warm trainer servers, one per worker (harness/run/warm_pool.py)
 
     def setup_overrides(self) -> list[Override]:
         """Overrides every setup gets, before a case's own: data, model, then `--lorabench-set`."""
@@ -136,9 +137,22 @@ class SuiteRunner:
             workers=int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if in_xdist else 1,
             devices=tuple(visible_devices(count, os.environ.get(name) if name else None)),
             variable=name,
-            siblings_root=os.getppid() if in_xdist else None,
+            siblings_root=self._siblings_root() if in_xdist else None,
             mps_pipe=self.settings.mps_pipe,
         )
+
+    def _siblings_root(self) -> int:
+        """The xdist controller, whose tree holds the suite's workers and their trainers; with bench's warm
+        pool, bench (the pool's servers and the trainers they fork are its children)."""
+        controller = os.getppid()
+        if self.settings.warm_pool is None:
+            return controller
+        import psutil
+
+        try:
+            return psutil.Process(controller).ppid() or controller
+        except psutil.Error:
+            return controller
 
     def bench_setup(self, path: Path) -> BenchSetup:
         if path not in self._setups:

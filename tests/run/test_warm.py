@@ -14,7 +14,7 @@ import pytest
 from faultlib import cli_args, find_trainers, started_run, wait_for_steps
 
 from harness.config import SetupConfig, load_setup
-from harness.run import launch, warm
+from harness.run import launch, warm, warm_pool
 from harness.run.parent import RunOptions, run_setup
 
 
@@ -137,3 +137,38 @@ def test_the_fork_warning_about_library_threads_is_silenced_and_no_other() -> No
             )
             warnings.warn("something else is deprecated", DeprecationWarning, stacklevel=1)
     assert [str(w.message) for w in caught] == ["something else is deprecated"]
+
+
+def test_a_worker_adopts_the_server_bench_started_for_it(
+    tiny: SetupConfig, tmp_path: Path, no_server: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench's pool (harness.run.warm_pool): gw0 finds the server started for it, forks its run from it, and
+    the server, bench's child, ends on its own when its worker lets go of it."""
+    pool = launch.start_trainer_pool(tmp_path / "pool", 1, dict(os.environ))
+    assert pool is not None
+    try:
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")  # what xdist tells a worker; no import reads it
+        launch.prewarm_trainer(pool.folder)
+        [server] = warm._servers
+        assert server.process is None, "the worker started a server of its own"
+        record, _ = run_setup(tiny, RunOptions(tmp_path / "w", quiet=True))
+        assert record.status == "ok", record.reason
+        assert warm._servers == [server] and server.forked == 1
+        warm.close_server()
+        assert pool.processes[0].wait(timeout=30) == 0
+    finally:
+        pool.close()
+
+
+def test_a_pool_server_no_worker_adopts_ends_with_bench(tmp_path: Path, no_server: None) -> None:
+    """One for another environment is not adopted (the worker starts its own, as without a pool); it waits,
+    imports done, until bench closes the pool or dies: here bench's end of its socket pair closes."""
+    pool = launch.start_trainer_pool(tmp_path / "pool", 1, {**os.environ, "HF_HOME": str(tmp_path / "hf")})
+    assert pool is not None
+    try:
+        assert not warm_pool.adopt(pool.folder, "gw0", launch.trainer_env(1))
+        assert pool.processes[0].poll() is None
+        pool.owners[0].close()
+        assert pool.processes[0].wait(timeout=60) == 0
+    finally:
+        pool.close()

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from harness.commands.bench import pytest_command, start_suite, wait_suite
+from harness.commands.bench import pytest_command, start_suite, suite_environment, wait_suite
+from harness.run.launch import start_trainer_pool
 from harness.run.lifeline import identity
 from harness.suite.host_gate import HostBlocked, await_host_gate, open_host_gate
 
@@ -102,6 +105,40 @@ def test_a_run_stops_waiting_when_bench_is_killed_before_its_host_checks_end(
     assert f"lorabench bench (pid {bench.pid}) ended before its host checks did" in output, output[-3000:]
     assert "lorabench doctor:" not in output  # the checks never finished
     assert not list((pytester.path / "results").rglob("seed-3407.json"))
+
+
+@pytest.mark.parametrize("same_environment", [True, False])
+def test_an_xdist_worker_trains_with_the_warm_server_bench_started_for_it(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch, same_environment: bool,
+) -> None:  # fmt: skip
+    # What bench does on a GPU host, on this CPU one: the pool started before pytest, one worker. It adopts
+    # the server started for it (which then ends with the worker, before bench closes the pool); one started
+    # in another environment it leaves alone and starts its own: the same record either way.
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    bench_dir(min_gain=-100.0)
+    env = suite_environment()
+    folder = Path(tempfile.mkdtemp(prefix="lorabench-bench-"))  # as bench's: short enough for a socket's name
+    pool = start_trainer_pool(
+        folder / "warm", 1, env if same_environment else {**env, "HF_HOME": "elsewhere"}
+    )
+    assert pool is not None
+    try:
+        command = pytest_command(
+            [*bench_args, "-n", "1", "test_claims.py"], Path("results"), warm_pool=pool.folder
+        )
+        done = subprocess.run(
+            command, cwd=pytester.path, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        assert "trained exp_t/tiny seed 3407: ok" in done.stdout
+        if same_environment:  # adopted: it ended with its worker
+            assert pool.processes[0].wait(timeout=30) == 0
+        else:  # waiting for a worker, or for bench to close the pool
+            assert pool.processes[0].poll() is None
+    finally:
+        pool.close()
+        shutil.rmtree(folder)
 
 
 def test_the_host_gate_says_go_blocked_or_nothing(tmp_path: Path) -> None:

@@ -257,3 +257,19 @@ def test_an_xdist_worker_starts_its_warm_trainer_with_itself(
     )
     result = pytester.runpytest_subprocess("-n", "1", "-p", "no:cacheprovider", "--lorabench-stack=teststack")
     result.assert_outcomes(passed=1)
+
+
+def test_with_bench_s_warm_pool_the_suite_s_own_processes_are_bench_s_tree(tmp_path: Path) -> None:
+    """A timed run counts its siblings' load as the suite's own (harness.run.plan.Placement.sibling_pids):
+    the xdist controller's tree, or bench's where its pool's servers fork the trainers (bench's children)."""
+    import os
+    from dataclasses import replace
+
+    import psutil
+
+    from harness.suite.runner import SuiteRunner, SuiteSettings
+
+    settings = SuiteSettings(stack="s", seeds=(3407,), results_dir=tmp_path)
+    assert SuiteRunner(settings)._siblings_root() == os.getppid()
+    pooled = SuiteRunner(replace(settings, warm_pool=tmp_path / "warm"))
+    assert pooled._siblings_root() == psutil.Process(os.getppid()).ppid()
