@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.errors import UserError
 from harness.report.across import setups_across, stacks_across
+from harness.report.charts import finish_drawing
 from harness.report.claim_table import DEFAULT_BENCHMARKS, evaluate_claims, load_setups, setup_references
 from harness.report.groups import group_records, load_records
 from harness.report.index import missing_platforms, read_summaries, render_index
@@ -31,7 +32,10 @@ def build_reports(
             f"no run records (seed-*.json) under {', '.join(map(str, results))}; run `lorabench run` first"
         )
     groups = group_records(loaded, setup_references(catalogue))
-    summaries = [render_scorecard(group, out_dir, catalogue, benchmarks) for group in groups]
+    try:
+        summaries = [render_scorecard(group, out_dir, catalogue, benchmarks) for group in groups]
+    finally:
+        finish_drawing()
     across = {
         "setups": setups_across(groups),
         "stacks": stacks_across(groups, catalogue),

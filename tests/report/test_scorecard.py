@@ -165,3 +165,22 @@ def _experiment_context_of(setups: list, img_dir: Path) -> dict:  # type: ignore
             return setups
 
     return _experiment_context(Group(), "exp_x", img_dir, [])  # type: ignore[arg-type]
+
+
+def test_a_chart_whose_drawing_failed_in_its_child_is_drawn_again_and_its_error_raised(
+    tmp_path: Path,
+) -> None:
+    """Charts are drawn in forked children; one that failed there (here its path is a folder, as a full disk
+    would fail it) is drawn again in the reporting process, whose error then names it; the others are written."""
+    from harness.report import charts
+
+    good, bad = tmp_path / "good.png", tmp_path / "bad.png"
+    bad.mkdir()
+    for path in (bad, good):
+        fig, (ax,) = charts._figure(2, 2)
+        ax.plot([1, 2], [3, 4])
+        charts._save(fig, path)
+    with pytest.raises(IsADirectoryError, match=r"bad\.png"):
+        charts.finish_drawing()
+    assert not charts._drawing
+    assert good.read_bytes().startswith(b"\x89PNG")
