@@ -10,11 +10,14 @@ one whose fingerprint matches stands in for a run, and the scorecard is rendered
 `lorabench publish` is the separate, explicit step that copies records into `reports/results/`.
 
 On GPUs the suite's cases run side by side (pytest-xdist, harness/suite/placement.py): 3 workers per CUDA GPU,
-whose shared runs go through one CUDA MPS server the suite starts (harness/gpu/mps.py; Exp A's suite on one
-H200, warm: median 44.3 s through MPS with the host checks beside pytest's start, 52.0 s with them before
-it, 61-63 s as plain processes, 95.5 s one seed after another), one per
-ROCm GPU, each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses
-instead (add `--lorabench-mps` for the server).
+whose shared runs go through one CUDA MPS server the suite starts (harness/gpu/mps.py), one per ROCm GPU,
+each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses instead
+(add `--lorabench-mps` for the server). Each worker's warm trainer server (harness/run/warm_pool.py) is
+started here before pytest, so the trainer stack's imports run while pytest and its workers start. Exp A's
+suite on one H200, warm: 37.2 / 41.3 s with that pool and the charts drawn in parallel, against 42.9 / 43.4 s
+with the workers starting their own (the same machine, alternated); 44.3 s median over two other machines
+with the host checks beside pytest's start, 52.0 s with them before it, 61-63 s as plain processes, 95.5 s
+one seed after another (docs/measurements.md).
 
 The host checks (`lorabench doctor`'s, without the guard) run while pytest and its workers start, and each
 run that trains waits for their verdict (harness/suite/host_gate.py): a host they block exits 2, no run
