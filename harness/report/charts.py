@@ -56,11 +56,13 @@ _drawing: list[tuple[int, Figure, Path]] = []
 
 def _save(fig: Figure, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    if len(_drawing) >= len(os.sched_getaffinity(0)):
+    if not hasattr(os, "fork"):  # Windows: drawn here
+        _draw(fig, path)
+        return
+    if len(_drawing) >= _cores():
         _finish(_drawing.pop(0))
-    with (
-        warnings.catch_warnings()
-    ):  # Python 3.12's warning at a fork of a threaded process: the child only draws
+    # Python 3.12 warns at a fork of a threaded process (bench's, say): the child only draws and exits.
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:
@@ -71,6 +73,13 @@ def _save(fig: Figure, path: Path) -> None:
         finally:
             os._exit(code)
     _drawing.append((pid, fig, path))
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS has no affinity call
+        return os.cpu_count() or 1
 
 
 def _finish(drawing: tuple[int, Figure, Path]) -> None:
