@@ -49,7 +49,7 @@ def _draw(fig: Figure, path: Path) -> None:
 
 
 # Drawing is most of a chart's cost (constrained layout draws each figure twice: 1.9 of `lorabench report`'s
-# 2.9 s on the 2-core Xeon, cProfile), so each chart is drawn in a forked child while the scorecards are
+# 2.9 s on a 2-core AMD EPYC, cProfile), so each chart is drawn in a forked child while the scorecards are
 # written on, as many at once as this process may use cores; `finish_drawing` waits for them.
 _drawing: list[tuple[int, Figure, Path]] = []
 
