@@ -45,7 +45,6 @@ from harness.commands._output import add_json_argument
 from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
-from harness.run.launch import start_trainer_pool
 from harness.suite.catalogue import load_catalogue
 from harness.suite.host_gate import expect_host_gate, open_host_gate
 from harness.suite.placement import asks_for_workers, shares_gpus, workers_for_host
@@ -239,6 +238,7 @@ def suite_step(args: argparse.Namespace) -> tuple[int, bool, str | None]:
     a CPU host runs one seed at a time."""
     from harness.commands.doctor import gate  # the host checks: what blocks every run (lorabench doctor)
     from harness.gpu.facts import collect_gpus
+    from harness.run.launch import start_trainer_pool  # here: every command's parser imports this module
 
     gpus = collect_gpus()
     workers = 0 if asks_for_workers(args.pytest_args) else workers_for_host(gpus)

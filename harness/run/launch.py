@@ -174,13 +174,13 @@ def start_trainer(
     )
 
 
-def _capped() -> bool | None:
-    """Whether runs here go under a memory cap (spawned, `run_capped`); None for a cap that does not read:
-    the run names that mistake."""
+def _spawned_only() -> bool:
+    """Runs here go under a memory cap (spawned: `run_capped`), or under a cap that does not read (the run
+    names that mistake): no warm server for them."""
     try:
         return settings.MEM_CAP.get() is not None
     except UserError:
-        return None
+        return True
 
 
 def prewarm_trainer(pool: Path | None = None) -> None:
@@ -189,7 +189,7 @@ def prewarm_trainer(pool: Path | None = None) -> None:
     worker's own start instead of following it; with `pool` (bench's, started before pytest:
     harness.run.warm_pool) the worker adopts the one started for it instead. A timed run's environment
     (offline) differs: it starts its own. None under a memory cap."""
-    if _capped() is not False:
+    if _spawned_only():
         return
     env = trainer_env(1)
     worker = os.environ.get("PYTEST_XDIST_WORKER")
@@ -201,7 +201,7 @@ def start_trainer_pool(folder: Path, workers: int, base: Mapping[str, str]) -> w
     """Bench's warm servers for the suite's xdist workers gw0 … gw{workers-1} (whose environment is `base`,
     plus what pytest tells them), started before pytest; None where they would not be used (no workers, a
     memory cap) or cannot start."""
-    if workers < 1 or _capped() is not False:
+    if workers < 1 or _spawned_only():
         return None
     try:
         return warm_pool.start_pool(folder, [f"gw{i}" for i in range(workers)], trainer_env(1, base=base))

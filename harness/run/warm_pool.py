@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.atomic import write_text
 from harness.run import warm
 
 
@@ -78,9 +79,7 @@ def _start_server(pool: WarmPool, name: str, env: dict[str, str]) -> None:
                 start_new_session=True,  # as a worker's own: Ctrl-C reaches bench, which ends the pool
             )
         )
-    key = pool.folder / f"{name}.key"
-    key.with_suffix(".part").write_text(json.dumps(warm.env_key(env)), encoding="utf-8")
-    key.with_suffix(".part").replace(key)
+    write_text(pool.folder / f"{name}.key", json.dumps(warm.env_key(env)))  # whole or absent for the worker
 
 
 def adopt(folder: Path, name: str, env: dict[str, str]) -> bool:
