@@ -6,6 +6,7 @@ that CPU). Not covered: non-Linux hosts and ARM feature names (tier "base"; auto
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness import settings
@@ -19,6 +20,14 @@ BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 TIERS = (("amx", "amx_bf16"), ("avx512bf16", "avx512_bf16"), ("avx512", "avx512f"), ("avx2", "avx2"))
 # The tiers with bf16 matmuls in hardware (a host kind names its tier: harness.provenance.host_kind).
 BF16_TIERS = tuple(tier for tier, flag in TIERS if flag in BF16_FLAGS)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity), or every core where there is no affinity call (macOS)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def read_cpuinfo() -> str:

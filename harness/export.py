@@ -151,14 +151,15 @@ def _timed_answers(
 def export_adapter(
     run: Path, out_dir: Path, *, limit: int | None = None, device: str = "cpu", gguf: bool = True
 ) -> ExportResult:
+    source = read_adapter(find_adapter(run))
+    _claim_out_dir(out_dir)
+    # Imported once the arguments are known good: a wrong path is said in a second, not after peft's 3 s.
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
     from harness.runtime import resolve_runtime
 
-    source = read_adapter(find_adapter(run))
-    _claim_out_dir(out_dir)
     precision = source.base_precision
     runtime = resolve_runtime(device, precision)
     setup = source.setup

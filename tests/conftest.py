@@ -23,6 +23,19 @@ def pytest_configure(config: pytest.Config) -> None:
     lorabench itself keeps an ignored SIGINT ignored, as a background job should."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    _share_the_cores(config)
+
+
+def _share_the_cores(config: pytest.Config) -> None:
+    """Each xdist worker, and every run it starts, computes on its share of the cores, unless the user set
+    OMP_NUM_THREADS. Left alone, every worker's torch (and its trainers') starts one OpenMP thread per core,
+    and their spinning threads starve each other: two 12-step SmolLM2 runs at once on the 2-core EPYC took
+    418 s with two threads each and 64 s with one (40 s each alone; docs/measurements.md). Set here, in the
+    controller, before xdist starts its workers, so they and their children inherit it."""
+    workers = getattr(config.option, "numprocesses", None)
+    if not isinstance(workers, int) or workers < 2 or "OMP_NUM_THREADS" in os.environ:
+        return
+    os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
 @pytest.fixture(scope="session")

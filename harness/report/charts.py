@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import stats
+from harness.cpuinfo import usable_cores
 from harness.report.groups import SetupRuns
 from harness.report.tables import Getter, peak_vram_gib, train_seconds, values
 
@@ -59,7 +60,7 @@ def _save(fig: Figure, path: Path) -> None:
     if not hasattr(os, "fork"):  # Windows: drawn here
         _draw(fig, path)
         return
-    if len(_drawing) >= _cores():
+    if len(_drawing) >= usable_cores():
         _finish(_drawing.pop(0))
     # Python 3.12 warns at a fork of a threaded process (bench's, say): the child only draws and exits.
     with warnings.catch_warnings():
@@ -73,13 +74,6 @@ def _save(fig: Figure, path: Path) -> None:
         finally:
             os._exit(code)
     _drawing.append((pid, fig, path))
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS has no affinity call
-        return os.cpu_count() or 1
 
 
 def _finish(drawing: tuple[int, Figure, Path]) -> None:

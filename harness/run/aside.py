@@ -24,6 +24,8 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from harness.cpuinfo import usable_cores
+
 T = TypeVar("T")
 MIN_CPUS = 4
 POLL_S = 0.5
@@ -38,13 +40,6 @@ def _exit_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="lorabench-aside-lifeline", daemon=True).start()
-
-
-def spare_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class Aside:
@@ -72,7 +67,7 @@ class Aside:
 def scoring_aside(choice: str = "auto") -> Generator[Aside]:
     """A worker for the span (`choice`: "1", or "auto" where cores are spare; "0" none); its calls are
     cancelled on the way out."""
-    if choice == "0" or (choice == "auto" and spare_cpus() < MIN_CPUS):
+    if choice == "0" or (choice == "auto" and usable_cores() < MIN_CPUS):
         yield Aside(None)
         return
     # spawn: a fresh interpreter that imports only what the scoring needs (never a fork of a process

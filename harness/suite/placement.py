@@ -74,6 +74,13 @@ class Spread:
     def seat(self) -> Seat:
         return seat(self.worker, self.workers, self.devices)
 
+    def cpu_threads(self, cores: int) -> int | None:
+        """Each worker's share of a CPU host's cores when several share it (`-n k`); None on a GPU host or alone.
+        Left to torch, every run starts a thread per core and their spinning threads starve each other: two
+        12-step SmolLM2 runs at once on 2 cores took 418 s with two threads each, 64 s with one (2026-12-05,
+        docs/measurements.md)."""
+        return max(1, cores // self.workers) if not self.devices and self.workers > 1 else None
+
     def placement(self, gpus: int, *, alone: bool) -> Placement:
         """The run's devices: its worker's GPU (all of them for a setup of several GPUs, not narrowed),
         shared by its seat's workers unless it runs alone."""

@@ -21,6 +21,7 @@ import pytest
 
 from harness import settings
 from harness.config import DATA_ENV, SetupConfig, parse_override
+from harness.cpuinfo import usable_cores
 from harness.errors import ConfigError, UserError
 from harness.gpu import mps
 from harness.results import RunRecord, record_path
@@ -227,11 +228,25 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)
     if controller and config.getoption("lorabench_mps"):
         start_mps(config)
+    if worker and settings.warm_pool is None:
+        share_the_cores(config.stash[RUNNER_KEY])
     if worker and not settings.inline:
         # An xdist worker (`lorabench bench` starts them on GPU hosts) starts its warm fork server with itself:
         # the trainers' imports then overlap the worker's start, collection and lookups. A worker whose runs
         # are all reused ends it unused.
         prewarm_trainer(settings.warm_pool)
+
+
+def share_the_cores(runner: SuiteRunner) -> None:
+    """A CPU host's xdist workers (`-n k`, which the user asked for: bench seats none there) each compute on
+    their share of the cores, they and every trainer they start, before the warm server inherits this
+    process's environment; the records say it (provenance.environment). OMP_NUM_THREADS the user set stays."""
+    threads = runner.spread.cpu_threads(usable_cores())
+    if threads is None or "OMP_NUM_THREADS" in os.environ:
+        return
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    if "torch" in sys.modules:  # already imported (an inline run's): tell it too
+        sys.modules["torch"].set_num_threads(threads)
 
 
 def start_mps(config: pytest.Config) -> None:

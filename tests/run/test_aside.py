@@ -29,10 +29,10 @@ def test_a_worker_scores_in_another_process_and_none_scores_here() -> None:
 
 
 def test_auto_takes_a_worker_only_with_cores_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("harness.run.aside.spare_cpus", lambda: 2)
+    monkeypatch.setattr("harness.run.aside.usable_cores", lambda: 2)
     with scoring_aside("auto") as aside:
         assert not aside.in_worker
-    monkeypatch.setattr("harness.run.aside.spare_cpus", lambda: 16)
+    monkeypatch.setattr("harness.run.aside.usable_cores", lambda: 16)
     with scoring_aside("auto") as aside:
         assert aside.in_worker
 
@@ -77,7 +77,7 @@ def test_scored_aside_or_here_the_record_says_the_same(
 ) -> None:
     numbers, predictions = {}, {}
     for choice, cpus in (("0", 2), ("1", 16)):  # the automatic rule: a worker where cores are spare
-        monkeypatch.setattr("harness.run.aside.spare_cpus", lambda cpus=cpus: cpus)
+        monkeypatch.setattr("harness.run.aside.usable_cores", lambda cpus=cpus: cpus)
         record, path = run_setup(
             tiny_setup(tiny_model_dir, sql_rows_file, "recipe.steps=3"),
             RunOptions(results_dir=tmp_path / choice, isolate=False),
@@ -93,7 +93,7 @@ def test_scored_aside_or_here_the_record_says_the_same(
 def test_a_run_stopped_in_training_keeps_the_baselines_scores(
     tiny_model_dir: Path, sql_rows_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("harness.run.aside.spare_cpus", lambda: 16)
+    monkeypatch.setattr("harness.run.aside.usable_cores", lambda: 16)
     record, _ = run_setup(
         tiny_setup(tiny_model_dir, sql_rows_file, "recipe.lr=1e30"),
         RunOptions(results_dir=tmp_path, isolate=False),

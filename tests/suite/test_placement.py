@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands.bench import pytest_command
+from harness.cpuinfo import usable_cores
 from harness.gpu import facts
 from harness.run.plan import Placement
 from harness.suite.placement import (
@@ -144,6 +145,15 @@ def test_more_gpus_than_workers_and_uneven_counts() -> None:
     assert cpu.placement(1, alone=False) == Placement(devices="cpu", shared_by=2)
     assert cpu.placement(1, alone=False).gpu_env == {}  # nothing to narrow on a CPU host
     assert Spread(1, 2, (), None, mps_pipe="/p").placement(1, alone=False).gpu_env == {}  # nor MPS for a CPU
+    # Workers sharing a CPU host split its cores; a GPU host's and a lone worker's runs keep torch's choice.
+    assert [Spread(0, k, (), None).cpu_threads(cores) for k, cores in ((2, 2), (2, 16), (3, 2), (3, 16))] == [
+        1,
+        8,
+        1,
+        5,
+    ]
+    assert Spread(0, 3, ("0",), "CUDA_VISIBLE_DEVICES").cpu_threads(16) is None
+    assert Spread(0, 1, (), None).cpu_threads(16) is None
     # One process (no xdist) has no siblings: no slot to take, alone or not.
     assert Spread(0, 1, ("0",), "CUDA_VISIBLE_DEVICES").slots(1, alone=True) == []
 
@@ -183,6 +193,7 @@ def test_bench_n_2_runs_two_seeds_in_two_workers_and_both_records_say_so(
     repo = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("PYTHONPATH", str(repo))  # the child imports this worktree's harness
     monkeypatch.setenv("LORABENCH_LOCK_DIR", str(pytester.path / "locks"))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the workers choose it (tests/conftest.py sets it)
     bench_dir(min_gain=-100.0)  # the claim holds: the test is about where the runs went
     result = pytester.run(
         sys.executable,
@@ -220,6 +231,10 @@ def test_bench_n_2_runs_two_seeds_in_two_workers_and_both_records_say_so(
         # Both workers sit on the CPU: the record names the device and how many shared it.
         assert record.provenance.placement is not None
         assert record.provenance.placement.model_dump() == {"devices": "cpu", "shared_by": 2}
+        # and each trainer computed on its share of the cores
+        assert (record.provenance.environment or {}).get("OMP_NUM_THREADS") == str(
+            max(1, usable_cores() // 2)
+        )
     assert len({r.run_id for r in records}) == 2 and len({r.fingerprint for r in records}) == 2
 
 
