@@ -153,7 +153,8 @@ def export_adapter(
 ) -> ExportResult:
     source = read_adapter(find_adapter(run))
     _claim_out_dir(out_dir)
-    # Imported once the arguments are known good: a wrong path is said in a second, not after peft's 3 s.
+    # Imported once the arguments are known good: a wrong path is said at once, not after torch's and peft's
+    # imports (5.8 s on a 2-core EPYC).
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM

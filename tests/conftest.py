@@ -30,12 +30,14 @@ def _share_the_cores(config: pytest.Config) -> None:
     """Each xdist worker, and every run it starts, computes on its share of the cores, unless the user set
     OMP_NUM_THREADS. Left alone, every worker's torch (and its trainers') starts one OpenMP thread per core,
     and their spinning threads starve each other: two 12-step SmolLM2 runs at once on the 2-core EPYC took
-    418 s with two threads each and 64 s with one (40 s each alone; docs/measurements.md). Set here, in the
+    a median 418 s with two threads each and 64 s with one (40-44 s alone; docs/measurements.md). Set here, in the
     controller, before xdist starts its workers, so they and their children inherit it."""
+    from harness.cpuinfo import usable_cores
+
     workers = getattr(config.option, "numprocesses", None)
     if not isinstance(workers, int) or workers < 2 or "OMP_NUM_THREADS" in os.environ:
         return
-    os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // workers))
+    os.environ["OMP_NUM_THREADS"] = str(max(1, usable_cores() // workers))
 
 
 @pytest.fixture(scope="session")

@@ -228,7 +228,7 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)
     if controller and config.getoption("lorabench_mps"):
         start_mps(config)
-    if worker and settings.warm_pool is None:
+    if worker and settings.warm_pool is None:  # bench's pool: a GPU host (bench seats no CPU workers)
         share_the_cores(config.stash[RUNNER_KEY])
     if worker and not settings.inline:
         # An xdist worker (`lorabench bench` starts them on GPU hosts) starts its warm fork server with itself:
