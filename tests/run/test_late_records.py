@@ -162,9 +162,12 @@ def test_a_disk_kept_full_ends_with_one_line_naming_enospc_and_the_rerun_keeps_t
 ) -> None:
     with tmpfs(tmp_path / "disk", "300m") as disk:
         results = disk / "results"
+        # 300 steps: the disk fills while the run trains (it then fails within a step or two). With 30, a tiny
+        # run of one thread once finished and wrote its record before the filler, slowed by CI beside it, had
+        # filled the disk (exit 0).
         with filling_disk(results, disk / "filler", keep_full=True):
             done = subprocess.run(
-                cli_args(tiny_model_dir, sql_rows_file, results, steps=30), cwd=tmp_path,
+                cli_args(tiny_model_dir, sql_rows_file, results, steps=300), cwd=tmp_path,
                 env=cli_env(tmp_path, LORABENCH_MIN_FREE="1m"), capture_output=True, text=True, timeout=900,
             )  # fmt: skip
         # Before: a raw ~25-line traceback of the trainer, and the rerun called it killed by SIGKILL.
