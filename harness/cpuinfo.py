@@ -30,6 +30,11 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def cores_each(workers: int, cores: int | None = None) -> int:
+    """One worker's share of the cores (at least one) where `workers` processes compute side by side."""
+    return max(1, (cores or usable_cores()) // workers)
+
+
 def read_cpuinfo() -> str:
     """/proc/cpuinfo's text (or $LORABENCH_CPUINFO_FILE's), or "" where there is none (the tier is then "base")."""
     try:

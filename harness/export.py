@@ -153,8 +153,8 @@ def export_adapter(
 ) -> ExportResult:
     source = read_adapter(find_adapter(run))
     _claim_out_dir(out_dir)
-    # Imported once the arguments are known good: a wrong path is said at once, not after torch's and peft's
-    # imports (5.8 s on a 2-core EPYC).
+    # Imported once the arguments are known good: a wrong path is said in 0.67 s, not after torch's and peft's
+    # imports (5.36 s; medians of 5, farm-bench, a 2-core EPYC).
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM

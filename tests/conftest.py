@@ -32,12 +32,12 @@ def _share_the_cores(config: pytest.Config) -> None:
     and their spinning threads starve each other: two 12-step SmolLM2 runs at once on the 2-core EPYC took
     a median 418 s with two threads each and 64 s with one (40-44 s alone; docs/measurements.md). Set here, in the
     controller, before xdist starts its workers, so they and their children inherit it."""
-    from harness.cpuinfo import usable_cores
+    from harness.cpuinfo import cores_each
 
     workers = getattr(config.option, "numprocesses", None)
     if not isinstance(workers, int) or workers < 2 or "OMP_NUM_THREADS" in os.environ:
         return
-    os.environ["OMP_NUM_THREADS"] = str(max(1, usable_cores() // workers))
+    os.environ["OMP_NUM_THREADS"] = str(cores_each(workers))
 
 
 @pytest.fixture(scope="session")

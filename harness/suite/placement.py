@@ -16,6 +16,7 @@ from collections.abc import Generator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
+from harness.cpuinfo import cores_each
 from harness.json_types import JsonObject
 from harness.locks import exclusive_lock, lock_dir
 from harness.run.plan import Placement
@@ -79,7 +80,7 @@ class Spread:
         Left to torch, every run starts a thread per core and their spinning threads starve each other: two
         12-step SmolLM2 runs at once on 2 cores took 418 s with two threads each, 64 s with one (2026-12-05,
         docs/measurements.md)."""
-        return max(1, cores // self.workers) if not self.devices and self.workers > 1 else None
+        return cores_each(self.workers, cores) if not self.devices and self.workers > 1 else None
 
     def placement(self, gpus: int, *, alone: bool) -> Placement:
         """The run's devices: its worker's GPU (all of them for a setup of several GPUs, not narrowed),

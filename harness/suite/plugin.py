@@ -244,9 +244,7 @@ def share_the_cores(runner: SuiteRunner) -> None:
     threads = runner.spread.cpu_threads(usable_cores())
     if threads is None or "OMP_NUM_THREADS" in os.environ:
         return
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    if "torch" in sys.modules:  # already imported (an inline run's): tell it too
-        sys.modules["torch"].set_num_threads(threads)
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # torch is not imported yet here: it reads this when it is
 
 
 def start_mps(config: pytest.Config) -> None:

@@ -163,8 +163,7 @@ def test_a_disk_kept_full_ends_with_one_line_naming_enospc_and_the_rerun_keeps_t
     with tmpfs(tmp_path / "disk", "300m") as disk:
         results = disk / "results"
         # 300 steps: the disk fills while the run trains (it then fails within a step or two). With 30, a tiny
-        # run of one thread once finished and wrote its record before the filler, slowed by CI beside it, had
-        # filled the disk (exit 0).
+        # run of one thread once exited 0 in CI: it had written its record before the filler filled the disk.
         with filling_disk(results, disk / "filler", keep_full=True):
             done = subprocess.run(
                 cli_args(tiny_model_dir, sql_rows_file, results, steps=300), cwd=tmp_path,
