@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from harness import cli
 from harness.cli import build_parser
 
 # A whole sentence: a capital letter first, a full stop before the first blank line, no developer
@@ -78,3 +79,31 @@ def test_json_on_stdout_is_json_alone() -> None:
         done = subprocess.run([*env_cmd, *args], capture_output=True, text=True, check=False)
         assert done.returncode in (0, 2), done.stderr
         json.loads(done.stdout)  # nothing but the JSON
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    """The harness modules a fresh interpreter holds once the command line for `argv` is built."""
+    code = (
+        "import sys; from harness import cli; cli.build_parser(sys.argv[1:]); "
+        "print(*sorted(m for m in sys.modules if m.startswith('harness.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    # `lorabench guard` paid ~0.6 s for the scorecard stack and the run's launch code before it read its
+    # first argument; every command module stays out unless its command is named.
+    loaded = _modules_after(["--debug", "guard", "--help"])
+    assert "harness.commands.guard" in loaded
+    assert not loaded & {"harness.commands.report", "harness.commands.run", "harness.report.scorecard"}
+
+
+def test_the_top_level_help_still_lists_every_command() -> None:
+    for argv in (["--help"], ["--help", "run"], ["nosuch"], []):
+        loaded = _modules_after(argv)
+        assert {f"harness.commands.{name}" for name in cli.command_names()} <= loaded, argv
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "--help", "run"], capture_output=True, text=True, check=True
+    )
+    assert all(name in done.stdout for name in ("bench", "guard", "report", "stacks"))

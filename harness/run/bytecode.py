@@ -11,11 +11,14 @@ So when writing bytecode is off and the installed torch holds none beside its so
 reads its bytecode under lorabench's cache (PYTHONPYCACHEPREFIX): the sources and site-packages stay as
 they are. Where bytecode already sits beside the sources (a plain pip install, our images) nothing changes:
 a prefix would hide it. A prefix the user set is theirs (PYTHONPYCACHEPREFIX: the folder they chose).
+The `lorabench` command applies the same rule to its own process and everything it starts
+(`cache_this_process`): the suite's pytest and its workers, the scorecards' matplotlib, the run's parent.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,3 +45,15 @@ def child_bytecode_env(env: Mapping[str, str], cache_root: Path, *, probe: str =
     del out[WRITE_OFF]
     out[PREFIX] = str(cache_root / "bytecode" / sys.implementation.cache_tag)
     return out
+
+
+def cache_this_process(cache_root: Path, *, probe: str = "torch") -> None:
+    """This process's later imports, and every process it starts, write and read their bytecode under
+    `cache_root` where `child_bytecode_env`'s rule says so; elsewhere nothing changes."""
+    prefix = child_bytecode_env(os.environ, cache_root, probe=probe).get(PREFIX)
+    if prefix is None or prefix == os.environ.get(PREFIX):
+        return
+    os.environ.pop(WRITE_OFF, None)
+    os.environ[PREFIX] = prefix
+    sys.dont_write_bytecode = False  # the flags the two variables set at start, which imports read each time
+    sys.pycache_prefix = prefix

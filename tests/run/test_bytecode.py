@@ -70,3 +70,47 @@ def test_the_installed_torch_is_looked_up_without_importing_it() -> None:
     probe = "import sys; from harness.run.bytecode import compiled_beside_sources; compiled_beside_sources(); print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_lorabench_command_caches_its_own_bytecode(tmp_path: Path) -> None:
+    # A torch installed without bytecode (the H200 image's), writing off: `lorabench` itself, not only its
+    # trainer, compiles each module once into the cache (here `guard`'s module).
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    repo = Path(__file__).resolve().parents[2]
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": f"{tmp_path / 'site'}:{repo}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LORABENCH_CACHE": str(tmp_path / "cache"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "guard", "--help"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    cached = tmp_path / "cache" / "bytecode" / sys.implementation.cache_tag
+    assert list(cached.rglob("harness/commands/guard.*.pyc")), "the command's own module was not cached"
+
+
+def test_a_process_that_caches_passes_the_cache_to_what_it_starts(bare_sources: Path, tmp_path: Path) -> None:
+    code = (
+        "import os, subprocess, sys; from pathlib import Path; from harness.run import bytecode; "
+        f"bytecode.cache_this_process(Path({str(tmp_path / 'cache')!r}), probe={PROBE!r}); "
+        "import lorabench_bytecode_probe; "
+        "print(subprocess.run([sys.executable, '-c', 'import sys; print(sys.pycache_prefix)'], "
+        "capture_output=True, text=True).stdout.strip())"
+    )
+    module = tmp_path / "code" / "lorabench_bytecode_probe.py"
+    module.parent.mkdir()
+    module.write_text("X = 2\n")
+    repo = Path(__file__).resolve().parents[2]
+    env = {
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": f"{bare_sources.parent}:{module.parent}:{repo}",
+    }
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    prefix = tmp_path / "cache" / "bytecode" / sys.implementation.cache_tag
+    assert done.stdout.strip() == str(prefix)  # the child started with the prefix
+    assert len(list(prefix.rglob("lorabench_bytecode_probe.*.pyc"))) == 1  # this process wrote its own
+    assert not (module.parent / "__pycache__").exists()
