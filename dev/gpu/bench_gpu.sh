@@ -78,8 +78,8 @@ exp_a() {  # $1 seed, $2 results, $3 log, then --set overrides: Exp A alone, the
   echo "seed $seed: whole command $(secs "$start") s | $(tail -n 1 "$log" | cut -c1-90)"
 }
 breakdown() { python3 dev/bench_breakdown.py "$@" 2>&1; }
-stamped() {  # each line of the input behind the seconds since the first
-  python3 -u -c "import sys, time; t = time.time(); [print(f'{time.time() - t:6.1f} {line}', end='') for line in sys.stdin]"
+stamped() {  # each line of the input behind the seconds since the first, then when the input closed
+  python3 -u -c "import sys, time; t = time.time(); [print(f'{time.time() - t:6.1f} {line}', end='') for line in sys.stdin]; print(f'{time.time() - t:6.1f} (output closed)')"
 }
 three_at_once() {  # $1 results folder, $2 log prefix
   local s start; start=$(date +%s.%N)
