@@ -189,7 +189,7 @@ def data_source_sets() -> list[str]:
 CACHE = declare(
     "LORABENCH_CACHE",
     _path,
-    "lorabench's own cache (dequantized models, converted checkpoints)",
+    "lorabench's own cache (dequantized models, converted checkpoints, and bytecode where Python may not write it)",
     "you",
     default="~/.cache/lorabench",
 )
