@@ -37,14 +37,14 @@ def command_names() -> list[str]:
     return sorted(name for name in names if not name.startswith("_"))
 
 
-def named_command(argv: list[str]) -> str | None:
-    """The command `argv` names (its first word that is not an option), if it is one of ours and no top-level
-    help is asked for before it (`lorabench --help run` lists every command)."""
+def named_command(argv: list[str], names: list[str]) -> str | None:
+    """The command `argv` names (its first word that is not an option), if it is one of `names` and no
+    top-level help is asked for before it (`lorabench --help run` lists every command)."""
     for word in argv:
         if word in ("-h", "--help"):
             return None
         if not word.startswith("-"):
-            return word if word in command_names() else None
+            return word if word in names else None
     return None
 
 
@@ -56,8 +56,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lorabench {__version__}")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    named = named_command(argv or [])
-    for name in [named] if named else command_names():
+    names = command_names()
+    named = named_command(argv or [], names)
+    for name in [named] if named else names:
         importlib.import_module(f"harness.commands.{name}").register(subparsers)
     for subparser in subparsers.choices.values():
         # SUPPRESS: a subcommand without --debug leaves the top-level flag's value alone.

@@ -14,11 +14,8 @@ whose shared runs go through one CUDA MPS server the suite starts (harness/gpu/m
 each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses instead
 (add `--lorabench-mps` for the server). Each worker's warm trainer server (harness/run/warm_pool.py) is
 started here before pytest, so the trainer stack's imports run while pytest and its workers start. Exp A's
-suite on one H200, warm: 37.2 / 41.3 s with that pool and the charts drawn in parallel, against 42.9 / 43.4 s
-with the workers starting their own (the same machine, alternated); on another H200 42.3 / 44.2 / 44.2 s
-against 46.7 / 47.1 / 49.3 s (2026-12-05); 44.3 s median over two other machines
-with the host checks beside pytest's start, 52.0 s with them before it, 61-63 s as plain processes, 95.5 s
-one seed after another (docs/measurements.md).
+suite on one H200, warm: 37-44 s on two machines (95.5 s when its seeds ran one after another); every figure,
+machine by machine, is in docs/measurements.md.
 
 The host checks (`lorabench doctor`'s, without the guard) run while pytest and its workers start, and each
 run that trains waits for their verdict (harness/suite/host_gate.py): a host they block exits 2, no run
