@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.config import SetupConfig
 from harness.errors import UserError
-from harness.results import RunRecord, load_record, record_dir
+from harness.results import RunRecord, load_record, record_dir, slug
 from harness.suite.cache import HostKey
 from harness.suite.mismatch import setup_changes
 from harness.suite.progress import clock
@@ -28,13 +28,14 @@ SCALABLE = ("recipe.seed", "recipe.steps", "eval.limit", "recipe.checkpoint_ever
 
 
 def earlier_runs(
-    folders: Sequence[Path], setup: SetupConfig, stack: str, host: HostKey
+    folders: Sequence[Path], setup: SetupConfig, stack: str, host: HostKey, *, elsewhere: bool = False
 ) -> list[tuple[RunRecord, Path]]:
-    """This host's ok records of the setup (any seed) whose only differences scale, newest first."""
+    """This host's ok records of the setup (any seed) whose only differences scale, newest first; with
+    `elsewhere`, those of the stack's other hosts instead (a run's peak memory, not its time, travels)."""
     found = []
-    for folder in folders:
+    for folder, host_id in _record_hosts(folders, stack, host, elsewhere=elsewhere):
         for path in sorted(
-            record_dir(folder, stack, host.id, setup.experiment, setup.name).glob("seed-*.json")
+            record_dir(folder, stack, host_id, setup.experiment, setup.name).glob("seed-*.json")
         ):
             if ".prev-" in path.name:
                 continue
@@ -47,6 +48,20 @@ def earlier_runs(
             if all(change.split(" ", 1)[0] in SCALABLE for change in setup_changes(record, setup)):
                 found.append((record, path))
     return sorted(found, key=lambda pair: pair[0].created, reverse=True)
+
+
+def _record_hosts(
+    folders: Sequence[Path], stack: str, host: HostKey, *, elsewhere: bool
+) -> list[tuple[Path, str]]:
+    """The (folder, host id) pairs whose records to read: this host's, or every other host's of the stack."""
+    if not elsewhere:
+        return [(folder, host.id) for folder in folders]
+    return [
+        (folder, hosts.name)
+        for folder in folders
+        for hosts in sorted((folder / slug(stack)).glob("*/"))
+        if hosts.name != slug(host.id)
+    ]
 
 
 def _questions(record: RunRecord, setup: SetupConfig) -> int:

@@ -111,8 +111,9 @@ class Spread:
 
 
 def fits_beside(peak_bytes: int | None, gpu_bytes: int | None, shared_by: int) -> bool:
-    """Whether `shared_by` runs of a setup fit on one GPU at once, from an earlier run's peak on this host;
-    not known (no earlier run, no reading) is not fitting: the run then sits alone on its GPU."""
+    """Whether `shared_by` runs of a setup fit on one GPU at once, from an earlier run's peak;
+    not known (no earlier run, no reading) is not fitting: the run then sits alone on its GPU. The peak may
+    come from another GPU of the stack (SuiteRunner.fits_shared); the memory is always this host's."""
     if not peak_bytes or not gpu_bytes:
         return False
     return peak_bytes * shared_by <= MEMORY_HEADROOM * gpu_bytes

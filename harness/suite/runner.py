@@ -21,6 +21,7 @@ from typing import Literal
 
 from harness.backends.checkpoint import is_resumable, latest
 from harness.config import Override, SetupConfig
+from harness.json_types import JsonObject
 from harness.locks import exclusive_lock
 from harness.results import RunRecord, record_lock_path, run_fingerprint
 from harness.run.plan import checkpoint_folder
@@ -112,12 +113,15 @@ class SuiteRunner:
     _setups: dict[Path, BenchSetup] = field(default_factory=dict)
 
     @cached_property
-    def host_key(self) -> HostKey:
+    def host_facts(self) -> JsonObject:
         # Asked once, before any GPU pinning, so this process's host matches the one `run_setup` records.
         from harness.provenance import collect_host
 
-        host = collect_host()
-        return HostKey(str(host["id"]), str(host["kind"]))
+        return collect_host()
+
+    @cached_property
+    def host_key(self) -> HostKey:
+        return HostKey(str(self.host_facts["id"]), str(self.host_facts["kind"]))
 
     @property
     def host(self) -> str:
@@ -306,13 +310,19 @@ class SuiteRunner:
         seat = self.spread.seat
         if seat.shared_by <= 1 or seat.device == CPU:
             return True
-        earlier = earlier_runs(self._folders, setup, self.settings.stack, self.host_key)
-        if not earlier:
-            return False
-        record = earlier[0][0]
-        gpus = record.provenance.host.gpus
-        peak = record.memory.peak_vram_bytes if record.memory else None
-        return fits_beside(peak, gpus[0].vram_bytes if gpus else None, seat.shared_by)
+        stack = self.settings.stack
+        here = earlier_runs(self._folders, setup, stack, self.host_key)[:1]
+        # A run's peak is set by its setup and stack, not by the card it ran on: with no run on this host,
+        # the stack's runs on other GPUs tell it (a fresh H100 seated each of Exp A's seeds alone, the H200's
+        # published records beside it: suite 62-75 s, 2026-12-05). The largest of them, to be safe.
+        found = here or earlier_runs(self._folders, setup, stack, self.host_key, elsewhere=True)
+        peaks = [record.memory.peak_vram_bytes for record, _ in found if record.memory]
+        gpus = self.host_facts.get("gpus") or []
+        return fits_beside(
+            max((peak for peak in peaks if peak), default=None),
+            gpus[0].get("vram_bytes") if gpus else None,
+            seat.shared_by,
+        )
 
     def _seeds_after(self, setup: SetupConfig) -> int:
         """The runs of this setup's other seeds that follow this one: one after another in one process;

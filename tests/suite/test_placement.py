@@ -249,6 +249,56 @@ def test_runs_share_a_gpu_only_where_an_earlier_run_says_they_fit() -> None:
     assert not fits_beside(None, h200, 3) and not fits_beside(exp_a_peak, None, 3)  # not known: alone
 
 
+def test_a_host_with_no_run_of_its_own_shares_by_the_stack_s_runs_on_other_gpus(
+    shared_sample: Path, tmp_path: Path
+) -> None:
+    """A run's peak memory is its setup's and stack's, not its card's: Exp A's published H200 records tell a
+    fresh H100 that three seeds fit beside each other (before, it seated every seed alone: 62-75 s a suite),
+    measured against this host's memory; this host's own run, where there is one, decides."""
+    import shutil
+
+    from harness.config import load_setup
+    from harness.results import load_record, record_dir, write_record
+    from harness.suite.runner import SuiteRunner, SuiteSettings
+
+    repo = Path(__file__).resolve().parents[2]
+    published = tmp_path / "published"
+    mine = record_dir(published, "h200-image", "nvidia-h200", "exp_a", "smollm2-135m-lora")
+    shutil.copytree(
+        record_dir(repo / "reports/results", "h200-image", "nvidia-h200", "exp_a", "smollm2-135m-lora"), mine
+    )
+    setup = load_setup(
+        repo / "benchmarks/setups/exp_a.toml", [f"data.source={shared_sample}", "recipe.seed=42"]
+    )
+
+    def fits(gib: int, stack: str = "h200-image", results: Path = tmp_path / "results") -> bool:
+        runner = SuiteRunner(
+            SuiteSettings(stack=stack, seeds=(42,), results_dir=results, published_dir=published)
+        )
+        runner.host_facts = {
+            "id": "nvidia-h100-80gb-hbm3",
+            "kind": "nvidia-h100-80gb-hbm3",
+            "gpus": [{"vram_bytes": gib * 2**30}],
+        }
+        runner.spread = Spread(0, CUDA_WORKERS_PER_GPU, ("0",), "CUDA_VISIBLE_DEVICES")
+        return runner.fits_shared(setup)
+
+    # 3 × 2.09 GiB (the H200's largest peak) within 80 % of the card: an H100 and an 8 GiB card, not 7 GiB.
+    assert fits(80) and fits(8) and not fits(7)
+    assert not fits(80, stack="rocm7.2-hf5.5")  # no run of this stack anywhere: alone
+    # This host's own run peaked at 30 GiB: three do not fit in 80 GiB, whatever the H200 says.
+    own = load_record(next(mine.glob("seed-3407.json")))
+    results = tmp_path / "results"
+    heavy = own.model_copy(
+        update={
+            "host": "nvidia-h100-80gb-hbm3",
+            "memory": own.memory.model_copy(update={"peak_vram_bytes": 30 * 2**30}),
+        }
+    )
+    write_record(results, heavy)
+    assert not fits(80, results=results)
+
+
 @pytest.mark.parametrize("memory_cap", [None, "8g", "lots"])
 def test_an_xdist_worker_starts_its_warm_trainer_with_itself(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, memory_cap: str | None
