@@ -14,8 +14,8 @@ whose shared runs go through one CUDA MPS server the suite starts (harness/gpu/m
 each pinned to its GPU; a CPU host runs one seed at a time. `-- -n N` (or `-p no:xdist`) chooses instead
 (add `--lorabench-mps` for the server). Each worker's warm trainer server (harness/run/warm_pool.py) is
 started here before pytest, so the trainer stack's imports run while pytest and its workers start. Exp A's
-suite on one H200, warm: 37-44 s on two machines (95.5 s when its seeds ran one after another); every figure,
-machine by machine, is in docs/measurements.md.
+suite on one H200, warm: 35.6-44.2 s on three machines (95.5 s when its seeds ran one after another); every
+figure, machine by machine, is in docs/measurements.md.
 
 The host checks (`lorabench doctor`'s, without the guard) run while pytest and its workers start, and each
 run that trains waits for their verdict (harness/suite/host_gate.py): a host they block exits 2, no run
