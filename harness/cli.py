@@ -9,7 +9,9 @@ exit 1. `--debug` (anywhere on the line) shows the traceback as well."""
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
+import gc
 import importlib
 import pkgutil
 import sys
@@ -71,7 +73,14 @@ def main(argv: list[str] | None = None) -> int:
         # Where this Python may not write bytecode and none was installed (the lent H200's image), the
         # command's own imports and its processes' are compiled once into lorabench's cache, not at each start.
         cache_this_process(settings.CACHE.value())
-    argv = sys.argv[1:] if argv is None else argv
+    if argv is None:
+        # This process is the command (the `lorabench` script, `python -m harness.cli`): its end skips the
+        # interpreter's last garbage collection over every module's objects (0.24 s of `lorabench report`'s
+        # exit here, 0.04 s without; bench's output closed 0.5-0.6 s before its end on an H200). Every atexit
+        # handler still runs (logging's flush, temporary folders' removal): a freeze stops no code, only the
+        # collection of the objects that exist then.
+        atexit.register(gc.freeze)
+        argv = sys.argv[1:]
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -107,3 +107,23 @@ def test_the_top_level_help_still_lists_every_command() -> None:
         [sys.executable, "-m", "harness.cli", "--help", "run"], capture_output=True, text=True, check=True
     )
     assert all(name in done.stdout for name in ("bench", "guard", "report", "stacks"))
+
+
+@pytest.mark.parametrize("own_command_line", [True, False])
+def test_the_command_s_process_ends_without_the_last_collection_and_a_caller_s_does_not(
+    own_command_line: bool,
+) -> None:
+    """`lorabench` as its own process freezes the garbage collector as it ends (every atexit handler still
+    runs): the interpreter's last collection over every module's objects is skipped. A caller that passes
+    its own arguments (a test, a tool) keeps its collector as it was."""
+    call = "cli.main()" if own_command_line else "cli.main(['guard', '--help'])"
+    script = (
+        "import atexit, gc, sys\n"
+        "from harness import cli\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, flush=True))\n"
+        "sys.argv = ['lorabench', 'guard', '--help']\n"
+        f"try:\n    {call}\nexcept SystemExit:\n    pass\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"frozen {own_command_line}"
