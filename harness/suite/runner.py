@@ -258,7 +258,8 @@ class SuiteRunner:
 
         if self.settings.host_checks is not None:  # bench's host checks, run beside pytest's start
             await_host_gate(self.settings.host_checks)
-        alone = timed or not self.fits_shared(setup)
+        shares, placed = self.fits_shared(setup)
+        alone = timed or not shares
         options = RunOptions(
             results_dir=self.settings.results_dir,
             stack=self.settings.stack,
@@ -279,6 +280,8 @@ class SuiteRunner:
         resumes = latest(checkpoints) if checkpoints and is_resumable(setup) else None
         if resumes:
             header += f"; resuming from step {resumes[1].step} ({shown(resumes[0])})"
+        if placed and not timed:  # a timed run is alone by rule: "timed run" says so
+            header += f"; {placed}"
         # What it will take, before it starts: from an earlier run of this setup on this host, if any.
         header += "; " + expected_note(
             self._folders,
@@ -304,24 +307,37 @@ class SuiteRunner:
             )
         return record, path
 
-    def fits_shared(self, setup: SetupConfig) -> bool:
-        """Whether the run may share its GPU with its seat's siblings: an earlier run of the setup on this
-        host (the user's records or the published ones) peaked low enough for all of them at once."""
+    def fits_shared(self, setup: SetupConfig) -> tuple[bool, str]:
+        """Whether the run may share its GPU with its seat's siblings, and the phrase that says why: an
+        earlier run of the setup (the user's records or the published ones) peaked low enough for all of
+        them at once in this host's GPU memory. No phrase where it has no siblings, nor for a setup of
+        several GPUs (it holds every slot of them: harness/suite/placement.py)."""
         seat = self.spread.seat
-        if seat.shared_by <= 1 or seat.device == CPU:
-            return True
+        if seat.shared_by <= 1 or seat.device == CPU or setup.gpus > 1:
+            return True, ""
         stack = self.settings.stack
         here = earlier_runs(self._folders, setup, stack, self.host_key)[:1]
         # A run's peak is set by its setup and stack, not by the card it ran on: with no run on this host,
         # the stack's runs on other GPUs tell it (a fresh H100 seated each of Exp A's seeds alone, the H200's
         # published records beside it: suite 62-75 s, 2026-12-05). The largest of them, to be safe.
         found = here or earlier_runs(self._folders, setup, stack, self.host_key, elsewhere=True)
-        peaks = [record.memory.peak_vram_bytes for record, _ in found if record.memory]
+        measured = [
+            (r.memory.peak_vram_bytes, r.host) for r, _ in found if r.memory and r.memory.peak_vram_bytes
+        ]
         gpus = self.host_facts.get("gpus") or []
-        return fits_beside(
-            max((peak for peak in peaks if peak), default=None),
-            gpus[0].get("vram_bytes") if gpus else None,
-            seat.shared_by,
+        memory = gpus[0].get("vram_bytes") if gpus else None
+        if not measured:
+            return (
+                False,
+                f"alone on GPU {seat.device}: no run of this setup on stack {stack} tells its peak VRAM",
+            )
+        peak, host = max(measured)
+        told = f"a peak of {peak / 2**30:.2f} GiB on {'this host' if host == self.host else host}"
+        if fits_beside(peak, memory, seat.shared_by):
+            return True, f"on GPU {seat.device} beside {seat.shared_by - 1} other run(s): {told}"
+        return (
+            False,
+            f"alone on GPU {seat.device}: {seat.shared_by} runs of {told} would not fit in its memory",
         )
 
     def _seeds_after(self, setup: SetupConfig) -> int:

@@ -271,6 +271,8 @@ def test_a_host_with_no_run_of_its_own_shares_by_the_stack_s_runs_on_other_gpus(
         repo / "benchmarks/setups/exp_a.toml", [f"data.source={shared_sample}", "recipe.seed=42"]
     )
 
+    said: list[str] = []
+
     def fits(gib: int, stack: str = "h200-image", results: Path = tmp_path / "results") -> bool:
         runner = SuiteRunner(
             SuiteSettings(stack=stack, seeds=(42,), results_dir=results, published_dir=published)
@@ -281,11 +283,19 @@ def test_a_host_with_no_run_of_its_own_shares_by_the_stack_s_runs_on_other_gpus(
             "gpus": [{"vram_bytes": gib * 2**30}],
         }
         runner.spread = Spread(0, CUDA_WORKERS_PER_GPU, ("0",), "CUDA_VISIBLE_DEVICES")
-        return runner.fits_shared(setup)
+        shares, placed = runner.fits_shared(setup)
+        said.append(placed)
+        return shares
 
     # 3 × 2.09 GiB (the H200's largest peak) within 80 % of the card: an H100 and an 8 GiB card, not 7 GiB.
     assert fits(80) and fits(8) and not fits(7)
+    # The suite's line for the run says where it sits and what told it.
+    assert said[0] == "on GPU 0 beside 2 other run(s): a peak of 2.09 GiB on nvidia-h200"
+    assert (
+        said[2] == "alone on GPU 0: 3 runs of a peak of 2.09 GiB on nvidia-h200 would not fit in its memory"
+    )
     assert not fits(80, stack="rocm7.2-hf5.5")  # no run of this stack anywhere: alone
+    assert said[-1] == "alone on GPU 0: no run of this setup on stack rocm7.2-hf5.5 tells its peak VRAM"
     # This host's own run peaked at 30 GiB: three do not fit in 80 GiB, whatever the H200 says.
     own = load_record(next(mine.glob("seed-3407.json")))
     results = tmp_path / "results"
@@ -297,6 +307,7 @@ def test_a_host_with_no_run_of_its_own_shares_by_the_stack_s_runs_on_other_gpus(
     )
     write_record(results, heavy)
     assert not fits(80, results=results)
+    assert "a peak of 30.00 GiB on this host" in said[-1]
 
 
 @pytest.mark.parametrize("memory_cap", [None, "8g", "lots"])
