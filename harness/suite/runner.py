@@ -331,6 +331,8 @@ class SuiteRunner:
                 False,
                 f"alone on GPU {seat.device}: no run of this setup on stack {stack} tells its peak VRAM",
             )
+        if not memory:
+            return False, f"alone on GPU {seat.device}: its memory was not read"
         peak, host = max(measured)
         told = f"a peak of {peak / 2**30:.2f} GiB on {'this host' if host == self.host else host}"
         if fits_beside(peak, memory, seat.shared_by):

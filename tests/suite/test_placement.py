@@ -294,6 +294,7 @@ def test_a_host_with_no_run_of_its_own_shares_by_the_stack_s_runs_on_other_gpus(
     assert (
         said[2] == "alone on GPU 0: 3 runs of a peak of 2.09 GiB on nvidia-h200 would not fit in its memory"
     )
+    assert not fits(0) and said[-1] == "alone on GPU 0: its memory was not read"
     assert not fits(80, stack="rocm7.2-hf5.5")  # no run of this stack anywhere: alone
     assert said[-1] == "alone on GPU 0: no run of this setup on stack rocm7.2-hf5.5 tells its peak VRAM"
     # This host's own run peaked at 30 GiB: three do not fit in 80 GiB, whatever the H200 says.
