@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         # This process is the command (the `lorabench` script, `python -m harness.cli`): its end skips the
         # interpreter's last garbage collection over every module's objects (0.24 s of `lorabench report`'s
-        # exit here, 0.04 s without; on an H200 bench's output closed 0.5-0.6 s after its last line). Every
+        # exit here, 0.04 s without; on an H200 bench's output closed 0.5-0.7 s after its last line). Every
         # atexit handler still runs (logging's flush, temporary folders' removal): a freeze stops no code,
         # only the collection of the objects that exist then.
         atexit.register(gc.freeze)
