@@ -44,17 +44,24 @@ def check_reachable(label: str, source: str, fix: str) -> None:
         ) from None
 
 
-def check_hub_model(source: str, file: str | None, revision: str | None) -> None:
+def check_hub_model(
+    source: str,
+    file: str | None,
+    revision: str | None,
+    *,
+    field: str = "model.source",
+    local: str = "folder or .gguf file",
+) -> None:
+    """`field` names where the user gave `source` (a setup's field, a command's argument), `local` what
+    they may give instead."""
     from huggingface_hub import try_to_load_from_cache
 
     if isinstance(try_to_load_from_cache(source, file or "config.json", revision=revision), str):
         return
-    fix = f"run `lorabench fetch --model {source}` where the hub is reachable, or give a local folder or .gguf file"
+    fix = f"run `lorabench fetch --model {source}` where the hub is reachable, or give a local {local}"
     if is_offline():
-        raise UserError(
-            f"model.source: {source!r} is not in the local hub cache and HF_HUB_OFFLINE is set; {fix}"
-        )
-    check_reachable("model.source", source, fix)
+        raise UserError(f"{field}: {source!r} is not in the local hub cache and HF_HUB_OFFLINE is set; {fix}")
+    check_reachable(field, source, fix)
 
 
 def _dataset_cached(source: str) -> bool:

@@ -85,6 +85,7 @@ def load_config(source: str | Path, revision: str | None = None) -> Any:
     from transformers import AutoConfig
 
     from harness.config import ModelConfig
+    from harness.hub import check_hub_model
     from harness.models import ARCH_PRESETS, PRESETS, resolve_model
 
     text = str(source)
@@ -105,6 +106,8 @@ def load_config(source: str | Path, revision: str | None = None) -> Any:
         raise UserError(
             f"MODEL {text!r}: not a preset, an existing folder or config.json, nor a hub id owner/name"
         )
+    # Offline or unreachable, the hub client retries for ~30 s before it gives up: ask first, in milliseconds.
+    check_hub_model(text, "config.json", revision, field="MODEL", local="model folder or config.json")
     try:
         return AutoConfig.from_pretrained(text, revision=revision)
     except (OSError, ValueError) as exc:

@@ -110,6 +110,8 @@ def judge(case: Case, answer: Answer, results: Path) -> list[str]:
         problems.append(f"exit status {answer.returncode}, wanted {case.code}")
     if "Traceback" in text:
         problems.append("a traceback")
+    if "Retrying in" in text:
+        problems.append("the hub client retried first (~30 s lost where the hub cannot answer)")
     if case.expect not in answer.stderr:
         problems.append(f"no {case.expect!r} in the error")
     start = answer.stderr.find("error:")

@@ -109,6 +109,9 @@ CASES = [
     Case("model: hub id, offline, not cached", (*WITH_DATA, "--model", "nobody/no-model"), "not in the local hub cache"),
     Case("model: hub id, hub unreachable", (*WITH_DATA, "--model", "nobody/no-model"), "cannot be reached",
          env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}),
+    Case("inspect: hub id, offline, not cached", ("inspect", "nobody/no-model"), "not in the local hub cache"),
+    Case("inspect: hub id, hub unreachable", ("inspect", "nobody/no-model"), "cannot be reached",
+         env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}),
     Case("model: gguf_file not in the folder", (*WITH_DATA, "--set", "model.gguf_file=x.gguf"), "model.gguf_file"),
     Case("model: empty source", (*WITH_DATA, "--set", "model.source="), "model.source"),
     # The data.
