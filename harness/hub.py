@@ -64,7 +64,7 @@ def check_hub_model(
     check_reachable(field, source, fix)
 
 
-def _dataset_cached(source: str) -> bool:
+def dataset_cached(source: str) -> bool:
     from huggingface_hub import constants
 
     owner, _, name = source.partition("/")
@@ -75,7 +75,7 @@ def _dataset_cached(source: str) -> bool:
 
 
 def check_hub_dataset(source: str, local_example: str) -> None:
-    if _dataset_cached(source):
+    if dataset_cached(source):
         return
     fix = (
         f"run `lorabench fetch --data {source}` where the hub is reachable, or point data.source (or --data, "

@@ -188,6 +188,9 @@ def checked_suite(
     return (*wait_suite(process), blocked)  # blocked: each run that would train fails at the gate, in a line
 
 
+PYTEST_USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, without importing pytest into every command
+
+
 def _unfinished(verdict: Path) -> None:
     # Where even this cannot be written (a full disk), the runs stop waiting once bench has ended.
     with contextlib.suppress(OSError):
@@ -295,6 +298,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    if status == PYTEST_USAGE_ERROR:  # nothing ran: a scorecard of old records would bury pytest's line
+        print(
+            "lorabench bench: pytest refused its arguments (its error is above): no run started, no scorecard; "
+            "what follows `--` goes to pytest as it is (`pytest --help` lists its options)",
+            file=sys.stderr,
+        )
+        return status
     if args.no_report:
         return status
     report_status = report_step(args)  # rendered whatever the suite's verdict: a failed claim shows there

@@ -42,18 +42,28 @@ def check_local(field: str, source: str) -> Path:
     return path
 
 
+def _hub_failed(field: str, source: str, exc: Exception, fix: str) -> UserError:
+    first_line = (str(exc).splitlines() or [""])[0][:200]
+    return UserError(
+        f"{field} {source!r}: could not fetch from the Hugging Face hub ({type(exc).__name__}: {first_line}); {fix}"
+    )
+
+
 def fetch_model(source: str, revision: str | None = None) -> Path:
     if looks_local(source):
         return check_local("--model", source)
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import snapshot_download, try_to_load_from_cache
 
+    from harness.hub import check_reachable, is_offline
+
+    fix = "check the id, the network (HF_ENDPOINT) and HF_HUB_OFFLINE, or pass a local directory"
+    cached = isinstance(try_to_load_from_cache(source, "config.json", revision=revision), str)
+    if not cached and not is_offline():  # one TCP connect, not the hub client's retries (~25 s for data)
+        check_reachable("--model", source, fix)
     try:
         return Path(snapshot_download(repo_id=source, revision=revision))
     except Exception as exc:  # hub errors have many types; all mean "not in the cache now"
-        raise UserError(
-            f"--model {source!r}: could not fetch from the Hugging Face hub ({type(exc).__name__}: {exc})."
-            " Check the id, the network and HF_HUB_OFFLINE, or pass a local directory"
-        ) from None
+        raise _hub_failed("--model", source, exc, fix) from None
 
 
 def fetch_data(source: str) -> str:
@@ -61,13 +71,15 @@ def fetch_data(source: str) -> str:
         return str(check_local("--data", source))
     import datasets
 
+    from harness.hub import check_reachable, dataset_cached, is_offline
+
+    fix = "check the id, the network (HF_ENDPOINT) and HF_DATASETS_OFFLINE, or pass a local file"
+    if not dataset_cached(source) and not is_offline("HF_DATASETS_OFFLINE"):
+        check_reachable("--data", source, fix)
     try:
         loaded = datasets.load_dataset(source)
     except Exception as exc:  # as above: every failure means the data is not cached
-        raise UserError(
-            f"--data {source!r}: could not fetch from the Hugging Face hub ({type(exc).__name__}: {exc})."
-            " Check the id, the network and HF_DATASETS_OFFLINE, or pass a local file"
-        ) from None
+        raise _hub_failed("--data", source, exc, fix) from None
     return ", ".join(f"{split}: {len(rows)} rows" for split, rows in loaded.items())
 
 

@@ -61,6 +61,19 @@ def test_exit_status_follows_the_claims(
     )
 
 
+def test_arguments_pytest_refuses_end_bench_in_a_line_without_a_scorecard(
+    pytester: pytest.Pytester, bench_dir: Callable[..., Path], write_cached: Callable[..., Path],
+    bench_args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    write_cached(bench_dir(min_gain=20.0), pytester.path / "results", baseline=10.0, trained=40.0)
+    refused = pytester.run(*bench_command(bench_args), "--no-such-pytest-option")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*unrecognized arguments: --no-such-pytest-option*",
+                                  "lorabench bench: pytest refused its arguments *"])  # fmt: skip
+    assert "scorecards from" not in refused.stdout.str()
+
+
 def test_a_blocked_host_stops_the_suite_before_its_run_trains(
     pytester: pytest.Pytester, bench_dir: Callable[..., Path], bench_args: tuple[str, ...],
     monkeypatch: pytest.MonkeyPatch,
