@@ -68,7 +68,10 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from harness.run.inputs import check_writable_dir
+
     with errors_as_json(args.json):
+        check_writable_dir(args.output, "-o/--output", "give a folder the reports may be written in (-o DIR)")
         summaries, index, out = build_reports(args.results, args.output, args.benchmarks, args.setups)
     if args.json:
         print(out.model_dump_json(indent=2))
