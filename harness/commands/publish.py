@@ -104,6 +104,10 @@ def copy_record(copy: Copy) -> None:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    if not args.dry_run:
+        from harness.run.inputs import check_writable_dir
+
+        check_writable_dir(args.to, "--to", "give the published results folder (--to DIR)")
     copies = plan(args.records, args.to)
     conflicts = [c for c in copies if c.action == "replaces another fingerprint"]
     if conflicts and not args.replace:
@@ -115,13 +119,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
     for c in copies:
         label = f"{c.record.experiment}/{c.record.setup_name} seed {c.record.seed} ({c.record.status})"
         note = f": {c.why}" if c.why else ""
+        if not args.dry_run and c.action != "already published":
+            copy_record(c)  # before its line: a copy that fails is never said to be done
         print(
             f"{'would copy' if args.dry_run else 'copied'} {c.source} → {c.target} [{c.action}{note}] {label}"
             if c.action != "already published"
             else f"already published: {c.target} {label}"
         )
-        if not args.dry_run and c.action != "already published":
-            copy_record(c)
     if not args.dry_run:
         print(
             f"publish: {sum(c.action != 'already published' for c in copies)} record(s) copied into {args.to}; "
