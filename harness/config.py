@@ -599,7 +599,9 @@ def _describe(error: ErrorDetails, model: type[BaseModel]) -> str:
         # A rule across fields (a model validator): its message names the fields, values and fix itself.
         return str(error["ctx"]["error"])
     msg = error["msg"].removeprefix("Value error, ")
-    return f"{loc}: {msg[0].lower()}{msg[1:]}, got {error['input']!r}"
+    # pydantic's "…, got a number with a fractional part" already says what came: the value joins it.
+    given = f": {error['input']!r}" if ", got " in msg else f", got {error['input']!r}"
+    return f"{loc}: {msg[0].lower()}{msg[1:]}{given}"
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

@@ -26,6 +26,12 @@ def test_every_bad_field_is_listed_with_its_value(tmp_path: Path) -> None:
     assert "backend: input should be 'hf' or 'unsloth', got 'torchtune'" in message
     assert "lora.alpah: unknown field, got 3; allowed here: alpha, dropout, rank, targets" in message
     assert "recipe.lr: input should be greater than 0, got -1" in message
+    config.write_text("[lora]\nrank = 8.5\n")
+    with pytest.raises(ConfigError) as caught:
+        load_setup(config)
+    assert str(caught.value).endswith(
+        "lora.rank: input should be a valid integer, got a number with a fractional part: 8.5"
+    )
 
 
 def test_flags_override_the_file(tmp_path: Path) -> None:
