@@ -88,6 +88,12 @@ def render_table(analysis: MissReport) -> str:
 
 def cmd_misses(args: argparse.Namespace) -> int:
     paths = [predictions_path(p) for p in args.runs]
+    seen: dict[Path, Path] = {}
+    for given, path in zip(args.runs, paths, strict=True):
+        if (first := seen.setdefault(path.resolve(), given)) is not given:
+            raise UserError(
+                f"RUN {given}: the same run as {first}; each run counts once (agreement across runs would be inflated)"
+            )
     record = _record_beside(paths[0])
     # Predictions alone (no record beside them) are taken for the default task's, as a setup naming none.
     task_name = record.task if record is not None else catalog.default_task()

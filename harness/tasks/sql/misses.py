@@ -66,6 +66,8 @@ def load_predictions(path: str | Path) -> list[JsonObject]:
                 allowed = " or ".join("null" if t is type(None) else t.__name__ for t in types)
                 raise UserError(f"{path}:{number}: {key} = {row[key]!r}, expected {allowed}")
         rows.append(row)
+    if not rows:
+        raise UserError(f"{path}: no predictions in it (an empty file); pass a run's *.predictions.jsonl")
     return rows
 
 
