@@ -221,7 +221,7 @@ def report_step(args: argparse.Namespace) -> int:
     report = argparse.Namespace(
         results=sources,
         output=args.reports,
-        benchmarks=default_benchmarks(),
+        benchmarks=None,  # the report finds the suite as bench did
         setups=args.setups,
         json=as_json,
     )

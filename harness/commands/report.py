@@ -16,10 +16,12 @@ then render once into `reports/` itself to drop charts left there:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from harness.report.claim_table import DEFAULT_BENCHMARKS
+from harness.errors import UserError
+from harness.report.claim_table import BUILT_IN_SETUPS, DEFAULT_BENCHMARKS, default_benchmarks
 from harness.report.pipeline import build_reports
 from harness.report.to_json import errors_as_json
 
@@ -45,10 +47,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--benchmarks",
         type=Path,
-        default=DEFAULT_BENCHMARKS,
         metavar="DIR",
         help="the suite's folder, whose setups/*.toml [claims] tables hold the bounds the claims "
-        f"are judged against (default: {DEFAULT_BENCHMARKS})",
+        f"are judged against (default: {DEFAULT_BENCHMARKS}/ here, else the one beside lorabench's code)",
     )
     parser.add_argument(
         "--setups",
@@ -67,12 +68,30 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=cmd_report)
 
 
+def suite_folder(given: Path | None) -> Path:
+    """The suite's folder the claims come from: the one given, which must hold setups/, or the default (here,
+    else beside the code), said in a line where it has none: its scorecards then judge no claim."""
+    if given is not None and not (given / BUILT_IN_SETUPS).is_dir():
+        raise UserError(
+            f"--benchmarks {given}: no {BUILT_IN_SETUPS}/ folder in it; give the suite's folder (a checkout's benchmarks/)"
+        )
+    found = given or default_benchmarks()
+    if not (found / BUILT_IN_SETUPS).is_dir():
+        print(
+            f"lorabench report: no suite setup files at {found / BUILT_IN_SETUPS}: the claims are not judged; "
+            "run it in a checkout or give --benchmarks DIR",
+            file=sys.stderr,
+        )
+    return found
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.run.inputs import check_writable_dir
 
     with errors_as_json(args.json):
         check_writable_dir(args.output, "-o/--output", "give a folder the reports may be written in (-o DIR)")
-        summaries, index, out = build_reports(args.results, args.output, args.benchmarks, args.setups)
+        benchmarks = suite_folder(args.benchmarks)
+        summaries, index, out = build_reports(args.results, args.output, benchmarks, args.setups)
     if args.json:
         print(out.model_dump_json(indent=2))
         return 0

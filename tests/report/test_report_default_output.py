@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from builders import HOST_AMD, STACK_ROCM, write_story_results
+
+from harness.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks"
@@ -52,3 +55,20 @@ def test_report_without_output_leaves_the_checkout_clean(tmp_path: Path) -> None
     assert (checkout / "reports-local" / "README.md").is_file()
     assert f"reports-local/{HOST_AMD['id']}/{STACK_ROCM['name']}/scorecard.md" in done.stdout
     assert not (checkout / "reports" / HOST_AMD["id"]).exists()
+
+
+def test_report_outside_a_checkout_judges_the_suites_claims(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run from a folder with no benchmarks/ (a user's own), the suite beside lorabench's code is found, as
+    bench finds it; a --benchmarks folder without setups/ is refused in a line."""
+    write_story_results(tmp_path / "results")
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "results", "-o", "out"]) == 0
+    scorecard = (tmp_path / "out" / HOST_AMD["id"] / STACK_ROCM["name"] / "scorecard.md").read_text(
+        encoding="utf-8"
+    )
+    assert "claims not judged" not in scorecard and "claims judged" in scorecard
+    capsys.readouterr()
+    assert main(["report", "results", "-o", "out", "--benchmarks", str(tmp_path)]) == 2
+    assert f"--benchmarks {tmp_path}: no setups/ folder in it" in capsys.readouterr().err
