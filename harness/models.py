@@ -45,7 +45,20 @@ PRESETS: dict[str, GgufPreset] = {
 
 # Architectures with random weights, for speed and memory cases only: no accuracy is ever claimed from
 # them (the record says `weights: random`). The vocabulary is SmolLM2's, whose tokenizer they use.
+# `tiny-llama-random` is the tests' tiny model (harness.testing) as a preset: a setup to try in seconds on
+# any CPU, with nothing to build first (the README's own-benchmark example).
 ARCH_PRESETS: dict[str, dict[str, object]] = {
+    "tiny-llama-random": {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 1024,
+        "tie_word_embeddings": True,
+    },
     "llama-1b-random": {
         "model_type": "llama",
         "architectures": ["LlamaForCausalLM"],

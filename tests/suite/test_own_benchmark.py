@@ -33,7 +33,7 @@ def cells(line: str) -> list[str]:
 
 
 def test_the_readme_example_runs_through_bench_setups_and_the_scorecard_shows_it(
-    pytester: pytest.Pytester, tiny_model_dir: Path, sql_rows_file: Path, monkeypatch: pytest.MonkeyPatch,
+    pytester: pytest.Pytester, sql_rows_file: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     monkeypatch.setenv("PYTHONPATH", str(REPO))  # the child imports this worktree's harness
     for name in ("LORABENCH_DATA", "LORABENCH_STACK", "PYTEST_XDIST_WORKER"):
@@ -41,9 +41,8 @@ def test_the_readme_example_runs_through_bench_setups_and_the_scorecard_shows_it
     mine = pytester.path / "my-setups"
     mine.mkdir()
     (mine / "tiny.toml").write_text(readme_example(), encoding="utf-8")
-    # What the example names, where it names them: the tests' tiny model and rows, beside the folder.
-    shutil.copytree(tiny_model_dir, pytester.path / "tiny-llama")
-    shutil.copy(sql_rows_file, pytester.path / "rows.jsonl")
+    # The example's data is the default, offline here as for a user without the hub: $LORABENCH_DATA.
+    monkeypatch.setenv("LORABENCH_DATA", str(sql_rows_file))
     result = pytester.run(sys.executable, "-m", "harness.cli", "bench", "--setups", "my-setups", "--results", "results",
                           "--reports", "reports-local", "--", "--lorabench-seeds=3407", "--lorabench-stack=teststack",
                           "--lorabench-progress=off", "-p", "no:cacheprovider", "-rs", timeout=600)  # fmt: skip
