@@ -92,16 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     for retired in settings.retired_set():
         print(f"lorabench: warning: {retired}", file=sys.stderr)
     prefix = f"lorabench {args.command}: error:"
+    as_json = getattr(args, "json", False)
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
         _traceback_if(debug)
-        print(f"{prefix} {exc}", file=sys.stderr)
-        return 2
+        return _refused(prefix, str(exc), 2, as_json)
     except OSError as exc:
         _traceback_if(debug)
-        print(f"{prefix} {describe_os_error(exc)}", file=sys.stderr)
-        return 2
+        return _refused(prefix, describe_os_error(exc), 2, as_json)
     except KeyboardInterrupt:
         print(f"lorabench {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -109,10 +108,20 @@ def main(argv: list[str] | None = None) -> int:
         _traceback_if(debug)
         first = str(exc).splitlines()[0][:300] if str(exc) else ""
         hint = "" if debug else "; run again with --debug for the traceback, and please report it"
-        print(
-            f"lorabench {args.command}: internal error: {type(exc).__name__}: {first}{hint}", file=sys.stderr
+        return _refused(
+            f"lorabench {args.command}: internal error:", f"{type(exc).__name__}: {first}{hint}", 1, as_json
         )
-        return 1
+
+
+def _refused(prefix: str, message: str, status: int, as_json: bool) -> int:
+    """The line on stderr; with `--json` (every command that has it) the same refusal as JSON on stdout too
+    (`lorabench-error/1`), so a program reading stdout learns why."""
+    print(f"{prefix} {message}", file=sys.stderr)
+    if as_json:
+        from harness.commands._output import print_refusal
+
+        print_refusal(message, status)
+    return status
 
 
 def _traceback_if(debug: bool) -> None:

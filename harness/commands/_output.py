@@ -11,6 +11,14 @@ from harness.errors import UserError
 JSON_HELP = "print JSON on stdout instead of the text: stdout carries the JSON alone, notes go to stderr"
 
 
+def print_refusal(message: str, status: int) -> None:
+    """A refusal in `--json` mode, as JSON on stdout (`lorabench-error/1`), beside its line on stderr: a program
+    reading stdout learns why."""
+    from harness.report.outputs import ErrorOut
+
+    print(ErrorOut(error=message, exit_code=status).model_dump_json())
+
+
 def add_json_argument(parser: argparse.ArgumentParser, what: str) -> None:
     """`--json`, the same on every command that prints results; `what` names what the JSON holds."""
     parser.add_argument("--json", action="store_true", help=f"{JSON_HELP} ({what})")

@@ -39,7 +39,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.commands._output import add_json_argument
+from harness.commands._output import add_json_argument, print_refusal
 from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
@@ -229,6 +229,8 @@ def report_step(args: argparse.Namespace) -> int:
         return cmd_report(report)
     except UserError as exc:  # the suite's status stands; the report's problem is said in one line
         print(f"lorabench bench: report: {exc}", file=sys.stderr)
+        if as_json:
+            print_refusal(f"report: {exc}", 2)
         return 2
 
 

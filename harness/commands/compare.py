@@ -36,7 +36,7 @@ from harness.report.metrics import BY_KEY
 from harness.report.outputs import ChangeOut, CompareOut, MissingOut, SideOut
 from harness.report.settings import public
 from harness.report.tables import table
-from harness.report.to_json import errors_as_json, setup_conditions
+from harness.report.to_json import setup_conditions
 
 
 def register(subparsers: Any) -> None:
@@ -182,11 +182,6 @@ def _summary_text(
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    with errors_as_json(args.json):
-        return _compare(args)
-
-
-def _compare(args: argparse.Namespace) -> int:
     if args.tolerance < 0:
         raise UserError(f"--tolerance must be ≥ 0, got {args.tolerance}")
     check_output_folder(args.output, ["compare.md", "compare.json"])

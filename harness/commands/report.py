@@ -23,7 +23,6 @@ from typing import Any
 from harness.errors import UserError
 from harness.report.claim_table import BUILT_IN_SETUPS, DEFAULT_BENCHMARKS, default_benchmarks
 from harness.report.pipeline import build_reports
-from harness.report.to_json import errors_as_json
 
 
 def register(subparsers: Any) -> None:
@@ -88,10 +87,9 @@ def suite_folder(given: Path | None) -> Path:
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.run.inputs import check_writable_dir
 
-    with errors_as_json(args.json):
-        check_writable_dir(args.output, "-o/--output", "give a folder the reports may be written in (-o DIR)")
-        benchmarks = suite_folder(args.benchmarks)
-        summaries, index, out = build_reports(args.results, args.output, benchmarks, args.setups)
+    check_writable_dir(args.output, "-o/--output", "give a folder the reports may be written in (-o DIR)")
+    benchmarks = suite_folder(args.benchmarks)
+    summaries, index, out = build_reports(args.results, args.output, benchmarks, args.setups)
     if args.json:
         print(out.model_dump_json(indent=2))
         return 0

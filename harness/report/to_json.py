@@ -3,11 +3,9 @@ by metrics.METRICS, conditions as fields, each comparison with its speedups, int
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Collection, Generator, Sequence
+from collections.abc import Collection, Sequence
 
 from harness import stats
-from harness.errors import UserError, describe_os_error
 from harness.report import likeness, metrics, pairs, tables
 from harness.report.across import sides_across
 from harness.report.claim_table import ClaimResult, evaluate_across_stacks
@@ -19,7 +17,6 @@ from harness.report.outputs import (
     ComparisonOut,
     ConditionsOut,
     EquivalenceOut,
-    ErrorOut,
     Figure,
     McNemarOut,
     ScorecardOut,
@@ -224,19 +221,3 @@ def across_out(groups: Sequence[ReportGroup]) -> list[ComparisonOut]:
         for key, sides in sides_across(groups).items()
         for ref, s in likeness.nearest_pairs(sides, likeness.HOST_AXIS)
     ]
-
-
-@contextlib.contextmanager
-def errors_as_json(enabled: bool) -> Generator[None, None, None]:
-    """In `--json` mode a refusal is also JSON on stdout (`ErrorOut`), so a program reading stdout learns
-    why; the refusal then goes on as usual (its line on stderr, exit 2)."""
-    try:
-        yield
-    except UserError as exc:
-        if enabled:
-            print(ErrorOut(error=str(exc), exit_code=2).model_dump_json())
-        raise
-    except OSError as exc:
-        if enabled:
-            print(ErrorOut(error=describe_os_error(exc), exit_code=2).model_dump_json())
-        raise

@@ -6,6 +6,7 @@ real outputs are checked by tests/report/schema_check.py and, where installed, b
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -131,14 +132,47 @@ def test_report_json_carries_the_comparisons_with_their_tests(report_json: dict)
     )
 
 
-def test_a_refusal_in_json_mode_is_json_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(tmp_path / "absent"), "-o", str(tmp_path / "r"), "--json"]) == 2
+# Every command that has --json, each refused by a path that is not there.
+REFUSED = {
+    "report": ["report", "{absent}", "-o", "{tmp}/r"],
+    "compare": ["compare", "{absent}", "{absent}"],
+    "misses": ["misses", "{absent}"],
+    "run": ["run", "{absent}.toml"],
+    "checks": ["checks", "{absent}.toml"],
+    "guard": ["guard", "--config", "{absent}.toml"],
+    "doctor": ["doctor", "--stack", "absent"],
+    "inspect": ["inspect", "{absent}"],
+    "export": ["export", "{absent}", "-o", "{tmp}/out"],
+    "stacks": ["stacks", "verify", "absent"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(REFUSED))
+def test_a_refusal_in_json_mode_is_json_on_stdout(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [part.format(absent=tmp_path / "absent", tmp=tmp_path) for part in REFUSED[command]]
+    assert main([*argv, "--json"]) == 2
     captured = capsys.readouterr()
     refusal = validated(json.loads(captured.out), "error")
     assert refusal["exit_code"] == 2 and "absent" in refusal["error"] and refusal["error"] in captured.err
     ErrorOut.model_validate(refusal)
-    assert main(["report", str(tmp_path / "absent"), "-o", str(tmp_path / "r")]) == 2
+    assert main(argv) == 2
     assert capsys.readouterr().out == ""  # without --json: the line on stderr only
+
+
+def test_every_command_with_json_is_tried_for_its_refusal() -> None:
+    from harness.cli import build_parser
+
+    def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return found[0].choices if found else {}
+
+    def takes_json(parser: argparse.ArgumentParser) -> bool:  # itself, or one of its own subcommands
+        return "--json" in parser._option_string_actions or any(map(takes_json, subcommands(parser).values()))
+
+    having = {name for name, sub in subcommands(build_parser([])).items() if takes_json(sub)}
+    assert having - {"bench"} == set(REFUSED)  # bench's refusals come from pytest and its report step
 
 
 def test_compare_json_validates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
