@@ -152,6 +152,12 @@ def export_adapter(
     run: Path, out_dir: Path, *, limit: int | None = None, device: str = "cpu", gguf: bool = True
 ) -> ExportResult:
     source = read_adapter(find_adapter(run))
+    if source.setup.model.random_weights:
+        raise UserError(
+            f"RUN {run}: its base model's weights were drawn at random from the run's seed "
+            f"(model.random_weights, {source.setup.model.source!r}) and never saved: there is no base to merge "
+            "into; export a run of a pretrained model"
+        )
     _claim_out_dir(out_dir)
     # Imported once the arguments are known good: a wrong path is said in 0.67 s, not after torch's and peft's
     # imports (5.36 s; medians of 5, farm-bench, a 2-core EPYC).

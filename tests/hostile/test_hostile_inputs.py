@@ -67,6 +67,13 @@ ADAPTER_WITHOUT_WEIGHTS = {
     ),
 }
 
+ADAPTER_ON_RANDOM_WEIGHTS = {
+    "adapter/adapter_config.json": '{"peft_type": "LORA", "r": 8}',
+    "adapter/adapter_model.safetensors": "not read: the base is refused first",
+    "adapter/lorabench.json": json.dumps({"base_model": "tiny-llama-random", "precision": "fp32",
+                                          "setup": {"model": {"source": "tiny-llama-random", "random_weights": True}}}),
+}  # fmt: skip
+
 # fmt: off
 CASES = [
     # The command line.
@@ -181,6 +188,8 @@ CASES = [
     Case("export: adapter without weights", ("export", "{tmp}/adapter", "-o", "{tmp}/out"), "no weights", files=ADAPTER_WITHOUT_WEIGHTS),
     Case("export: record without adapter", ("export", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "no adapter folder",
          files={"seed-1.json": record(run_id="x")}),
+    Case("export: a base of random weights", ("export", "{tmp}/adapter", "-o", "{tmp}/out"), "never saved",
+         files=ADAPTER_ON_RANDOM_WEIGHTS),
     Case("export: missing", ("export", "{tmp}/nope", "-o", "{tmp}/out"), "not an adapter folder"),
     Case("checks: seed below 0", ("checks", "--model", "{model}", "--data", "{data}", "--seed", "-1"), "recipe.seed"),
     Case("stacks: unknown stack", ("stacks", "verify", "nosuch"), "unknown stack"),
