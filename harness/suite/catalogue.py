@@ -184,7 +184,10 @@ def _setup_files(folders: Sequence[Path]) -> list[Path]:
     for folder in folders:
         if not folder.is_dir():
             raise UserError(f"setups folder {folder}: not a folder; give a folder of setup .toml files")
-        files += sorted(folder.glob("*.toml"))
+        found = sorted(folder.glob("*.toml"))
+        if not found:  # else the suite runs nothing and says only "1 skipped"
+            raise UserError(f"setups folder {folder}: no *.toml file in it; put your setup files there")
+        files += found
     return files
 
 

@@ -107,6 +107,22 @@ def test_a_mistake_in_a_setup_file_is_one_line_and_exit_2(
     assert [c.name for c in load_catalogue([tmp_path]).claims] == ["my claim"]
 
 
+def test_a_setups_folder_without_a_setup_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("a setup file ends in .toml", encoding="utf-8")
+    for command in (
+        ["bench", "--setups", str(tmp_path)],
+        ["report", str(tmp_path), "--setups", str(tmp_path)],
+    ):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert (
+            err.strip()
+            == f"lorabench {command[0]}: error: setups folder {tmp_path}: no *.toml file in it; put your setup files there"
+        )
+
+
 def test_the_built_in_folder_mounted_again_counts_once(tmp_path: Path) -> None:
     # `docker compose run bench-setups` without a folder of yours mounts the built-in setups a second time.
     copy = tmp_path / "setups-local"
