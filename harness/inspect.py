@@ -82,8 +82,6 @@ class Inspection:
 
 def load_config(source: str | Path, revision: str | None = None) -> Any:
     """A transformers config from a preset name, a model folder, a config.json file or a hub id."""
-    from transformers import AutoConfig
-
     from harness.config import ModelConfig
     from harness.hub import check_hub_model
     from harness.models import ARCH_PRESETS, PRESETS, resolve_model
@@ -92,7 +90,18 @@ def load_config(source: str | Path, revision: str | None = None) -> Any:
     path = Path(text).expanduser()
     if text in ARCH_PRESETS or text in PRESETS:
         path = resolve_model(ModelConfig(source=text, random_weights=text in ARCH_PRESETS)).path
-    if path.is_file() and path.suffix == ".json":
+    local = path.is_dir() or (path.is_file() and path.suffix == ".json")
+    if not local and (text.startswith((".", "/", "~")) or text.count("/") != 1):
+        raise UserError(
+            f"MODEL {text!r}: not a preset, an existing folder or config.json, nor a hub id owner/name"
+        )
+    if not local:
+        # Offline or unreachable, the hub client retries for ~30 s before it gives up: asked first, in
+        # milliseconds, and before transformers' import (seconds).
+        check_hub_model(text, "config.json", revision, field="MODEL", local="model folder or config.json")
+    from transformers import AutoConfig
+
+    if path.is_file():
         return (
             AutoConfig.from_pretrained(str(path.parent)) if path.name == "config.json" else _config_file(path)
         )
@@ -102,12 +111,6 @@ def load_config(source: str | Path, revision: str | None = None) -> Any:
                 f"MODEL {path}: no config.json in this folder; give a model folder, a config.json or a hub id"
             )
         return AutoConfig.from_pretrained(str(path))
-    if text.startswith((".", "/", "~")) or text.count("/") != 1:
-        raise UserError(
-            f"MODEL {text!r}: not a preset, an existing folder or config.json, nor a hub id owner/name"
-        )
-    # Offline or unreachable, the hub client retries for ~30 s before it gives up: ask first, in milliseconds.
-    check_hub_model(text, "config.json", revision, field="MODEL", local="model folder or config.json")
     try:
         return AutoConfig.from_pretrained(text, revision=revision)
     except (OSError, ValueError) as exc:
@@ -191,16 +194,20 @@ def is_wrappable(module: Any) -> bool:
     )
 
 
-def target_matcher(targets: list[str] | str) -> Any:
-    """PEFT's own matching rule (list = module-name suffixes, str = regex over the full path)."""
-    from peft import LoraConfig
-    from peft.tuners.tuners_utils import check_target_module_exists
-
+def check_targets(targets: list[str] | str) -> None:
     if isinstance(targets, str):
         try:
             re.compile(targets)
         except re.error as exc:
             raise UserError(f"--regex: {targets!r} is not a regular expression ({exc})") from None
+
+
+def target_matcher(targets: list[str] | str) -> Any:
+    """PEFT's own matching rule (list = module-name suffixes, str = regex over the full path)."""
+    check_targets(targets)
+    from peft import LoraConfig
+    from peft.tuners.tuners_utils import check_target_module_exists
+
     config = LoraConfig(target_modules=targets)
     return lambda name: bool(check_target_module_exists(config, name))
 
@@ -263,8 +270,11 @@ def human_count(n: int) -> str:
 def inspect_model(
     source: str | Path, targets: list[str] | str, *, revision: str | None = None, max_depth: int = 4
 ) -> Inspection:
-    matches = target_matcher(targets)  # a bad regex fails before any config is read
+    check_targets(
+        targets
+    )  # a bad regex, then a model that cannot be found, fail before peft's import (seconds)
     config = load_config(source, revision)
+    matches = target_matcher(targets)
     model = build_on_meta(config)
     hits = tuple(
         TargetHit(name, type(module).__name__, tower_of(name), is_wrappable(module))
