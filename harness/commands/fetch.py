@@ -69,13 +69,12 @@ def fetch_model(source: str, revision: str | None = None) -> Path:
 def fetch_data(source: str) -> str:
     if looks_local(source):
         return str(check_local("--data", source))
-    import datasets
-
     from harness.hub import check_reachable, dataset_cached, is_offline
 
     fix = "check the id, the network (HF_ENDPOINT) and HF_DATASETS_OFFLINE, or pass a local file"
     if not dataset_cached(source) and not is_offline("HF_DATASETS_OFFLINE"):
         check_reachable("--data", source, fix)
+    import datasets
     try:
         loaded = datasets.load_dataset(source)
     except Exception as exc:  # as above: every failure means the data is not cached
