@@ -20,9 +20,9 @@ fail() { echo "compose_run: $*" >&2; exit 2; }
 case "$service" in
     *-cpu) profile=(--profile cpu); needs=none ;;
     *-nvidia) profile=(--profile nvidia); needs=none ;;
-    bench|smoke) profile=(); needs=rocm ;;
+    bench|bench-setups|smoke) profile=(); needs=rocm ;;
     report) profile=(); needs=none ;;
-    *) fail "unknown service $service; one of: bench, smoke, report, bench-cpu, smoke-cpu, report-cpu, bench-nvidia, smoke-nvidia" ;;
+    *) fail "unknown service $service; one of: bench, bench-setups, smoke, report, bench-cpu, smoke-cpu, report-cpu, bench-nvidia, smoke-nvidia" ;;
 esac
 
 if [ "$needs" = rocm ]; then

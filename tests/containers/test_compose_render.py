@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 VISIBILITY = (
@@ -164,6 +165,16 @@ def test_rocm_service_with_its_device_nodes_goes_to_docker(tmp_path: Path) -> No
     (dev / "dri" / "renderD128").unlink()
     done = run_wrapper("smoke", dev, tmp_path)
     assert done.returncode == 2 and "no " + f"{dev}/dri/renderD* node" in done.stderr
+
+
+def test_the_wrapper_takes_every_service_compose_yaml_defines(tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    (dev / "dri").mkdir(parents=True)
+    (dev / "kfd").write_text("")
+    (dev / "dri" / "renderD128").write_text("")
+    for name in yaml.safe_load((ROOT / "compose.yaml").read_text(encoding="utf-8"))["services"]:
+        done = run_wrapper(name, dev, tmp_path)
+        assert done.returncode == 0 and done.stdout.strip().endswith(f"run --rm {name}"), (name, done.stderr)
 
 
 def test_cpu_and_nvidia_services_pick_their_profile_and_need_no_kfd(tmp_path: Path) -> None:
