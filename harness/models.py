@@ -45,8 +45,8 @@ PRESETS: dict[str, GgufPreset] = {
 
 # Architectures with random weights, for speed and memory cases only: no accuracy is ever claimed from
 # them (the record says `weights: random`). The vocabulary is SmolLM2's, whose tokenizer they use.
-# `tiny-llama-random` is the tests' tiny model (harness.testing) as a preset: a setup to try in seconds on
-# any CPU, with nothing to build first (the README's own-benchmark example).
+# `tiny-llama-random` is the shape of the tests' tiny model (harness.testing builds it from here): a setup to
+# try in seconds on any CPU, with nothing to build first (the README's own-benchmark example).
 ARCH_PRESETS: dict[str, dict[str, object]] = {
     "tiny-llama-random": {
         "model_type": "llama",

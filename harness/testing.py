@@ -17,18 +17,17 @@ def build_tiny_model(target: Path, tokenizer_dir: Path, *, seed: int = 0, **conf
 
     if (target / "config.json").is_file():
         return target
+    from harness.models import ARCH_PRESETS
+
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    shape = {
+        k: v for k, v in ARCH_PRESETS["tiny-llama-random"].items() if k not in ("model_type", "architectures")
+    }
     settings = {
         "vocab_size": len(tokenizer),
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 1024,
+        **shape,
         "bos_token_id": tokenizer.bos_token_id,
         "eos_token_id": tokenizer.eos_token_id,
-        "tie_word_embeddings": True,
         **config,
     }
     torch.manual_seed(seed)

@@ -75,6 +75,7 @@ def fetch_data(source: str) -> str:
     if not dataset_cached(source) and not is_offline("HF_DATASETS_OFFLINE"):
         check_reachable("--data", source, fix)
     import datasets
+
     try:
         loaded = datasets.load_dataset(source)
     except Exception as exc:  # as above: every failure means the data is not cached
