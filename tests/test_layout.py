@@ -115,10 +115,10 @@ def test_no_task_type_is_named_outside_its_task(task: str) -> None:
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("harness.__init__", "harness.errors", "harness.settings", "harness.atomic", "harness.cpuinfo",
               "harness.locks", "harness.stats", "harness.catalog", "harness.hub", "harness.gguf_layout",
-              "harness.stacks", "harness.stacks_download", "harness.stack_sources", "harness.testing",
+              "harness.stacks", "harness.stacks_download", "harness.stack_sources",
               "harness.json_types", "harness.yamlsafe", "harness.origin", "harness.stack_name")),
     ("setup and record", ("harness.config", "harness.results", "harness.runtime", "harness.record_schema")),
-    ("tasks, models, checks, machine", ("harness.tasks", "harness.models", "harness.inspect", "harness.gpu",
+    ("tasks, models, checks, machine", ("harness.tasks", "harness.models", "harness.testing", "harness.inspect", "harness.gpu",
                                         "harness.guard", "harness.checks", "harness.findings",
                                         "harness.provenance")),
     ("backends", ("harness.backends",)),
