@@ -133,10 +133,15 @@ def _diff(stacks: dict[str, Stack], directory: Path, a: str, b: str, *, as_json:
 
 
 def _verify(stacks: dict[str, Stack], directory: Path, name: str | None, *, as_json: bool = False) -> int:
-    if name is None:
-        raise UserError(
-            "stacks verify: no STACK given and LORABENCH_STACK is unset; name one of: " + ", ".join(stacks)
-        )
+    if name is None:  # the stack a run here would be recorded under, where it is a pinned one
+        from harness.stack_name import matching_stack
+
+        name = matching_stack(stacks)
+        if name is None:
+            raise UserError(
+                "stacks verify: no STACK given, LORABENCH_STACK is unset, and the installed packages match no "
+                "pinned stack exactly; name one to see how they differ: " + ", ".join(stacks)
+            )
     if name not in stacks:
         raise UserError(f"stacks verify: unknown stack {name!r}; known: {', '.join(stacks)}")
     problems = verify_environment(stacks[name], directory=directory)

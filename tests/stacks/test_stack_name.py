@@ -132,3 +132,22 @@ def test_a_real_run_without_a_stack_records_this_venv_as_the_pinned_cpu_stack_an
     out = json.loads(done.stdout)  # the JSON alone on stdout
     assert out["record"]["stack"] == "cpu" and out["record"]["provenance"]["stack"]["pinned"] is True
     assert Path(out["path"]).is_file() and "/cpu/" in out["path"]
+
+
+def stacks_verify(site: Path | None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("LORABENCH_STACK", "PYTHONPATH")}
+    path = os.pathsep.join(p for p in (str(site) if site else "", str(REPO)) if p)
+    return subprocess.run([sys.executable, "-m", "harness.cli", "stacks", "verify"],
+                          env={**base, "PYTHONPATH": path}, capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_stacks_verify_without_a_name_verifies_the_stack_a_run_here_is_recorded_under(tmp_path: Path) -> None:
+    """As the README says it: after `make setup`, `lorabench stacks verify` alone compares this venv with cpu.txt."""
+    done = stacks_verify(None)
+    assert done.returncode == 0 and done.stdout.strip().endswith("stack cpu: 0 error(s), 0 warning(s)"), (
+        done.stderr
+    )
+    unpinned = stacks_verify(site_with_torch(tmp_path, recorded_torch("h200")))
+    assert unpinned.returncode == 2 and "match no pinned stack exactly; name one" in unpinned.stderr, (
+        unpinned.stderr
+    )
