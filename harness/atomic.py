@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness.errors import UserError, describe_os_error
+
 # Not ".tmp": the guard takes growing *.tmp files for a download in progress, and a run that keeps its
 # progress durable (partial.json rewritten as it goes) would have flagged its own timed run.
 WRITING_SUFFIX = ".lorabench-writing"
@@ -73,3 +75,20 @@ def building_dir(target: Path) -> Generator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def check_writable_dir(folder: Path, label: str, fix: str) -> None:
+    """A folder lorabench will write into (a cache, the locks, the reports, the published results): a folder, or
+    creatable, and writable; else one line naming `label`, the folder and `fix`. It writes nothing that stays."""
+    try:
+        existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    except OSError as exc:
+        raise UserError(f"{label}: {folder} cannot be used: {describe_os_error(exc)}; {fix}") from None
+    if not existing.is_dir():
+        where = "is a file" if existing == folder else f"is under a file, {existing}"
+        raise UserError(f"{label}: {folder} {where}; {fix}")
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".lorabench-probe-"):
+            pass
+    except OSError as exc:
+        raise UserError(f"{label}: {folder} cannot be written: {describe_os_error(exc)}; {fix}") from None

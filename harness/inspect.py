@@ -90,18 +90,18 @@ def load_config(source: str | Path, revision: str | None = None) -> Any:
     path = Path(text).expanduser()
     if text in ARCH_PRESETS or text in PRESETS:
         path = resolve_model(ModelConfig(source=text, random_weights=text in ARCH_PRESETS)).path
-    local = path.is_dir() or (path.is_file() and path.suffix == ".json")
-    if not local and (text.startswith((".", "/", "~")) or text.count("/") != 1):
-        raise UserError(
-            f"MODEL {text!r}: not a preset, an existing folder or config.json, nor a hub id owner/name"
-        )
-    if not local:
+    json_file = path.is_file() and path.suffix == ".json"
+    if not (json_file or path.is_dir()):  # then a hub id
+        if text.startswith((".", "/", "~")) or text.count("/") != 1:
+            raise UserError(
+                f"MODEL {text!r}: not a preset, an existing folder or config.json, nor a hub id owner/name"
+            )
         # Offline or unreachable, the hub client retries for ~30 s before it gives up: asked first, in
         # milliseconds, and before transformers' import (seconds).
         check_hub_model(text, "config.json", revision, field="MODEL", local="model folder or config.json")
     from transformers import AutoConfig
 
-    if path.is_file():
+    if json_file:
         return (
             AutoConfig.from_pretrained(str(path.parent)) if path.name == "config.json" else _config_file(path)
         )
@@ -270,9 +270,8 @@ def human_count(n: int) -> str:
 def inspect_model(
     source: str | Path, targets: list[str] | str, *, revision: str | None = None, max_depth: int = 4
 ) -> Inspection:
-    check_targets(
-        targets
-    )  # a bad regex, then a model that cannot be found, fail before peft's import (seconds)
+    # A bad regex, then a model that cannot be found, fail before peft's import (seconds).
+    check_targets(targets)
     config = load_config(source, revision)
     matches = target_matcher(targets)
     model = build_on_meta(config)

@@ -16,6 +16,7 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import atomic, settings
 from harness.config import ModelConfig
@@ -259,23 +260,30 @@ def check_model_source(config: ModelConfig) -> None:
     check_hub_model(source, config.gguf_file, config.revision)
 
 
-def architecture_folder(name: str) -> Path:
-    """A folder holding only the preset's config and SmolLM2's tokenizer: enough to build random weights."""
-    from transformers import AutoConfig, AutoTokenizer
+def preset_config(name: str, tokenizer: Any, **overrides: object) -> Any:
+    """The transformers config of the architecture preset `name` for `tokenizer`'s vocabulary and markers."""
+    from transformers import AutoConfig
 
-    target = cache_dir() / "models" / name
-    if (target / "config.json").is_file():
-        return target
-    tokenizer_dir = convert_gguf(preset_gguf("smollm2-135m"), expected_sha256=PRESETS["smollm2-135m"].sha256)
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    settings = dict(ARCH_PRESETS[name])
-    config = AutoConfig.for_model(
+    settings = {**ARCH_PRESETS[name], **overrides}
+    return AutoConfig.for_model(
         settings.pop("model_type"),
         vocab_size=len(tokenizer),
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         **settings,
     )
+
+
+def architecture_folder(name: str) -> Path:
+    """A folder holding only the preset's config and SmolLM2's tokenizer: enough to build random weights."""
+    from transformers import AutoTokenizer
+
+    target = cache_dir() / "models" / name
+    if (target / "config.json").is_file():
+        return target
+    tokenizer_dir = convert_gguf(preset_gguf("smollm2-135m"), expected_sha256=PRESETS["smollm2-135m"].sha256)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    config = preset_config(name, tokenizer)
     with exclusive_lock(target.parent / f".{target.name}.lock", what="model conversion lock"):
         if not (target / "config.json").is_file():
             with atomic.building_dir(target) as tmp:

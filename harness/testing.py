@@ -11,27 +11,19 @@ from typing import Any
 
 
 def build_tiny_model(target: Path, tokenizer_dir: Path, *, seed: int = 0, **config: Any) -> Path:
-    """Save a seeded tiny LlamaForCausalLM (plus `tokenizer_dir`'s tokenizer) into `target`."""
+    """Save a seeded tiny LlamaForCausalLM (plus `tokenizer_dir`'s tokenizer) into `target`: the preset
+    `tiny-llama-random`'s shape, `config` changing fields of it."""
     import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer, LlamaForCausalLM
 
     if (target / "config.json").is_file():
         return target
-    from harness.models import ARCH_PRESETS
+    from harness.models import preset_config
 
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    shape = {
-        k: v for k, v in ARCH_PRESETS["tiny-llama-random"].items() if k not in ("model_type", "architectures")
-    }
-    settings = {
-        "vocab_size": len(tokenizer),
-        **shape,
-        "bos_token_id": tokenizer.bos_token_id,
-        "eos_token_id": tokenizer.eos_token_id,
-        **config,
-    }
+    shape = preset_config("tiny-llama-random", tokenizer, **config)
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(LlamaConfig(**settings))
+    model = LlamaForCausalLM(shape)
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
     return target

@@ -50,6 +50,7 @@ from harness.suite.placement import asks_for_workers, shares_gpus, workers_for_h
 DEFAULT_RESULTS = Path("results")
 DEFAULT_PUBLISHED = Path("reports/results")
 DEFAULT_REPORTS = Path("reports-local")
+PYTEST_USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, without importing pytest into every command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -186,9 +187,6 @@ def checked_suite(
         stop_suite(process)
         raise
     return (*wait_suite(process), blocked)  # blocked: each run that would train fails at the gate, in a line
-
-
-PYTEST_USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, without importing pytest into every command
 
 
 def _unfinished(verdict: Path) -> None:

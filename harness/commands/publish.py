@@ -105,7 +105,7 @@ def copy_record(copy: Copy) -> None:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     if not args.dry_run:
-        from harness.run.inputs import check_writable_dir
+        from harness.atomic import check_writable_dir
 
         check_writable_dir(args.to, "--to", "give the published results folder (--to DIR)")
     copies = plan(args.records, args.to)

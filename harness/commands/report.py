@@ -85,7 +85,7 @@ def suite_folder(given: Path | None) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.run.inputs import check_writable_dir
+    from harness.atomic import check_writable_dir
 
     check_writable_dir(args.output, "-o/--output", "give a folder the reports may be written in (-o DIR)")
     benchmarks = suite_folder(args.benchmarks)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import settings
+from harness.atomic import check_writable_dir
 from harness.config import SetupConfig
 from harness.errors import InputRefused, UserError, describe_os_error
 from harness.locks import lock_dir
@@ -134,22 +135,6 @@ def check_host_can_run(setup: SetupConfig) -> None:
     for name, value, wrong, fix in needs_gpu:
         if wrong:
             raise UserError(f"{name}: {value!r} cannot run here: {where}; {fix}, or run on a GPU host")
-
-
-def check_writable_dir(folder: Path, label: str, fix: str) -> None:
-    """A folder lorabench will write into (a cache, the locks): a folder, or creatable, and writable."""
-    try:
-        existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
-    except OSError as exc:
-        raise UserError(f"{label}: {folder} cannot be used: {describe_os_error(exc)}; {fix}") from None
-    if not existing.is_dir():
-        where = "is a file" if existing == folder else f"is under a file, {existing}"
-        raise UserError(f"{label}: {folder} {where}; {fix}")
-    try:
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".lorabench-probe-"):
-            pass
-    except OSError as exc:
-        raise UserError(f"{label}: {folder} cannot be written: {describe_os_error(exc)}; {fix}") from None
 
 
 def is_local_file(source: str) -> bool:
