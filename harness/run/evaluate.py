@@ -162,6 +162,7 @@ def generate_answers(
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     stops = stop_token_ids(tokenizer, end_of_turn)
     encoded = [tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
+    cleanup = spaces_cleanup(tokenizer)
     order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))
     answers: list[str] = [""] * len(prompts)
     for start in range(0, len(order), batch_size):
@@ -188,10 +189,23 @@ def generate_answers(
             )
             generated = [output[row, width:].tolist() for row in range(len(idx))]
         for row, i in enumerate(idx):
-            answers[i] = first_line(tokenizer.decode(generated[row], skip_special_tokens=True))
+            text = tokenizer.decode(
+                generated[row], skip_special_tokens=True, clean_up_tokenization_spaces=cleanup
+            )
+            answers[i] = first_line(text)
         if on_batch:
             on_batch(len(idx))
     return answers
+
+
+def spaces_cleanup(tokenizer: Any) -> bool:
+    """Whether decoding applies the tokenizer's spaces cleanup: as its setting says, except for a BPE
+    tokenizer, where transformers ignores the setting anyway and warned so on every run (SmolLM2's says True).
+    Said False there: the same answers, no warning."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and type(backend.model).__name__ == "BPE":
+        return False
+    return bool(getattr(tokenizer, "clean_up_tokenization_spaces", False))
 
 
 def shrinks_batch(device_type: str) -> bool:

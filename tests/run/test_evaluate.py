@@ -193,3 +193,31 @@ def test_the_heads_input_made_contiguous_gives_the_same_logits(smollm2_dir: Path
             dtype
         )  # the strided view logits_to_keep hands the head
         assert torch.equal(contiguous, plain) and torch.equal(after, plain), dtype
+
+
+def test_a_bpe_tokenizer_decodes_the_same_answers_without_transformers_cleanup_warning(
+    tiny: tuple[object, object],
+) -> None:
+    """SmolLM2's tokenizer says clean_up_tokenization_spaces = True, which transformers ignores for a BPE
+    tokenizer with a warning on every run's eval; decoding says False there: the same text, no warning."""
+    import logging
+
+    from harness.run.evaluate import spaces_cleanup
+
+    model, tokenizer = tiny
+    assert tokenizer.clean_up_tokenization_spaces is True  # what made transformers warn
+    ids = tokenizer("SELECT a , b FROM t WHERE c = 'x' . ?").input_ids
+    assert tokenizer.decode(ids, clean_up_tokenization_spaces=spaces_cleanup(tokenizer)) == tokenizer.decode(
+        ids
+    )
+
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logging.Logger.warning_once.cache_clear()  # type: ignore[attr-defined]  # transformers warns once a process
+    logging.getLogger("transformers").addHandler(handler)
+    try:
+        generate_answers(model, tokenizer, PROMPTS[:2], batch_size=2, max_new_tokens=4)
+    finally:
+        logging.getLogger("transformers").removeHandler(handler)
+    assert not [line for line in said if "clean_up_tokenization_spaces" in line]
