@@ -77,9 +77,11 @@ def building_dir(target: Path) -> Generator[Path]:
         raise
 
 
-def check_writable_dir(folder: Path, label: str, fix: str) -> None:
-    """A folder lorabench will write into (a cache, the locks, the reports, the published results): a folder, or
-    creatable, and writable; else one line naming `label`, the folder and `fix`. It writes nothing that stays."""
+def check_writable_dir(folder: Path, label: str, fix: str) -> Path:
+    """A folder lorabench will write into (results, a cache, the locks, the reports): a folder, or creatable,
+    and writable; else one line naming `label`, the folder and `fix`. Returns the nearest folder that exists
+    (where its free space is read). It writes a byte there, fsynced, and removes it: writing is the only honest
+    test (root passes every permission check, not a read-only mount, and a full disk takes an empty file)."""
     try:
         existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
     except OSError as exc:
@@ -88,7 +90,10 @@ def check_writable_dir(folder: Path, label: str, fix: str) -> None:
         where = "is a file" if existing == folder else f"is under a file, {existing}"
         raise UserError(f"{label}: {folder} {where}; {fix}")
     try:
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".lorabench-probe-"):
-            pass
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".lorabench-probe-") as probe:
+            probe.write(b"lorabench")
+            probe.flush()
+            os.fsync(probe.fileno())
     except OSError as exc:
         raise UserError(f"{label}: {folder} cannot be written: {describe_os_error(exc)}; {fix}") from None
+    return existing

@@ -39,6 +39,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from harness.atomic import check_writable_dir
 from harness.commands._output import add_json_argument, print_refusal
 from harness.commands.report import cmd_report
 from harness.errors import UserError
@@ -275,6 +276,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from harness.doctor.report import BLOCKED
 
     load_catalogue(args.setups)  # your setup files first: a mistake is one line and exit 2, before any run
+    check_writable_dir(args.results, "results folder", "give a folder you may write (--results DIR)")
     # In a checkout (a container's mounted folders are no checkout: there `reports` may be the host's
     # reports-local/), writing into the committed folders is said out loud.
     in_checkout = Path(".git").exists()

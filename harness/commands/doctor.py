@@ -48,6 +48,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         from harness.doctor.environment import render_settings
 
         return render_settings(as_json=args.json)
+    from harness.atomic import check_writable_dir
+
+    # A results folder no run could write would make every "a run can start" below untrue.
+    check_writable_dir(args.results, "results folder", "give a folder you may write (--results DIR)")
     diagnosis, facts = run_doctor(
         stack_name=args.stack, results=args.results, guard=not args.no_guard, timed=not args.untimed
     )

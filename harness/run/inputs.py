@@ -14,7 +14,6 @@ the task's `load_split`), not here, so that the parent never downloads.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from harness import settings
 from harness.atomic import check_writable_dir
 from harness.config import SetupConfig
-from harness.errors import InputRefused, UserError, describe_os_error
+from harness.errors import InputRefused, UserError
 from harness.locks import lock_dir
 from harness.models import cache_dir, check_model_source
 from harness.run.adapter import eval_adapter_source
@@ -142,21 +141,11 @@ def is_local_file(source: str) -> bool:
 
 
 def check_results_dir(results_dir: Path, min_free_bytes: int | None) -> None:
-    """The results folder can take a run: a folder (or creatable), writable, with room for its files.
-    Nothing is left behind: the probe is written in the nearest folder that exists, and removed."""
+    """The results folder can take a run: a folder (or creatable), writable, with room for its files."""
     label = f"results folder {results_dir}"
-    existing = next(p for p in (results_dir, *results_dir.absolute().parents) if p.exists())
-    if not existing.is_dir():
-        where = "is a file" if existing == results_dir else f"is under a file, {existing}"
-        raise UserError(f"{label} {where}; give a folder (--results DIR)")
-    try:
-        # Writing is the only honest test (root passes every permission check, not a read-only mount).
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".lorabench-probe-") as probe:
-            probe.write(b"lorabench")
-            probe.flush()
-            os.fsync(probe.fileno())
-    except OSError as exc:
-        raise UserError(f"{label} cannot be written: {describe_os_error(exc)} (--results DIR)") from None
+    existing = check_writable_dir(
+        results_dir, "results folder", "give a folder you may write (--results DIR)"
+    )
     stats = os.statvfs(existing)
     free = stats.f_bavail * stats.f_frsize
     if min_free_bytes is not None and free < min_free_bytes:

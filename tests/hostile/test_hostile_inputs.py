@@ -165,6 +165,9 @@ CASES = [
     Case("results: read-only", (*WITH_DATA, "--results", "{tmp}/mnt"), "cannot be written", mount="read-only"),
     Case("results: disk full", (*WITH_DATA, "--results", "{tmp}/mnt"), "free space", mount="full"),
     Case("results: 1 MiB free", (*WITH_DATA, "--results", "{tmp}/mnt"), "MiB free", mount="small"),
+    Case("doctor: results a file", ("doctor", "--no-guard", "--results", "{tmp}/afile"), "is a file", files={"afile": "x"}),
+    Case("bench: results a file", ("bench", "--results", "{tmp}/afile"), "is a file", files={"afile": "x"}),
+    Case("bench: results read-only", ("bench", "--results", "{tmp}/mnt"), "cannot be written", mount="read-only"),
     # The environment.
     Case("env: memory cap not a size", WITH_DATA, "$LORABENCH_MEM_CAP", env={"LORABENCH_MEM_CAP": "abc"}),
     Case("env: memory floor not a size", WITH_DATA, "$LORABENCH_MEMORY_FLOOR", env={"LORABENCH_MEMORY_FLOOR": "1x"}),
