@@ -45,7 +45,7 @@ from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
 from harness.suite.catalogue import load_catalogue
-from harness.suite.host_gate import expect_host_gate, open_host_gate
+from harness.suite.host_gate import arguments_settled, expect_host_gate, open_host_gate
 from harness.suite.placement import asks_for_workers, shares_gpus, workers_for_host
 
 DEFAULT_RESULTS = Path("results")
@@ -172,14 +172,19 @@ def wait_suite(
 
 
 def checked_suite(
-    process: subprocess.Popen[bytes], verdict: Path, checks: Callable[[], str | None]
+    process: subprocess.Popen[bytes], verdict: Path, checks: Callable[[], tuple[str, str | None]]
 ) -> tuple[int, bool, str | None]:
     """The host `checks` run here while pytest starts (its runs wait for the verdict before they train);
-    (exit status, whether Ctrl-C came, the line naming what blocks)."""
+    (exit status, whether Ctrl-C came, the line naming what blocks). Their screen is shown unless pytest
+    has already refused its arguments: its one-line error would sit above twenty lines about the host."""
     blocked: str | None = None
     try:
-        blocked = checks()
+        screen, blocked = checks()
         open_host_gate(verdict, blocked)
+        arguments_settled(verdict, lambda: process.poll() is not None)
+        if process.poll() != PYTEST_USAGE_ERROR:
+            sys.stderr.write(screen)
+            sys.stderr.flush()
     except KeyboardInterrupt:  # it reached pytest too, which stops its runs and writes their records
         _unfinished(verdict)
         return (*wait_suite(process, interrupted=True), None)

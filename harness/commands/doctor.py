@@ -67,13 +67,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return diagnosis.exit_status
 
 
-def gate(results: Path, stack_name: str | None = None) -> str | None:
-    """What bench asks while its suite starts: the doctor's screen on stderr in one write (pytest prints
-    beside it), and the line naming what blocks every run, or None. The guard is left to each timed phase
-    (it refuses and records the reading itself)."""
+def gate(results: Path, stack_name: str | None = None) -> tuple[str, str | None]:
+    """What bench asks while its suite starts: the doctor's screen (bench shows it on stderr in one write,
+    pytest printing beside it), and the line naming what blocks every run, or None. The guard is left to
+    each timed phase (it refuses and records the reading itself)."""
     diagnosis, _ = run_doctor(stack_name=stack_name, results=results, guard=False)
     screen = io.StringIO()
     render(diagnosis, screen)
-    sys.stderr.write(screen.getvalue())
-    sys.stderr.flush()
-    return None if diagnosis.blocking is None else blocked_line(diagnosis.blocking)
+    return screen.getvalue(), None if diagnosis.blocking is None else blocked_line(diagnosis.blocking)

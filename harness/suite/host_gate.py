@@ -13,6 +13,7 @@ without a verdict (killed), instead of after the wait's limit.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from harness import atomic
@@ -58,6 +59,22 @@ def await_host_gate(verdict: Path, limit_s: float = WAIT_LIMIT_S) -> None:
     said = verdict.read_text(encoding="utf-8").strip()
     if said != GO:
         raise HostBlocked(said)
+
+
+def accept_arguments(verdict: Path) -> None:
+    """pytest's side (its controller, once its options and lorabench's are parsed): bench shows the host
+    checks' screen after this, not under pytest's refusal of its arguments."""
+    atomic.write_text(_accepted_file(verdict), "accepted")
+
+
+def arguments_settled(verdict: Path, ended: Callable[[], bool]) -> None:
+    """bench's side: returns once pytest has accepted its arguments or `ended` says it has ended."""
+    while not _accepted_file(verdict).exists() and not ended():
+        time.sleep(POLL_S)
+
+
+def _accepted_file(verdict: Path) -> Path:
+    return verdict.with_name(verdict.name + ".accepted")
 
 
 def _writer_file(verdict: Path) -> Path:

@@ -32,6 +32,7 @@ from harness.suite.cases import CaseRuns, ClaimCase, collect_cases, judge_case, 
 from harness.suite.catalogue import Catalogue, load_catalogue
 from harness.suite.claims import NotEvaluable
 from harness.suite.host import HostCapabilities, detect_capabilities, missing_for_setup
+from harness.suite.host_gate import accept_arguments
 from harness.suite.progress import Mode, ProgressView, Sink, followed_run
 from harness.suite.runner import FollowRun, RunResult, SuiteRunner, SuiteSettings, shown
 from harness.suite.setups import BenchSetup
@@ -225,6 +226,8 @@ def pytest_configure(config: pytest.Config) -> None:
         settings, worker=worker, follow=progress_follower(config, settings, worker)
     )
     config.pluginmanager.register(RunLog(), "lorabench-runlog")
+    if settings.host_checks is not None and not hasattr(config, "workerinput"):
+        accept_arguments(settings.host_checks)  # bench shows the host checks' screen now
     controller = not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)
     if controller and config.getoption("lorabench_mps"):
         start_mps(config)

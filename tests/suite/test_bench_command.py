@@ -72,6 +72,8 @@ def test_arguments_pytest_refuses_end_bench_in_a_line_without_a_scorecard(
     refused.stderr.fnmatch_lines(["*unrecognized arguments: --no-such-pytest-option*",
                                   "lorabench bench: pytest refused its arguments *"])  # fmt: skip
     assert "scorecards from" not in refused.stdout.str()
+    # The host checks' twenty lines are not shown under pytest's one (they waited for its arguments' fate).
+    assert "lorabench doctor:" not in refused.stderr.str()
 
 
 def test_a_blocked_host_stops_the_suite_before_its_run_trains(
@@ -87,6 +89,9 @@ def test_a_blocked_host_stops_the_suite_before_its_run_trains(
     output = done.stdout.str() + done.stderr.str()
     assert done.ret == 2, output[-3000:]
     assert "lorabench bench: stopped: the host checks found it blocked by GPU runtime" in output
+    assert (
+        "lorabench doctor: blocked by GPU runtime" in output
+    )  # their screen, once pytest took its arguments
     assert "Traceback" not in output
     assert not list((pytester.path / "results").rglob("seed-3407.json"))
 
