@@ -12,9 +12,10 @@ one process has no siblings and takes no slot (the host-wide timed lock still ke
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from harness.cpuinfo import cores_each
 from harness.json_types import JsonObject
@@ -58,6 +59,14 @@ def seat(worker: int, workers: int, devices: Sequence[str]) -> Seat:
         return Seat(CPU, worker, workers)  # every worker shares the CPU
     index = worker % len(devices)
     return Seat(devices[index], worker // len(devices), len(range(index, workers, len(devices))))
+
+
+def seat_memory(gpus: Sequence[Mapping[str, Any]], devices: Sequence[str], device: str) -> int | None:
+    """The memory of the seat's own card: the host's facts list the visible GPUs in the order `devices` names
+    them (on a host of a 24 GiB and an 80 GiB card, the first card's told the second's seats nothing)."""
+    position = devices.index(device) if device in devices else len(gpus)
+    memory = gpus[position].get("vram_bytes") if position < len(gpus) else None
+    return memory if isinstance(memory, int) else None
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from harness.suite.cache import (
 )
 from harness.suite.expected import earlier_runs, expected_note
 from harness.suite.host_gate import await_host_gate
-from harness.suite.placement import CPU, Spread, fits_beside, seated, visible_devices
+from harness.suite.placement import CPU, Spread, fits_beside, seat_memory, seated, visible_devices
 from harness.suite.progress import ProgressView
 from harness.suite.setups import BenchSetup, load_bench_setup
 
@@ -324,8 +324,7 @@ class SuiteRunner:
         measured = [
             (r.memory.peak_vram_bytes, r.host) for r, _ in found if r.memory and r.memory.peak_vram_bytes
         ]
-        gpus = self.host_facts.get("gpus") or []
-        memory = gpus[0].get("vram_bytes") if gpus else None
+        memory = seat_memory(self.host_facts.get("gpus") or [], self.spread.devices, seat.device)
         if not measured:
             return (
                 False,

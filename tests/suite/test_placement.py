@@ -276,16 +276,25 @@ def test_a_host_with_no_run_of_its_own_shares_by_the_stack_s_runs_on_other_gpus(
 
     said: list[str] = []
 
-    def fits(gib: int, stack: str = "h200-image", results: Path = tmp_path / "results") -> bool:
+    def fits(
+        gib: int,
+        stack: str = "h200-image",
+        results: Path = tmp_path / "results",
+        before: tuple[int, ...] = (),
+    ) -> bool:
+        """`before`: the memory (GiB) of cards listed ahead of the run's own, which is the last one."""
         runner = SuiteRunner(
             SuiteSettings(stack=stack, seeds=(42,), results_dir=results, published_dir=published)
         )
+        cards = (*before, gib)
         runner.host_facts = {
             "id": "nvidia-h100-80gb-hbm3",
             "kind": "nvidia-h100-80gb-hbm3",
-            "gpus": [{"vram_bytes": gib * 2**30}],
+            "gpus": [{"vram_bytes": card * 2**30} for card in cards],
         }
-        runner.spread = Spread(0, CUDA_WORKERS_PER_GPU, ("0",), "CUDA_VISIBLE_DEVICES")
+        devices = tuple(str(i) for i in range(len(cards)))
+        worker = len(cards) - 1  # xdist hands workers to cards round robin: this one sits on the last card
+        runner.spread = Spread(worker, CUDA_WORKERS_PER_GPU * len(cards), devices, "CUDA_VISIBLE_DEVICES")
         shares, placed = runner.fits_shared(setup)
         said.append(placed)
         return shares
@@ -300,6 +309,9 @@ def test_a_host_with_no_run_of_its_own_shares_by_the_stack_s_runs_on_other_gpus(
     assert not fits(0) and said[-1] == "alone on GPU 0: its memory was not read"
     assert not fits(80, stack="rocm7.2-hf5.5")  # no run of this stack anywhere: alone
     assert said[-1] == "alone on GPU 0: no run of this setup on stack rocm7.2-hf5.5 tells its peak VRAM"
+    # A host of unlike cards: the run's own card's memory decides, not the first card's.
+    assert fits(80, before=(7,)) and said[-1].startswith("on GPU 1 beside 2 other run(s)")
+    assert not fits(7, before=(80,))
     # This host's own run peaked at 30 GiB: three do not fit in 80 GiB, whatever the H200 says.
     own = load_record(next(mine.glob("seed-3407.json")))
     results = tmp_path / "results"
