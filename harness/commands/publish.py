@@ -109,6 +109,12 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
         check_writable_dir(args.to, "--to", "give the published results folder (--to DIR)")
     copies = plan(args.records, args.to)
+    if not copies:  # said as report says it: publishing nothing is a mistaken path, not a success
+        named = ", ".join(str(r) for r in args.records)
+        raise UserError(
+            f"no run records (seed-*.json) under {named}; give records or folders of them (`lorabench run` and "
+            "`lorabench bench` write them under results/)"
+        )
     conflicts = [c for c in copies if c.action == "replaces another fingerprint"]
     if conflicts and not args.replace:
         listed = "; ".join(f"{c.target} ({c.why})" for c in conflicts)
