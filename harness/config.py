@@ -599,8 +599,11 @@ def _describe(error: ErrorDetails, model: type[BaseModel]) -> str:
         # A rule across fields (a model validator): its message names the fields, values and fix itself.
         return str(error["ctx"]["error"])
     msg = error["msg"].removeprefix("Value error, ")
-    # pydantic's "…, got a number with a fractional part" already says what came: the value joins it.
-    given = f": {error['input']!r}" if ", got " in msg else f", got {error['input']!r}"
+    # pydantic's "…, got a number with a fractional part" already says what came: the value joins it; a
+    # message of our own that names the value ("not the text 'abc'") needs no second mention.
+    value = repr(error["input"])
+    named = isinstance(error["input"], str) and value in msg  # quoted text: never a bound's digits by chance
+    given = "" if named else f": {value}" if ", got " in msg else f", got {value}"
     return f"{loc}: {msg[0].lower()}{msg[1:]}{given}"
 
 

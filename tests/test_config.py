@@ -32,6 +32,12 @@ def test_every_bad_field_is_listed_with_its_value(tmp_path: Path) -> None:
     assert str(caught.value).endswith(
         "lora.rank: input should be a valid integer, got a number with a fractional part: 8.5"
     )
+    config.write_text("[recipe]\nsteps = 'abc'\n")  # a message that names the text says it once
+    with pytest.raises(ConfigError) as caught:
+        load_setup(config)
+    assert str(caught.value).endswith(
+        "recipe.steps: must be a number, not the text 'abc'; write it without quotes"
+    )
 
 
 def test_flags_override_the_file(tmp_path: Path) -> None:
