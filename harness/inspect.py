@@ -87,6 +87,10 @@ def load_config(source: str | Path, revision: str | None = None) -> Any:
     from harness.models import ARCH_PRESETS, PRESETS, resolve_model
 
     text = str(source)
+    if not text.strip():  # Path("") is ".", the folder you stand in: never what an empty argument meant
+        raise UserError(
+            "MODEL is empty; give a preset (e.g. smollm2-135m), a model folder, a config.json or a hub id"
+        )
     path = Path(text).expanduser()
     if text in ARCH_PRESETS or text in PRESETS:
         path = resolve_model(ModelConfig(source=text, random_weights=text in ARCH_PRESETS)).path

@@ -184,6 +184,7 @@ CASES = [
     Case("report: binary", ("report", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "seed-1.json", files={"seed-1.json": binary}),
     Case("compare: a JSON list", ("compare", "{tmp}/a.json", "{tmp}/a.json"), "not a run record", files={"a.json": "[]"}),
     Case("misses: missing run", ("misses", "{tmp}/nope"), "RUN"),
+    Case("inspect: an empty MODEL", ("inspect", ""), "MODEL is empty"),
     Case("publish: a folder of no records", ("publish", "{tmp}/empty", "--to", "{tmp}/pub"), "no run records",
          files={"empty/notes.txt": "x"}),
     Case("misses: empty predictions", ("misses", "{tmp}/a.predictions.jsonl"), "no predictions in it",
