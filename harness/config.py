@@ -277,6 +277,8 @@ class DataConfig(Frozen):
     @field_validator("source")
     @classmethod
     def _source_expands(cls, value: str) -> str:
+        if not value.strip():  # "" would be read as ".", the folder you stand in
+            raise ValueError("is empty; give a hub dataset id or a local .jsonl/.json/.parquet file")
         return _expands(value)
 
 

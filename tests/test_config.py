@@ -38,6 +38,10 @@ def test_every_bad_field_is_listed_with_its_value(tmp_path: Path) -> None:
     assert str(caught.value).endswith(
         "recipe.steps: must be a number, not the text 'abc'; write it without quotes"
     )
+    config.write_text("[data]\nsource = ''\n")  # not ".", the folder you stand in
+    with pytest.raises(ConfigError) as caught:
+        load_setup(config)
+    assert "data.source: is empty; give a hub dataset id or a local" in str(caught.value)
 
 
 def test_flags_override_the_file(tmp_path: Path) -> None:
