@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.commands._paths import given_path
 from harness.errors import UserError
 
 JSON_HELP = "print JSON on stdout instead of the text: stdout carries the JSON alone, notes go to stderr"
@@ -28,7 +29,7 @@ def add_output_arguments(parser: argparse.ArgumentParser, files: str) -> None:
     """`--json` and `-o DIR`; `files` says what -o writes, for the help text (e.g. "checks.json")."""
     add_json_argument(parser, "what the table shows")
     parser.add_argument(
-        "-o", "--output", type=Path, metavar="DIR", help=f"also write {files} into this folder"
+        "-o", "--output", type=given_path, metavar="DIR", help=f"also write {files} into this folder"
     )
 
 

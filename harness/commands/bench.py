@@ -41,6 +41,7 @@ from pathlib import Path
 
 from harness.atomic import check_writable_dir
 from harness.commands._output import add_json_argument, print_refusal
+from harness.commands._paths import given_path
 from harness.commands.report import cmd_report
 from harness.errors import UserError
 from harness.report.claim_table import default_benchmarks
@@ -64,19 +65,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--results",
-        type=Path,
+        type=given_path,
         default=DEFAULT_RESULTS,
         help=f"your results folder (default: {DEFAULT_RESULTS})",
     )
     parser.add_argument(
         "--published",
-        type=Path,
+        type=given_path,
         default=DEFAULT_PUBLISHED,
         help=f"published records, read only: they stand in where their fingerprint matches (default: {DEFAULT_PUBLISHED})",
     )
     parser.add_argument(
         "--setups",
-        type=Path,
+        type=given_path,
         action="append",
         default=[],
         metavar="DIR",
@@ -86,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-report", action="store_true", help="run the suite only")
     parser.add_argument(
         "--reports",
-        type=Path,
+        type=given_path,
         default=DEFAULT_REPORTS,
         help=f"where the scorecards go (default: {DEFAULT_REPORTS})",
     )

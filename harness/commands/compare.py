@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands._output import add_output_arguments, check_output_folder, write_outputs
+from harness.commands._paths import given_path
 from harness.errors import UserError
 from harness.report.compare import (
     MetricChange,
@@ -46,8 +47,12 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("old", type=Path, metavar="OLD", help="results folder or record file (the reference)")
-    parser.add_argument("new", type=Path, metavar="NEW", help="results folder or record file (the candidate)")
+    parser.add_argument(
+        "old", type=given_path, metavar="OLD", help="results folder or record file (the reference)"
+    )
+    parser.add_argument(
+        "new", type=given_path, metavar="NEW", help="results folder or record file (the candidate)"
+    )
     parser.add_argument(
         "--fail-on-regression",
         action="store_true",

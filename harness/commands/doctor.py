@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from harness.commands._output import add_json_argument
+from harness.commands._paths import given_path
 from harness.doctor.report import blocked_line, render, render_json, run_doctor
 
 
@@ -25,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--results",
-        type=Path,
+        type=given_path,
         default=Path("results"),
         help="results folder whose disk is measured (default: results)",
     )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from harness.commands._output import add_json_argument
+from harness.commands._paths import given_path
 from harness.export import ExportResult, export_adapter
 
 
@@ -20,11 +20,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "run",
         metavar="RUN",
-        type=Path,
+        type=given_path,
         help="an adapter folder saved by a run (adapter_config.json + lorabench.json), or a record seed-N.json "
         "with seed-N.adapter/ beside it",
     )
-    parser.add_argument("-o", "--out", type=Path, required=True, help="new folder for the merged model")
+    parser.add_argument("-o", "--out", type=given_path, required=True, help="new folder for the merged model")
     parser.add_argument("--limit", type=int, help="compare on the first N test questions only (default: all)")
     parser.add_argument(
         "--device",

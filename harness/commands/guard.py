@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from harness.commands._output import add_json_argument
+from harness.commands._paths import given_path
 
 EXIT_NOISY = 3
 
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_json_argument(parser, "the verdict and every reading")
     parser.add_argument(
         "--config",
-        type=Path,
+        type=given_path,
         metavar="FILE",
         help="TOML or YAML file whose [guard] section sets the thresholds (default: built-in thresholds)",
     )

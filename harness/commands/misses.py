@@ -12,6 +12,7 @@ from tabulate import tabulate
 
 from harness import catalog
 from harness.commands._output import add_output_arguments, write_outputs
+from harness.commands._paths import given_path
 from harness.config import DATA_ENV
 from harness.errors import UserError
 from harness.results import RunRecord, load_record
@@ -30,7 +31,7 @@ def register(subparsers: Any) -> None:
         "runs",
         nargs="+",
         metavar="RUN",
-        type=Path,
+        type=given_path,
         help="a *.predictions.jsonl file, or a run record seed-N.json with seed-N.predictions.jsonl beside it",
     )
     parser.add_argument(

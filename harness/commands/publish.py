@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import atomic
+from harness.commands._paths import given_path
 from harness.errors import UserError
 from harness.report.settings import public_json
 from harness.results import RunRecord, find_records, load_record, predictions_path, record_path
@@ -32,11 +33,11 @@ def register(subparsers: Any) -> None:
         description=__doc__,
     )
     parser.add_argument(
-        "records", nargs="+", type=Path, metavar="RECORD", help="seed-N.json files or folders of them"
+        "records", nargs="+", type=given_path, metavar="RECORD", help="seed-N.json files or folders of them"
     )
     parser.add_argument(
         "--to",
-        type=Path,
+        type=given_path,
         default=DEFAULT_PUBLISHED,
         metavar="DIR",
         help=f"published results folder (default: {DEFAULT_PUBLISHED})",

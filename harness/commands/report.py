@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.commands._paths import given_path
 from harness.errors import UserError
 from harness.report.claim_table import BUILT_IN_SETUPS, DEFAULT_BENCHMARKS, default_benchmarks
 from harness.report.pipeline import build_reports
@@ -33,26 +34,26 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "results", nargs="+", type=Path, metavar="RESULTS", help="results folders or record files"
+        "results", nargs="+", type=given_path, metavar="RESULTS", help="results folders or record files"
     )
     parser.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=given_path,
         default=Path("reports-local"),
         metavar="DIR",
         help="reports folder (default: reports-local, untracked; `-o reports` re-renders the committed reports)",
     )
     parser.add_argument(
         "--benchmarks",
-        type=Path,
+        type=given_path,
         metavar="DIR",
         help="the suite's folder, whose setups/*.toml [claims] tables hold the bounds the claims "
         f"are judged against (default: {DEFAULT_BENCHMARKS}/ here, else the one beside lorabench's code)",
     )
     parser.add_argument(
         "--setups",
-        type=Path,
+        type=given_path,
         action="append",
         default=[],
         metavar="DIR",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness import catalog, settings
 from harness.commands._output import add_json_argument
+from harness.commands._paths import given_path
 from harness.config import DATA_ENV, Override, load_setup, read_config_file
 from harness.errors import UserError
 from harness.guard import GuardConfig, load_guard_config
@@ -22,7 +23,9 @@ EXIT_CODES = {"ok": 0, "refused": 3}
 
 def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared by every command that builds a setup (run, checks)."""
-    parser.add_argument("config", nargs="?", type=Path, help="setup file (.toml or .yaml); flags override it")
+    parser.add_argument(
+        "config", nargs="?", type=given_path, help="setup file (.toml or .yaml); flags override it"
+    )
     parser.add_argument(
         "--model", help="model.source: a preset (smollm2-135m), hub id, local folder or .gguf file"
     )
@@ -84,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_setup_arguments(parser)
     parser.add_argument(
-        "--results", type=Path, default=Path("results"), help="results folder (default: results)"
+        "--results", type=given_path, default=Path("results"), help="results folder (default: results)"
     )
     parser.add_argument(
         "--stack",
@@ -103,7 +106,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--guard-config",
-        type=Path,
+        type=given_path,
         help="file with a [guard] section of thresholds (see harness/guard/config.py)",
     )
     parser.add_argument("--quiet", action="store_true", help="phase lines only, no step progress (CI logs)")

@@ -15,6 +15,7 @@ from tabulate import tabulate
 
 from harness import settings
 from harness.commands._output import add_json_argument
+from harness.commands._paths import given_path
 from harness.errors import UserError
 from harness.stacks import Stack, diff_lockfiles, load_stacks, lockfiles_dir, verify_environment
 
@@ -27,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--lockfiles",
-        type=Path,
+        type=given_path,
         default=None,
         help="folder holding stacks.toml and the lockfiles (default: $LORABENCH_LOCKFILES or the checkout's lockfiles/)",
     )
@@ -62,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     verify.add_argument(
         "--dest",
-        type=Path,
+        type=given_path,
         default=Path(".cache/stacks-download"),
         help="download folder (default: .cache/stacks-download)",
     )

@@ -185,6 +185,8 @@ CASES = [
     Case("compare: a JSON list", ("compare", "{tmp}/a.json", "{tmp}/a.json"), "not a run record", files={"a.json": "[]"}),
     Case("misses: missing run", ("misses", "{tmp}/nope"), "RUN"),
     Case("inspect: an empty MODEL", ("inspect", ""), "MODEL is empty"),
+    Case("run: an empty --results", (*WITH_DATA, "--results", ""), "an empty path"),
+    Case("report: an empty RESULTS", ("report", "", "-o", "{tmp}/out"), "an empty path"),
     Case("publish: a folder of no records", ("publish", "{tmp}/empty", "--to", "{tmp}/pub"), "no run records",
          files={"empty/notes.txt": "x"}),
     Case("misses: empty predictions", ("misses", "{tmp}/a.predictions.jsonl"), "no predictions in it",
