@@ -130,6 +130,14 @@ def _load_sides(
     for side, loaded, path in (("OLD", old, args.old), ("NEW", new, args.new)):
         if not loaded:
             raise UserError(f"{side} {path}: no run records (seed-*.json) found")
+    # One run on both sides compares it with itself: "0 regressions" would be said of no change at all.
+    both = sorted({r.path.resolve() for r in old} & {r.path.resolve() for r in new})
+    if both:
+        more = f" and {len(both) - 1} more" if len(both) > 1 else ""
+        raise UserError(
+            f"OLD and NEW hold the same run ({public(str(both[0]))}{more}): a run compared with itself shows no "
+            "change; give the results before and after the change as two folders"
+        )
     if nothing := unfinished(old, new):
         raise UserError(
             f"nothing to compare: {'; '.join(public(n) for n in nothing)}; compare runs that finished "

@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
-from hostilelib import Case, Sparse, jsonl, judge, mounted, run_cli, sql_row, write_content
+from hostilelib import REPO, Case, Sparse, jsonl, judge, mounted, run_cli, sql_row, write_content
 
 from harness.results import RunRecord
 
@@ -54,6 +54,9 @@ def run_record(status: str, reason: str | None = None) -> str:
         run_id=f"r-{status}", status=status, reason=reason, created="2026-12-01T00:00:00+00:00", experiment="exp-a",
         setup_name="s", seed=1, stack="cpu", host="h", fingerprint="f", setup={}, provenance={},
     ).model_dump_json()  # fmt: skip
+
+
+PUBLISHED_CPU = "reports/results/cpu/cpu-intel-r-xeon-r-processor-2c/exp_a/smollm2-135m-lora"
 
 
 def record(**fields: object) -> str:
@@ -183,6 +186,8 @@ CASES = [
     Case("report: not JSON", ("report", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "not a JSON record", files={"seed-1.json": "{"}),
     Case("report: binary", ("report", "{tmp}/seed-1.json", "-o", "{tmp}/out"), "seed-1.json", files={"seed-1.json": binary}),
     Case("compare: a JSON list", ("compare", "{tmp}/a.json", "{tmp}/a.json"), "not a run record", files={"a.json": "[]"}),
+    Case("compare: one run on both sides", ("compare", "{tmp}/a", "{tmp}/a/seed-42.json"), "the same run",
+         files={"a/seed-42.json": (REPO / PUBLISHED_CPU / "seed-42.json").read_text(encoding="utf-8")}),
     Case("misses: missing run", ("misses", "{tmp}/nope"), "RUN"),
     Case("inspect: an empty MODEL", ("inspect", ""), "MODEL is empty"),
     Case("run: an empty --results", (*WITH_DATA, "--results", ""), "an empty path"),
@@ -278,8 +283,8 @@ CASES = [
     Case("env: LORABENCH_STACK ..", WITH_DATA, "$LORABENCH_STACK", env={"LORABENCH_STACK": ".."}),
     data_case("data: 2 GB of NULs", "rows.jsonl", Sparse(2 << 30), "binary data"),
     data_case("data: 2 GB of NULs after good rows", "rows.jsonl", Sparse(2 << 30, rows(60)), "rows.jsonl:61"),
-    Case("compare: records with no metric", ("compare", "{tmp}/a.json", "{tmp}/a.json"), "nothing to compare",
-         files={"a.json": run_record("killed", "stopped from outside by SIGTERM")}),
+    Case("compare: records with no metric", ("compare", "{tmp}/a.json", "{tmp}/b.json"), "nothing to compare",
+         files={name: run_record("killed", "stopped from outside by SIGTERM") for name in ("a.json", "b.json")}),
     Case("compare: a finished record against a killed one", ("compare", "{tmp}/a.json", "{tmp}/b.json"), "no run finished",
          files={"a.json": run_record("ok"), "b.json": run_record("failed", "out of memory")}),
     Case("env: lock dir read-only", WITH_DATA, "$LORABENCH_LOCK_DIR", env={"LORABENCH_LOCK_DIR": "{tmp}/mnt"}, mount="read-only"),
