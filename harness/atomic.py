@@ -77,11 +77,9 @@ def building_dir(target: Path) -> Generator[Path]:
         raise
 
 
-def check_writable_dir(folder: Path, label: str, fix: str) -> Path:
-    """A folder lorabench will write into (results, a cache, the locks, the reports): a folder, or creatable,
-    and writable; else one line naming `label`, the folder and `fix`. Returns the nearest folder that exists
-    (where its free space is read). It writes a byte there, fsynced, and removes it: writing is the only honest
-    test (root passes every permission check, not a read-only mount, and a full disk takes an empty file)."""
+def folder_or_parent(folder: Path, label: str, fix: str) -> Path:
+    """The nearest folder that exists at or above `folder`; one line naming `label` and `fix` where `folder` is
+    a file or under one (never a folder, whatever the permissions)."""
     try:
         existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
     except OSError as exc:
@@ -89,6 +87,15 @@ def check_writable_dir(folder: Path, label: str, fix: str) -> Path:
     if not existing.is_dir():
         where = "is a file" if existing == folder else f"is under a file, {existing}"
         raise UserError(f"{label}: {folder} {where}; {fix}")
+    return existing
+
+
+def check_writable_dir(folder: Path, label: str, fix: str) -> Path:
+    """A folder lorabench will write into (results, a cache, the locks, the reports): a folder, or creatable,
+    and writable; else one line naming `label`, the folder and `fix`. Returns the nearest folder that exists
+    (where its free space is read). It writes a byte there, fsynced, and removes it: writing is the only honest
+    test (root passes every permission check, not a read-only mount, and a full disk takes an empty file)."""
+    existing = folder_or_parent(folder, label, fix)
     try:
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".lorabench-probe-") as probe:
             probe.write(b"lorabench")

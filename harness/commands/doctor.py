@@ -49,10 +49,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         from harness.doctor.environment import render_settings
 
         return render_settings(as_json=args.json)
-    from harness.atomic import check_writable_dir
+    from harness.atomic import folder_or_parent
 
-    # A results folder no run could write would make every "a run can start" below untrue.
-    check_writable_dir(args.results, "results folder", "give a folder you may write (--results DIR)")
+    # A results "folder" that is a file makes every "a run can start" below untrue. One that cannot be written
+    # is left to the run: the images' entrypoint asks the doctor before `report`, whose results are mounted
+    # read-only.
+    folder_or_parent(args.results, "results folder", "give a folder (--results DIR)")
     diagnosis, facts = run_doctor(
         stack_name=args.stack, results=args.results, guard=not args.no_guard, timed=not args.untimed
     )
