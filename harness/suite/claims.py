@@ -57,16 +57,34 @@ P = ParamSpec("P")
 
 
 def judged(check: Callable[P, Outcome]) -> Callable[P, Outcome]:
-    """A number missing from a record (`NotEvaluable` from a getter) makes the outcome "not evaluable"."""
+    """A number missing from a record (`NotEvaluable` from a getter) makes the outcome "not evaluable"; so does
+    a figure that is not a number (a NaN exact match passed "gain ≥ 20 points": every comparison with NaN is
+    false, so no bound was ever crossed)."""
 
     @functools.wraps(check)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> Outcome:
         try:
-            return check(*args, **kwargs)
+            outcome = check(*args, **kwargs)
         except NotEvaluable as exc:
             return Outcome("not evaluable", str(exc))
+        if outcome.status == "pass" and not_a_number(outcome.value):
+            return Outcome(
+                "not evaluable", f"a figure is not a number, so it proves nothing: {outcome.measured}"
+            )
+        return outcome
 
     return wrapper
+
+
+def not_a_number(value: Any) -> bool:
+    """Whether a judged figure (a number, or numbers in lists, tuples and dicts) holds a NaN or an infinity."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(not_a_number(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(not_a_number(v) for v in value)
+    return False
 
 
 def label(record: RunRecord) -> str:
@@ -86,17 +104,24 @@ def seeds_of(records: Sequence[RunRecord]) -> str:
 # --- getters: a number the record lacks makes a claim not evaluable, never a pass ---
 
 
+def finite(record: RunRecord, what: str, value: float) -> float:
+    """`value` when it is a number: a NaN slips through every comparison (max, min, a bound) unnoticed."""
+    if not math.isfinite(value):
+        raise NotEvaluable(f"{label(record)}: its {what} is not a number ({value}), so it proves nothing")
+    return value
+
+
 def exact_match(record: RunRecord) -> float:
     if record.trained is None:
         raise NotEvaluable(f"{label(record)}: no trained exact match in the record (status {record.status})")
-    return record.trained.exact_match
+    return finite(record, "trained exact match", record.trained.exact_match)
 
 
 def train_seconds(record: RunRecord) -> float:
     seconds = record.train.train_s if record.train else None
     if not seconds:
         raise NotEvaluable(f"{label(record)}: no training time in the record")
-    return seconds
+    return finite(record, "training time", seconds)
 
 
 def step_seconds(record: RunRecord) -> float:
@@ -105,7 +130,7 @@ def step_seconds(record: RunRecord) -> float:
         raise NotEvaluable(
             f"{label(record)}: no steady step time in the record (made before train.step_s existed?)"
         )
-    return seconds
+    return finite(record, "steady step time", seconds)
 
 
 def peak_vram(record: RunRecord) -> int:

@@ -49,6 +49,11 @@ def test_gain_fails_naming_the_seed_below_the_bound() -> None:
     fails(claims.check_gain([record(1, em=40.0), record(2, em=25.0)], min_points=20),
           r"gain below 20 points: exp_x/s seed 1: 10.0 → 40.0 \(gain \+30.0\); exp_x/s seed 2: 10.0 → 25.0 \(gain \+15.0\)$")  # fmt: skip
     not_evaluable(claims.check_gain([record(1).model_copy(update={"baseline": None})], 20), "no baseline")
+    # A record whose exact match is not a number (corrupt, or edited by hand) proves nothing: never a pass.
+    nan = record(2, em=float("nan"))
+    not_evaluable(claims.check_gain([record(1), nan], 20), "seed 2: its trained exact match is not a number")
+    not_evaluable(claims.check_gain([record(1, base=float("nan"))], 20), r"not a number.*seed 1: nan → 40.0")
+    not_evaluable(claims.check_seed_spread([record(1), nan], max_points=7), "not a number")
 
 
 def test_seed_spread_is_max_minus_min() -> None:
