@@ -8,6 +8,7 @@ each, as `field.path: what is wrong, got VALUE`.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 import types
@@ -129,9 +130,21 @@ class Frozen(BaseModel):
             and info.field_name
             and _takes_numbers_not_text(cls.model_fields[info.field_name].annotation)
         ):
-            # pydantic turns "8" into 8: a quoted number in a setup file is a mistake to name, not to guess.
-            raise ValueError(f"must be a number, not the text {value!r}; write it without quotes")
+            raise ValueError(_text_for_a_number(value))
         return value
+
+
+def _text_for_a_number(text: str) -> str:
+    """What is wrong with text where a number belongs. pydantic turns "8" into 8: a quoted number in a setup
+    file is a mistake to name, not to guess. `nan` and `inf` reach here as text from `--set` (YAML spells
+    them .nan and .inf), where no quotes were written: not finite is what is wrong with them."""
+    try:
+        number = float(text)
+    except ValueError:
+        return f"must be a number, not the text {text!r}"
+    if not math.isfinite(number):
+        return f"must be a finite number, got {text!r}"
+    return f"must be a number, not the text {text!r}; write it without quotes"
 
 
 class ModelConfig(Frozen):

@@ -35,13 +35,27 @@ def test_every_bad_field_is_listed_with_its_value(tmp_path: Path) -> None:
     config.write_text("[recipe]\nsteps = 'abc'\n")  # a message that names the text says it once
     with pytest.raises(ConfigError) as caught:
         load_setup(config)
+    assert str(caught.value).endswith("recipe.steps: must be a number, not the text 'abc'")
+    config.write_text("[recipe]\nsteps = '8'\n")  # a quoted number: the quotes are the mistake
+    with pytest.raises(ConfigError) as caught:
+        load_setup(config)
     assert str(caught.value).endswith(
-        "recipe.steps: must be a number, not the text 'abc'; write it without quotes"
+        "recipe.steps: must be a number, not the text '8'; write it without quotes"
     )
     config.write_text("[data]\nsource = ''\n")  # not ".", the folder you stand in
     with pytest.raises(ConfigError) as caught:
         load_setup(config)
     assert "data.source: is empty; give a hub dataset id or a local" in str(caught.value)
+
+
+def test_a_not_finite_number_from_set_is_named_so_not_as_quoted_text(tmp_path: Path) -> None:
+    # YAML spells NaN .nan: `--set recipe.lr=nan` arrives as the text 'nan', typed without quotes.
+    config = tmp_path / "setup.toml"
+    config.write_text("[recipe]\nsteps = 5\n")
+    for typed in ("nan", "inf", "-Infinity"):
+        with pytest.raises(ConfigError) as caught:
+            load_setup(config, [f"recipe.lr={typed}"])
+        assert str(caught.value).endswith(f"recipe.lr: must be a finite number, got '{typed}'")
 
 
 def test_flags_override_the_file(tmp_path: Path) -> None:
