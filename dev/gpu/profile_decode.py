@@ -158,15 +158,66 @@ def by_graph(model, ids, mask, new: int) -> tuple[torch.Tensor, dict]:
                  "step_ms": (ended - prefilled - capture_s) / (new - 1) * 1e3, "whole_s": ended - started}  # fmt: skip
 
 
+def kernels(model, ids, mask, new: int) -> None:
+    """torch.profiler over the plain loop's decode steps: CUDA time a step by kernel, the top 15."""
+    from torch.profiler import ProfilerActivity, profile
+
+    by_loop(model, ids, mask, 4)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        by_loop(model, ids, mask, new)
+    events = [e for e in prof.key_averages() if e.device_time_total > 0]
+    total = sum(e.self_device_time_total for e in events)
+    print(f"CUDA time of prefill + {new} steps: {total / 1e3:.1f} ms")
+    for e in sorted(events, key=lambda e: -e.self_device_time_total)[:15]:
+        print(f"  {e.self_device_time_total / 1e3:8.1f} ms {e.count:6d} calls  {e.key[:110]}")
+
+
+def attention_variants(model, ids, mask, new: int, reference: torch.Tensor) -> None:
+    """The plain loop under each attention path transformers offers a Llama: ms a step, rows equal."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    for name, implementation, backends in (
+        ("sdpa math", "sdpa", [SDPBackend.MATH]),
+        ("sdpa efficient", "sdpa", [SDPBackend.EFFICIENT_ATTENTION]),
+        ("sdpa cudnn", "sdpa", [SDPBackend.CUDNN_ATTENTION]),
+        ("eager", "eager", None),
+        ("grouped eager", "eager", "grouped"),
+        ("graph, grouped", "eager", "grouped graph"),
+    ):
+        from harness.backends.grouped_attention import grouped_eager
+
+        model.set_attn_implementation(implementation)
+        decode = by_graph if backends == "grouped graph" else by_loop
+        context = sdpa_kernel(backends) if isinstance(backends, list) else grouped_eager(backends is not None)
+        try:
+            with context:
+                decode(model, ids, mask, 4)
+                runs = [decode(model, ids, mask, new) for _ in range(2)]
+        except RuntimeError as exc:
+            print(f"{name:15s} failed: {str(exc)[:120]}", flush=True)
+            continue
+        same = int((runs[0][0] == reference).all(1).sum())
+        steps = " / ".join(f"{r[1]['step_ms']:.2f}" for r in runs)
+        print(f"{name:15s} step {steps} ms, prefill {runs[0][1]['prefill_s']:.3f} s, rows equal to "
+              f"generate's {same}/{len(reference)}", flush=True)  # fmt: skip
+    model.set_attn_implementation("sdpa")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=300)
     parser.add_argument("--new", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--mode", choices=("variants", "attention"), default="variants")
     args = parser.parse_args()
     model, ids, mask = model_and_prompts(args.rows, "cuda")
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; {args.rows} rows, prompt width "
           f"{ids.shape[1]}, {args.new} new tokens, fp32, random weights", flush=True)  # fmt: skip
+    if args.mode == "attention":
+        reference = by_generate(model, ids, mask, args.new)[0]
+        kernels(model, ids, mask, 16)
+        attention_variants(model, ids, mask, args.new, reference)
+        return
     reference = None
     for name, decode in (("generate", by_generate), ("loop", by_loop), ("graph", by_graph)):
         decode(model, ids, mask, args.new)  # untimed: kernels loaded, autotuned

@@ -27,6 +27,7 @@ from harness.backends.lean_lora import lean_lora_forward
 from harness.config import SetupConfig
 from harness.locks import exclusive_lock
 from harness.models import cache_dir
+from harness.run import graphed_decode
 from harness.run.progress import Progress
 from harness.runtime import Runtime, runtime_of
 from harness.tasks.encoding import end_of_turn, render_prompt
@@ -155,7 +156,8 @@ def generate_answers(
     shrink: bool | None = None,
 ) -> list[str]:
     """Greedy answers (first line, stripped) in the order of `prompts`. `shrink`: decode with
-    greedy_shrinking (default: where shrinks_batch says), else with generate."""
+    greedy_shrinking (default: where shrinks_batch says), else on a GPU with the step replayed from a CUDA
+    graph where harness.run.graphed_decode applies, else with generate."""
     model.eval()
     device = next(model.parameters()).device
     tokenizer.padding_side = "left"
@@ -178,6 +180,13 @@ def generate_answers(
             generated = greedy_shrinking(
                 model, input_ids.to(device), attention.to(device), max_new_tokens, stops
             )
+        elif graphed_decode.applies(model, device.type) and graphed_decode.cache_fits(
+            model, len(idx), width + max_new_tokens, next(model.parameters()).dtype
+        ):
+            with graphed_decode.eager_attention(model):
+                generated = graphed_decode.greedy_graphed(
+                    model, input_ids.to(device), attention.to(device), max_new_tokens, stops
+                )
         else:
             output = model.generate(
                 input_ids=input_ids.to(device),
@@ -353,8 +362,10 @@ def baseline_key(setup: SetupConfig, runtime: Runtime, model_path: Path, split_h
             n_test,
             setup.eval.max_new_tokens,
             eval_batch_size(setup.eval.batch_size, runtime.device),
-            # Answers decoded by greedy_shrinking (CPU) are keyed apart from generate's.
+            # Answers decoded by greedy_shrinking (CPU) are keyed apart from generate's, and a GPU's since
+            # its decode step may replay from a CUDA graph (harness/run/graphed_decode.py).
             *(["shrinking"] if shrinks_batch(runtime.device) else []),
+            *(["graphed"] if runtime.device == "cuda" else []),
         ],
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

@@ -1,0 +1,81 @@
+"""The GPU eval's decode (harness/run/graphed_decode.py) stepped eagerly on a CPU: the real SmolLM2's greedy
+answers through the static cache, the 4-D masks and the step that advances its own inputs, against
+`generate`'s. The CUDA graph itself runs on a GPU only (dev/gpu/profile_decode.py, the records' predictions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.run import graphed_decode
+from harness.run.evaluate import stop_token_ids
+from harness.tasks.encoding import end_of_turn
+
+PROMPTS = [
+    "<|im_start|>user\nCREATE TABLE head (age INTEGER)\n-- How many heads of the departments are older than 56 ?<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nCREATE TABLE table_name_12 (year VARCHAR, votes INTEGER)\n-- which year had the most votes?<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\n",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_dir: Path) -> tuple[object, object]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(smollm2_dir))
+    model = AutoModelForCausalLM.from_pretrained(
+        str(smollm2_dir), dtype=torch.float32, attn_implementation="sdpa"
+    )
+    return model.eval(), tokenizer
+
+
+def left_padded(tokenizer: object, prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    encoded = [tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
+    width = max(map(len, encoded))
+    ids = torch.full((len(encoded), width), tokenizer.pad_token_id or 0, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, tokens in enumerate(encoded):
+        ids[row, width - len(tokens) :] = torch.tensor(tokens)
+        mask[row, width - len(tokens) :] = 1
+    return ids, mask
+
+
+def generated(
+    model: object, ids: torch.Tensor, mask: torch.Tensor, new: int, stops: set[int]
+) -> list[list[int]]:
+    out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=new, do_sample=False,
+                         pad_token_id=0)[:, ids.shape[1] :].tolist()  # fmt: skip
+    cut = []
+    for row in out:
+        ends = [at for at, token in enumerate(row) if token in stops]
+        cut.append(row[: ends[0] + 1] if ends else row)
+    return cut
+
+
+def test_the_steps_answer_as_generate_does(smollm2: tuple[object, object]) -> None:
+    model, tokenizer = smollm2
+    ids, mask = left_padded(tokenizer, PROMPTS)
+    stops = stop_token_ids(tokenizer, end_of_turn(tokenizer)) | {model.generation_config.eos_token_id}
+    expected = generated(model, ids, mask, 24, stops)
+    with graphed_decode.eager_attention(model):
+        assert model.config._attn_implementation == "eager"
+        answers = graphed_decode.greedy_graphed(model, ids, mask, 24, stops, capture=False)
+    assert model.config._attn_implementation == "sdpa"  # its own attention back after the span
+    assert answers == expected
+    assert len({len(a) for a in answers}) > 1  # rows stopped at different steps: the cut is exercised
+    assert any(a and a[-1] in stops for a in answers)
+
+
+def test_a_row_stopped_early_keeps_nothing_past_its_stop() -> None:
+    assert graphed_decode._through_first_stop([5, 7, 2, 9, 2], [2]) == [5, 7, 2]
+    assert graphed_decode._through_first_stop([5, 7], [2]) == [5, 7]
+
+
+def test_it_applies_to_grouped_attention_on_a_gpu_only(smollm2: tuple[object, object]) -> None:
+    model, _ = smollm2
+    assert graphed_decode.applies(model, "cuda")
+    assert not graphed_decode.applies(model, "cpu")
+    assert not graphed_decode.applies(torch.nn.Linear(2, 2), "cuda")  # no attention module at all
