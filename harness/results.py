@@ -64,6 +64,7 @@ from harness.origin import Provenance
 #     harness/origin.py's, each writing back the keys it was read with. Schemas: harness/record_schema.py.
 #     Later still (a171ae8, 2026-12-03): train.compile (recipe.compile as the steps ran, "auto" resolved).
 #     Later still (2026-12-04): provenance.placement.mps (the run went through the suite's CUDA MPS server).
+#     Later still (2026-12-05): metrics.decoded_by (how eval decoded: generate, shrinking or graphed).
 FORMAT_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
 
@@ -104,6 +105,13 @@ class Metrics(Record):
     merged: bool | None = Field(
         None,
         description="decoded with the adapter folded in (eval.merge_adapter resolved)",
+        exclude_if=lambda value: value is None,
+    )
+    decoded_by: str | None = Field(
+        None,
+        description="how eval decoded: 'generate' (transformers' generate), 'shrinking' (a CPU's: a row "
+        "leaves the batch once it has stopped) or 'graphed' (a GPU's: each decode step replayed from a CUDA "
+        "graph, harness/run/graphed_decode.py); ways joined by '+' where batches differed",
         exclude_if=lambda value: value is None,
     )
 

@@ -154,10 +154,13 @@ def generate_answers(
     end_of_turn: str | None = None,
     on_batch: Callable[[int], None] | None = None,
     shrink: bool | None = None,
+    graphed: bool = True,
+    ways: set[str] | None = None,
 ) -> list[str]:
     """Greedy answers (first line, stripped) in the order of `prompts`. `shrink`: decode with
     greedy_shrinking (default: where shrinks_batch says), else on a GPU with the step replayed from a CUDA
-    graph where harness.run.graphed_decode applies, else with generate."""
+    graph where harness.run.graphed_decode applies (and `graphed`), else with generate. `ways`: gets the name of each way
+    a batch was decoded ("shrinking", "graphed", "generate"), for the record."""
     model.eval()
     device = next(model.parameters()).device
     tokenizer.padding_side = "left"
@@ -177,17 +180,24 @@ def generate_answers(
             input_ids[row, width - len(ids) :] = torch.tensor(ids)
             attention[row, width - len(ids) :] = 1
         if shrinks_batch(device.type) if shrink is None else shrink:
+            way = "shrinking"
             generated = greedy_shrinking(
                 model, input_ids.to(device), attention.to(device), max_new_tokens, stops
             )
-        elif graphed_decode.applies(model, device.type) and graphed_decode.cache_fits(
-            model, len(idx), width + max_new_tokens, next(model.parameters()).dtype
+        elif (
+            graphed
+            and graphed_decode.applies(model, device.type)
+            and graphed_decode.cache_fits(
+                model, len(idx), width + max_new_tokens, next(model.parameters()).dtype
+            )
         ):
+            way = "graphed"
             with graphed_decode.eager_attention(model):
                 generated = graphed_decode.greedy_graphed(
                     model, input_ids.to(device), attention.to(device), max_new_tokens, stops
                 )
         else:
+            way = "generate"
             output = model.generate(
                 input_ids=input_ids.to(device),
                 attention_mask=attention.to(device),
@@ -197,6 +207,8 @@ def generate_answers(
                 stopping_criteria=StoppingCriteriaList([StopAtTokens(stops, width)]),
             )
             generated = [output[row, width:].tolist() for row in range(len(idx))]
+        if ways is not None:
+            ways.add(way)
         for row, i in enumerate(idx):
             text = tokenizer.decode(
                 generated[row], skip_special_tokens=True, clean_up_tokenization_spaces=cleanup
@@ -312,9 +324,11 @@ def answer_questions(
     *,
     merge: bool | None = None,
     on_batch: Callable[[int], None] | None = None,
+    ways: set[str] | None = None,
 ) -> list[str]:
     """The model's greedy answers to any task's examples, decoded as the setup's eval says. `merge`
-    overrides `eval.merge_adapter` (an export compares unmerged with merged answers)."""
+    overrides `eval.merge_adapter` (an export compares unmerged with merged answers); `ways`: see
+    generate_answers."""
     runtime = runtime_of(model)
     prompts = [render_prompt(tokenizer, ex) for ex in examples]
     merged = merges_adapter(setup, runtime) if merge is None else merge
@@ -334,16 +348,27 @@ def answer_questions(
             max_new_tokens=setup.eval.max_new_tokens,
             end_of_turn=end_of_turn(tokenizer),
             on_batch=on_batch,
+            # Not for Unsloth's patched attention nor a 4-bit base's kernels: measured on neither.
+            graphed=setup.backend == "hf" and runtime.precision != "4bit",
+            ways=ways,
         )
 
 
 def timed_answers(
-    model: Any, tokenizer: Any, test: Sequence[Example], setup: SetupConfig, progress: Progress, phase: str
+    model: Any,
+    tokenizer: Any,
+    test: Sequence[Example],
+    setup: SetupConfig,
+    progress: Progress,
+    phase: str,
+    ways: set[str] | None = None,
 ) -> tuple[list[str], float]:
-    """`answer_questions` as a run's phase: progress shown, wall time returned."""
+    """`answer_questions` as a run's phase: progress shown, wall time returned; `ways`: see generate_answers."""
     progress.phase(phase, total=len(test))
     started = time.perf_counter()
-    answers = answer_questions(model, tokenizer, test, setup, on_batch=lambda n: progress.advance(n))
+    answers = answer_questions(
+        model, tokenizer, test, setup, on_batch=lambda n: progress.advance(n), ways=ways
+    )
     return answers, round(time.perf_counter() - started, 2)
 
 

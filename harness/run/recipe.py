@@ -307,7 +307,8 @@ def evaluate(
     """Step 9: the trained adapter's answers, scored, its predictions kept; empty answers stop the run."""
     setup, outcome = run.setup, run.outcome
     with run.events.span("eval"), phase(outcome, "eval"):
-        answers, seconds = timed_answers(model, tokenizer, test, setup, run.progress, "eval")
+        ways: set[str] = set()
+        answers, seconds = timed_answers(model, tokenizer, test, setup, run.progress, "eval", ways)
     outcome.add_timings(eval_s=seconds)
     with phase(outcome, "score"):
         # Where the baseline was scored: a task that remembers its scores does not score those answers again.
@@ -317,6 +318,7 @@ def evaluate(
             eval_s=seconds,
             decoded_in=decoded_in(setup, runtime_of(model)),
             merged=merges_adapter(setup, runtime_of(model)),
+            decoded_by="+".join(sorted(ways)) or None,
         )
         atomic.write_lines(run.work_dir / "predictions.jsonl", rows)
         if attached:

@@ -69,6 +69,28 @@ def test_the_steps_answer_as_generate_does(smollm2: tuple[object, object]) -> No
     assert any(a and a[-1] in stops for a in answers)
 
 
+def test_a_trained_adapter_decodes_through_peft_as_generate_does(smollm2_dir: Path) -> None:
+    # As a run's eval calls it: PEFT's model (its forward passes the cache's arguments on), adapter unmerged.
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(smollm2_dir))
+    base = AutoModelForCausalLM.from_pretrained(
+        str(smollm2_dir), dtype=torch.float32, attn_implementation="sdpa"
+    )
+    torch.manual_seed(0)
+    model = get_peft_model(
+        base, LoraConfig(r=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
+    model.eval()
+    ids, mask = left_padded(tokenizer, PROMPTS[:2])
+    stops = stop_token_ids(tokenizer, end_of_turn(tokenizer))
+    expected = generated(model, ids, mask, 12, stops)
+    with graphed_decode.eager_attention(model):
+        answers = graphed_decode.greedy_graphed(model, ids, mask, 12, stops, capture=False)
+    assert answers == expected
+
+
 def test_a_row_stopped_early_keeps_nothing_past_its_stop() -> None:
     assert graphed_decode._through_first_stop([5, 7, 2, 9, 2], [2]) == [5, 7, 2]
     assert graphed_decode._through_first_stop([5, 7], [2]) == [5, 7]
