@@ -86,6 +86,8 @@ def test_a_trained_adapter_decodes_through_peft_as_generate_does(smollm2_dir: Pa
     ids, mask = left_padded(tokenizer, PROMPTS[:2])
     stops = stop_token_ids(tokenizer, end_of_turn(tokenizer))
     expected = generated(model, ids, mask, 12, stops)
+    with model.disable_adapter():
+        assert generated(model, ids, mask, 12, stops) != expected  # the adapter moves the answers
     with graphed_decode.eager_attention(model):
         answers = graphed_decode.greedy_graphed(model, ids, mask, 12, stops, capture=False)
     assert answers == expected
