@@ -158,9 +158,9 @@ def generate_answers(
     ways: set[str] | None = None,
 ) -> list[str]:
     """Greedy answers (first line, stripped) in the order of `prompts`. `shrink`: decode with
-    greedy_shrinking (default: where shrinks_batch says), else on a GPU with the step replayed from a CUDA
-    graph where harness.run.graphed_decode applies (and `graphed`), else with generate. `ways`: gets the name of each way
-    a batch was decoded ("shrinking", "graphed", "generate"), for the record."""
+    greedy_shrinking (default: where shrinks_batch says), else on a GPU with the step replayed from a
+    CUDA graph where harness.run.graphed_decode applies (and `graphed`), else with generate. `ways` gets
+    the name of each way a batch was decoded ("shrinking", "graphed", "generate"), for the record."""
     model.eval()
     device = next(model.parameters()).device
     tokenizer.padding_side = "left"
@@ -172,41 +172,11 @@ def generate_answers(
     answers: list[str] = [""] * len(prompts)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        width = max(len(encoded[i]) for i in idx)
-        input_ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(idx), width), dtype=torch.long)
-        for row, i in enumerate(idx):
-            ids = encoded[i]
-            input_ids[row, width - len(ids) :] = torch.tensor(ids)
-            attention[row, width - len(ids) :] = 1
-        if shrinks_batch(device.type) if shrink is None else shrink:
-            way = "shrinking"
-            generated = greedy_shrinking(
-                model, input_ids.to(device), attention.to(device), max_new_tokens, stops
-            )
-        elif (
-            graphed
-            and graphed_decode.applies(model, device.type)
-            and graphed_decode.cache_fits(
-                model, len(idx), width + max_new_tokens, next(model.parameters()).dtype
-            )
-        ):
-            way = "graphed"
-            with graphed_decode.eager_attention(model):
-                generated = graphed_decode.greedy_graphed(
-                    model, input_ids.to(device), attention.to(device), max_new_tokens, stops
-                )
-        else:
-            way = "generate"
-            output = model.generate(
-                input_ids=input_ids.to(device),
-                attention_mask=attention.to(device),
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=pad_id,
-                stopping_criteria=StoppingCriteriaList([StopAtTokens(stops, width)]),
-            )
-            generated = [output[row, width:].tolist() for row in range(len(idx))]
+        input_ids, attention = _left_padded([encoded[i] for i in idx], pad_id)
+        way = decoding_way(model, shrink, graphed, input_ids.shape, max_new_tokens)
+        generated = _decoded(
+            way, model, input_ids.to(device), attention.to(device), max_new_tokens, stops, pad_id
+        )
         if ways is not None:
             ways.add(way)
         for row, i in enumerate(idx):
@@ -217,6 +187,62 @@ def generate_answers(
         if on_batch:
             on_batch(len(idx))
     return answers
+
+
+def _left_padded(encoded: Sequence[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch's token ids left-padded to its longest, and its attention mask."""
+    width = max(len(ids) for ids in encoded)
+    input_ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(encoded), width), dtype=torch.long)
+    for row, ids in enumerate(encoded):
+        input_ids[row, width - len(ids) :] = torch.tensor(ids)
+        attention[row, width - len(ids) :] = 1
+    return input_ids, attention
+
+
+def decoding_way(
+    model: Any, shrink: bool | None, graphed: bool, shape: tuple[int, ...], max_new_tokens: int
+) -> str:
+    """How a batch of `shape` (rows, width) is decoded: "shrinking", "graphed" or "generate"."""
+    parameter = next(model.parameters())
+    device = parameter.device.type
+    if shrinks_batch(device) if shrink is None else shrink:
+        return "shrinking"
+    rows, width = shape
+    if (
+        graphed
+        and graphed_decode.applies(model, device)
+        and graphed_decode.cache_fits(model, rows, width + max_new_tokens, parameter.dtype)
+    ):
+        return "graphed"
+    return "generate"
+
+
+def _decoded(
+    way: str,
+    model: Any,
+    input_ids: torch.Tensor,
+    attention: torch.Tensor,
+    max_new_tokens: int,
+    stops: set[int],
+    pad_id: int,
+) -> list[list[int]]:
+    """Each row's new tokens, decoded the `way` given (decoding_way's)."""
+    if way == "shrinking":
+        return greedy_shrinking(model, input_ids, attention, max_new_tokens, stops)
+    if way == "graphed":
+        with graphed_decode.eager_attention(model):
+            return graphed_decode.greedy_graphed(model, input_ids, attention, max_new_tokens, stops)
+    width = input_ids.shape[1]
+    output = model.generate(
+        input_ids=input_ids,
+        attention_mask=attention,
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        pad_token_id=pad_id,
+        stopping_criteria=StoppingCriteriaList([StopAtTokens(stops, width)]),
+    )
+    return [output[row, width:].tolist() for row in range(input_ids.shape[0])]
 
 
 def spaces_cleanup(tokenizer: Any) -> bool:

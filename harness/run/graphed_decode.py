@@ -83,44 +83,82 @@ def greedy_graphed(
     configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     configured = [configured] if isinstance(configured, int) else list(configured or [])
     stop_ids = torch.tensor(sorted(set(stops) | set(configured)), device=input_ids.device)
-    rows, width = input_ids.shape
-    length = width + max_new_tokens
-    device = input_ids.device
-    dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
-    low = torch.finfo(dtype).min  # not -inf: a row of padding attends to nothing and stays finite
-    cache = StaticCache(config=model.config, max_cache_len=length)
-    seen = torch.zeros(rows, length, dtype=torch.bool, device=device)
+    width = input_ids.shape[1]
+    cache = StaticCache(config=model.config, max_cache_len=width + max_new_tokens)
+    seen = torch.zeros(input_ids.shape[0], width + max_new_tokens, dtype=torch.bool, device=input_ids.device)
     seen[:, :width] = attention.bool()
-    causal = torch.ones(width, length, dtype=torch.bool, device=device).tril()
-    prefill_mask = torch.zeros(rows, 1, width, length, dtype=dtype, device=device)
-    prefill_mask.masked_fill_(~(causal[None, None] & seen[:, None, None, :]), low)
+    step, out = _decode_step(
+        model, cache, seen, *_prefilled(model, input_ids, attention, cache, seen), max_new_tokens
+    )
+    produced = 1
+    run = step
+    if capture and max_new_tokens > 1 + WARM_STEPS:
+        run = _captured(step)
+        produced += WARM_STEPS
+    while produced < max_new_tokens:
+        if produced % CHECK_EVERY == 0 and bool(torch.isin(out[:, :produced], stop_ids).any(1).all()):
+            break
+        run()
+        produced += 1
+    return [_through_first_stop(row, stop_ids.tolist()) for row in out[:, :produced].tolist()]
+
+
+def _low(model: Any) -> float:
+    """The additive mask's "never": finfo.min, not -inf, so a row of padding attends to nothing and stays
+    finite."""
+    return torch.finfo(next(p.dtype for p in model.parameters() if p.is_floating_point())).min
+
+
+def _prefilled(
+    model: Any, input_ids: torch.Tensor, attention: torch.Tensor, cache: Any, seen: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The prompt through the model into the static cache, eagerly: the last position's logits and each
+    row's positions."""
+    rows, width = input_ids.shape
+    device = input_ids.device
+    causal = torch.ones(width, seen.shape[1], dtype=torch.bool, device=device).tril()
+    mask = torch.zeros(rows, 1, width, seen.shape[1], dtype=next(model.parameters()).dtype, device=device)
+    mask.masked_fill_(~(causal[None, None] & seen[:, None, None, :]), _low(model))
     # Positions as generate derives them from a left-padded mask (padding positions are masked anyway).
     positions = (attention.long().cumsum(-1) - 1).clamp_min(0)
     logits = model(
         input_ids=input_ids,
-        attention_mask=prefill_mask,
+        attention_mask=mask,
         position_ids=positions,
         past_key_values=cache,
         cache_position=torch.arange(width, device=device),
         use_cache=True,
         logits_to_keep=1,
     ).logits[:, -1]
-    del prefill_mask
+    return logits, positions
+
+
+def _decode_step(
+    model: Any,
+    cache: Any,
+    seen: torch.Tensor,
+    logits: torch.Tensor,
+    positions: torch.Tensor,
+    max_new_tokens: int,
+) -> tuple[Any, torch.Tensor]:
+    """The decode step, which advances its own inputs (held at fixed addresses, as a graph replays them),
+    and the output it writes each step's token into (the first, from the prefill's logits, written here)."""
+    rows, width = positions.shape
+    device = positions.device
     out = torch.zeros(rows, max_new_tokens, dtype=torch.long, device=device)
     token = logits.argmax(-1, keepdim=True)
     out[:, :1] = token
-    # The step's inputs at fixed addresses; the step advances them itself.
     position = positions[:, -1:] + 1
     where = torch.full((1,), width, dtype=torch.long, device=device)
     index = torch.ones(1, dtype=torch.long, device=device)
-    step_mask = torch.zeros(rows, 1, 1, length, dtype=dtype, device=device)
-    step_mask.masked_fill_(~seen[:, None, None, :], low)
+    mask = torch.zeros(rows, 1, 1, seen.shape[1], dtype=next(model.parameters()).dtype, device=device)
+    mask.masked_fill_(~seen[:, None, None, :], _low(model))
 
     def step() -> None:
-        step_mask.index_fill_(3, where, 0.0)  # this step's own position is attended from now on
+        mask.index_fill_(3, where, 0.0)  # this step's own position is attended from now on
         logits = model(
             input_ids=token,
-            attention_mask=step_mask,
+            attention_mask=mask,
             position_ids=position,
             past_key_values=cache,
             cache_position=where,
@@ -133,18 +171,7 @@ def greedy_graphed(
         where.add_(1)
         index.add_(1)
 
-    produced = 1
-    run = step
-    if capture and max_new_tokens > 1 + WARM_STEPS:
-        run = _captured(step)
-        produced += WARM_STEPS
-    while produced < max_new_tokens:
-        if produced % CHECK_EVERY == 0 and bool(torch.isin(out[:, :produced], stop_ids).any(1).all()):
-            break
-        run()
-        produced += 1
-    tokens = out[:, :produced].tolist()
-    return [_through_first_stop(row, stop_ids.tolist()) for row in tokens]
+    return step, out
 
 
 def _captured(step: Any) -> Any:
