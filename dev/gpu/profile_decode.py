@@ -203,16 +203,60 @@ def attention_variants(model, ids, mask, new: int, reference: torch.Tensor) -> N
     model.set_attn_implementation("sdpa")
 
 
+def harness_against_generate(model, ids, mask, new: int) -> None:
+    """harness.run.graphed_decode.greedy_graphed, captured, as a run's eval calls it (eager_attention around
+    it), against generate's tokens cut after the first stop: the base model, then PEFT's with an adapter that
+    moves the answers, unmerged and merged. Stops: tokens generate chose first at varied steps of some rows,
+    so rows stop at different steps and the cut is exercised."""
+    from peft import LoraConfig, get_peft_model
+
+    from harness.run import graphed_decode
+
+    def cut(tokens: list[list[int]], stops: set[int]) -> list[list[int]]:
+        return [graphed_decode._through_first_stop(row, sorted(stops)) for row in tokens]
+
+    def compare(name: str, decoding) -> None:
+        reference = by_generate(decoding, ids, mask, new)[0]
+        rows = reference.tolist()
+        # A token first met at step 5 + r % 40 of row r: rows stop at different steps (where tokens vary).
+        stops = {
+            row[5 + r % 40] for r, row in enumerate(rows[:60]) if row[5 + r % 40] not in row[: 5 + r % 40]
+        }
+        expected = cut(reference.tolist(), stops)
+        for _ in range(3):
+            sync()
+            started = time.perf_counter()
+            with graphed_decode.eager_attention(decoding):
+                answers = graphed_decode.greedy_graphed(decoding, ids, mask, new, stops)
+            sync()
+            seconds = time.perf_counter() - started
+        same = sum(a == e for a, e in zip(answers, expected, strict=True))
+        lengths = sorted(len(a) for a in answers)
+        print(f"harness {name:16s} {seconds:.3f} s (third of 3), rows equal to generate's {same}/{len(answers)}, "
+              f"answer lengths {lengths[0]}-{lengths[-1]}", flush=True)  # fmt: skip
+
+    compare("base", model)
+    torch.manual_seed(0)
+    peft = get_peft_model(model, LoraConfig(r=16, target_modules="all-linear", init_lora_weights=False))
+    peft.eval()
+    compare("peft unmerged", peft)
+    peft.merge_adapter()
+    compare("peft merged", peft)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=300)
     parser.add_argument("--new", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--mode", choices=("variants", "attention"), default="variants")
+    parser.add_argument("--mode", choices=("variants", "attention", "harness"), default="variants")
     args = parser.parse_args()
     model, ids, mask = model_and_prompts(args.rows, "cuda")
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; {args.rows} rows, prompt width "
           f"{ids.shape[1]}, {args.new} new tokens, fp32, random weights", flush=True)  # fmt: skip
+    if args.mode == "harness":
+        harness_against_generate(model, ids, mask, args.new)
+        return
     if args.mode == "attention":
         reference = by_generate(model, ids, mask, args.new)[0]
         kernels(model, ids, mask, 16)
