@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
@@ -174,7 +175,7 @@ def generate_answers(
         idx = order[start : start + batch_size]
         input_ids, attention = _left_padded([encoded[i] for i in idx], pad_id)
         way = decoding_way(model, shrink, graphed, input_ids.shape, max_new_tokens)
-        generated = _decoded(
+        generated, way = _decoded(
             way, model, input_ids.to(device), attention.to(device), max_new_tokens, stops, pad_id
         )
         if ways is not None:
@@ -226,13 +227,22 @@ def _decoded(
     max_new_tokens: int,
     stops: set[int],
     pad_id: int,
-) -> list[list[int]]:
-    """Each row's new tokens, decoded the `way` given (decoding_way's)."""
+) -> tuple[list[list[int]], str]:
+    """Each row's new tokens, decoded the `way` given (decoding_way's), and the way they were decoded: a
+    graphed decode this model's forward refuses to capture (it reads a device value back, say) is said on
+    stderr and decoded with generate instead, so the eval ends and its record says how it decoded."""
     if way == "shrinking":
-        return greedy_shrinking(model, input_ids, attention, max_new_tokens, stops)
+        return greedy_shrinking(model, input_ids, attention, max_new_tokens, stops), way
     if way == "graphed":
-        with graphed_decode.eager_attention(model):
-            return graphed_decode.greedy_graphed(model, input_ids, attention, max_new_tokens, stops)
+        try:
+            with graphed_decode.eager_attention(model):
+                return graphed_decode.greedy_graphed(model, input_ids, attention, max_new_tokens, stops), way
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            print(
+                f"lorabench: eval: the CUDA-graph decode failed ({first}); decoding with generate",
+                file=sys.stderr,
+            )
     width = input_ids.shape[1]
     output = model.generate(
         input_ids=input_ids,
@@ -242,7 +252,7 @@ def _decoded(
         pad_token_id=pad_id,
         stopping_criteria=StoppingCriteriaList([StopAtTokens(stops, width)]),
     )
-    return [output[row, width:].tolist() for row in range(input_ids.shape[0])]
+    return [output[row, width:].tolist() for row in range(input_ids.shape[0])], "generate"
 
 
 def spaces_cleanup(tokenizer: Any) -> bool:

@@ -103,3 +103,30 @@ def test_it_applies_to_grouped_attention_on_a_gpu_only(smollm2: tuple[object, ob
     assert graphed_decode.applies(model, "cuda")
     assert not graphed_decode.applies(model, "cpu")
     assert not graphed_decode.applies(torch.nn.Linear(2, 2), "cuda")  # no attention module at all
+
+
+def test_a_capture_the_forward_refuses_is_said_and_decoded_with_generate(
+    smollm2: tuple[object, object], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.run import evaluate
+
+    model, tokenizer = smollm2
+
+    def refused(*args: object, **kwargs: object) -> list[list[int]]:
+        raise RuntimeError("operation not permitted when stream is capturing\nmore detail")
+
+    expected = evaluate.generate_answers(
+        model, tokenizer, PROMPTS[:2], batch_size=2, max_new_tokens=8, shrink=False
+    )
+    monkeypatch.setattr(graphed_decode, "greedy_graphed", refused)
+    monkeypatch.setattr(evaluate, "decoding_way", lambda *args: "graphed")
+    ways: set[str] = set()
+    answers = evaluate.generate_answers(
+        model, tokenizer, PROMPTS[:2], batch_size=2, max_new_tokens=8, ways=ways
+    )
+    assert ways == {"generate"}  # the record says how it was decoded in the end
+    assert answers == expected and any(answers)
+    assert (
+        "lorabench: eval: the CUDA-graph decode failed (operation not permitted when stream is capturing); "
+        "decoding with generate" in capsys.readouterr().err
+    )
