@@ -7,7 +7,7 @@ eagerly under an additive 4-D mask, and one decode step (the last token's forwar
 attention, its argmax written to the output, the next step's inputs advanced on the device) is captured once
 and replayed; the host reads the output every CHECK_EVERY steps to stop once every row has produced a stop
 token. SmolLM2-135M's shape, fp32, 300 rows, 64 new tokens, on an H100 (dev/gpu/profile_decode.py
---mode attention): a step 9.6-9.8 ms against 36-51 ms in a plain loop under any attention transformers
+--mode attention): a step 9.6-9.8 ms against 36-52 ms in a plain loop under any attention transformers
 offers, 300 of 300 rows' tokens equal to `generate`'s.
 
 Where: the eval's decode on CUDA where every attention module is one `grouped_eager_attention` serves
