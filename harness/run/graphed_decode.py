@@ -8,7 +8,8 @@ attention, its argmax written to the output, the next step's inputs advanced on 
 and replayed; the host reads the output every CHECK_EVERY steps to stop once every row has produced a stop
 token. SmolLM2-135M's shape, fp32, 300 rows, 64 new tokens, on an H100 (dev/gpu/profile_decode.py
 --mode attention): a step 9.6-9.8 ms against 36-52 ms in a plain loop under any attention transformers
-offers, 300 of 300 rows' tokens equal to `generate`'s.
+offers, 300 of 300 rows' tokens equal to `generate`'s (random weights: the mechanics, not a trained model's
+answers; the harness's own function has not yet run captured on a GPU).
 
 Where: the eval's decode on CUDA where every attention module is one `grouped_eager_attention` serves
 (transformers' plain eager attention: LlamaAttention) and the static cache fits in half the free memory;
@@ -84,12 +85,17 @@ def greedy_graphed(
     configured = [configured] if isinstance(configured, int) else list(configured or [])
     stop_ids = torch.tensor(sorted(set(stops) | set(configured)), device=input_ids.device)
     width = input_ids.shape[1]
+    dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
     cache = StaticCache(config=model.config, max_cache_len=width + max_new_tokens)
-    seen = torch.zeros(input_ids.shape[0], width + max_new_tokens, dtype=torch.bool, device=input_ids.device)
-    seen[:, :width] = attention.bool()
-    step, out = _decode_step(
-        model, cache, seen, *_prefilled(model, input_ids, attention, cache, seen), max_new_tokens
+    # Which keys each row may attend, additive: 0, or finfo.min (not -inf: a row of padding attends to
+    # nothing and stays finite) for its padding and the positions not yet decoded.
+    rows = input_ids.shape[0]
+    keys = torch.full(
+        (rows, width + max_new_tokens), torch.finfo(dtype).min, dtype=dtype, device=input_ids.device
     )
+    keys[:, :width].masked_fill_(attention.bool(), 0.0)
+    logits, positions = _prefilled(model, input_ids, attention, cache, keys)
+    step, out = _decode_step(model, cache, keys, logits, positions, max_new_tokens)
     produced = 1
     run = step
     if capture and max_new_tokens > 1 + WARM_STEPS:
@@ -103,22 +109,20 @@ def greedy_graphed(
     return [_through_first_stop(row, stop_ids.tolist()) for row in out[:, :produced].tolist()]
 
 
-def _low(model: Any) -> float:
-    """The additive mask's "never": finfo.min, not -inf, so a row of padding attends to nothing and stays
-    finite."""
-    return torch.finfo(next(p.dtype for p in model.parameters() if p.is_floating_point())).min
-
-
 def _prefilled(
-    model: Any, input_ids: torch.Tensor, attention: torch.Tensor, cache: Any, seen: torch.Tensor
+    model: Any,
+    input_ids: torch.Tensor,
+    attention: torch.Tensor,
+    cache: Any,
+    keys: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The prompt through the model into the static cache, eagerly: the last position's logits and each
     row's positions."""
     rows, width = input_ids.shape
     device = input_ids.device
-    causal = torch.ones(width, seen.shape[1], dtype=torch.bool, device=device).tril()
-    mask = torch.zeros(rows, 1, width, seen.shape[1], dtype=next(model.parameters()).dtype, device=device)
-    mask.masked_fill_(~(causal[None, None] & seen[:, None, None, :]), _low(model))
+    causal = torch.ones(width, keys.shape[1], dtype=torch.bool, device=device).tril()
+    mask = keys[:, None, None, :].expand(rows, 1, width, keys.shape[1]).clone()
+    mask.masked_fill_(~causal, torch.finfo(keys.dtype).min)
     # Positions as generate derives them from a left-padded mask (padding positions are masked anyway).
     positions = (attention.long().cumsum(-1) - 1).clamp_min(0)
     logits = model(
@@ -136,7 +140,7 @@ def _prefilled(
 def _decode_step(
     model: Any,
     cache: Any,
-    seen: torch.Tensor,
+    keys: torch.Tensor,
     logits: torch.Tensor,
     positions: torch.Tensor,
     max_new_tokens: int,
@@ -151,8 +155,7 @@ def _decode_step(
     position = positions[:, -1:] + 1
     where = torch.full((1,), width, dtype=torch.long, device=device)
     index = torch.ones(1, dtype=torch.long, device=device)
-    mask = torch.zeros(rows, 1, 1, seen.shape[1], dtype=next(model.parameters()).dtype, device=device)
-    mask.masked_fill_(~seen[:, None, None, :], _low(model))
+    mask = keys[:, None, None, :].clone()
 
     def step() -> None:
         mask.index_fill_(3, where, 0.0)  # this step's own position is attended from now on
