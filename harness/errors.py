@@ -40,7 +40,7 @@ _OS_FIXES = {
     "EROFS": "that filesystem is read-only; give a writable folder",
     "EACCES": "no permission there; give a folder you may write, or fix its permissions",
     "EPERM": "not permitted there; give a folder you may write",
-    "ENOENT": "it does not exist (was it removed while the run went on?)",
+    "ENOENT": "it, or a folder on its path, does not exist (or was removed meanwhile); create it or give another path",
     "ENOTDIR": "a part of that path is a file, not a folder; give another path",
     "EISDIR": "that is a folder where a file was expected; give a file",
     "EEXIST": "something is already there; remove it or choose another name",

@@ -128,6 +128,7 @@ CASES = [
          env={"HF_DATASETS_OFFLINE": "0", "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}),
     Case("fetch: data hub id, offline, not cached", ("fetch", "--data", "nobody/no-data"), "could not fetch"),
     Case("report: output a file", ("report", "{tmp}", "-o", "{tmp}/afile"), "-o/--output: ", files={"afile": "x"}),
+    Case("report: output where no folder can be made", ("report", "{tmp}", "-o", "/proc/lorabench/out"), "create it or give another path"),
     Case("publish: --to a file", ("publish", "{tmp}", "--to", "{tmp}/afile"), "--to: ", files={"afile": "x"}),
     Case("model: gguf_file not in the folder", (*WITH_DATA, "--set", "model.gguf_file=x.gguf"), "model.gguf_file"),
     Case("model: empty source", (*WITH_DATA, "--set", "model.source="), "model.source"),
