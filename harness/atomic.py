@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Generator
@@ -83,11 +84,19 @@ def folder_or_parent(folder: Path, label: str, fix: str) -> Path:
     try:
         existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
     except OSError as exc:
-        raise UserError(f"{label}: {folder} cannot be used: {describe_os_error(exc)}; {fix}") from None
+        raise UserError(f"{label}: {folder} cannot be used: {_cause_and_fix(exc, fix)}") from None
     if not existing.is_dir():
         where = "is a file" if existing == folder else f"is under a file, {existing}"
         raise UserError(f"{label}: {folder} {where}; {fix}")
     return existing
+
+
+def _cause_and_fix(exc: OSError, fix: str) -> str:
+    """The fault and one fix: where the fault's own fix already says to give another folder (a read-only
+    disk, no permission), the caller's adds only where to give it ("--results DIR"), not the same advice again."""
+    cause = describe_os_error(exc)
+    where = re.search(r"\(([^()]*)\)$", fix)
+    return f"{cause} ({where[1]})" if where and "give a" in cause else f"{cause}; {fix}"
 
 
 def check_writable_dir(folder: Path, label: str, fix: str) -> Path:
@@ -102,5 +111,5 @@ def check_writable_dir(folder: Path, label: str, fix: str) -> Path:
             probe.flush()
             os.fsync(probe.fileno())
     except OSError as exc:
-        raise UserError(f"{label}: {folder} cannot be written: {describe_os_error(exc)}; {fix}") from None
+        raise UserError(f"{label}: {folder} cannot be written: {_cause_and_fix(exc, fix)}") from None
     return existing

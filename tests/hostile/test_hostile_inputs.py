@@ -166,7 +166,7 @@ CASES = [
     # The results folder.
     Case("results: a file", (*WITH_DATA, "--results", "{tmp}/afile"), "is a file", files={"afile": "x"}),
     Case("results: under a file", (*WITH_DATA, "--results", "{tmp}/afile/sub"), "is under a file", files={"afile": "x"}),
-    Case("results: read-only", (*WITH_DATA, "--results", "{tmp}/mnt"), "cannot be written", mount="read-only"),
+    Case("results: read-only", (*WITH_DATA, "--results", "{tmp}/mnt"), "read-only; give a writable folder (--results DIR)", mount="read-only"),
     Case("results: disk full", (*WITH_DATA, "--results", "{tmp}/mnt"), "free space", mount="full"),
     Case("results: 1 MiB free", (*WITH_DATA, "--results", "{tmp}/mnt"), "MiB free", mount="small"),
     Case("doctor: results a file", ("doctor", "--no-guard", "--results", "{tmp}/afile"), "is a file", files={"afile": "x"}),
