@@ -58,6 +58,17 @@ def decoded_in(setup: SetupConfig, runtime: Runtime) -> str:
     return runtime.precision
 
 
+def adapter_autocast(model: Any, device_type: str, precision: str) -> contextlib.AbstractContextManager:
+    """Decoding in half precision with an adapter on: its fp32 LoRA weights multiply in that precision, under
+    autocast, as they did in training (the Trainer's own autocast is taken off the model when training ends,
+    harness.backends.hf.train), so a run's answers are its adapter's scored later (eval.adapter). Not for the
+    baseline (no adapter), nor in fp32."""
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    if dtype is None or not hasattr(model, "peft_config"):
+        return contextlib.nullcontext()
+    return torch.autocast(device_type, dtype=dtype)
+
+
 def merges_adapter(setup: SetupConfig, runtime: Runtime) -> bool:
     """Whether eval decodes with the LoRA weights folded in: `eval.merge_adapter`, auto resolved (see
     EvalConfig); never for a quantized base (the merge would re-quantize its weights) nor for Unsloth,
@@ -212,6 +223,7 @@ def decoding_way(
     rows, width = shape
     if (
         graphed
+        and not torch.is_autocast_enabled(device)  # its static cache takes one dtype for keys and values
         and graphed_decode.applies(model, device)
         and graphed_decode.cache_fits(model, rows, width + max_new_tokens, parameter.dtype)
     ):
@@ -375,7 +387,9 @@ def answer_questions(
     # Eager attention on a CPU without copying the KV cache's heads for every new token (64 questions on the
     # EPYC: 1.05–1.08×, answers identical; harness/backends/grouped_attention.py).
     grouped = grouped_eager(runtime.device == "cpu" and runtime.attention == "eager")
-    with decoding_precision(model, decoded_in(setup, runtime)), adapter_merged(model, merged), lean, grouped:
+    precision = decoded_in(setup, runtime)
+    autocast = adapter_autocast(model, runtime.device, precision)
+    with decoding_precision(model, precision), adapter_merged(model, merged), lean, grouped, autocast:
         return generate_answers(
             model,
             tokenizer,

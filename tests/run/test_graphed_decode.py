@@ -105,6 +105,22 @@ def test_it_applies_to_grouped_attention_on_a_gpu_only(smollm2: tuple[object, ob
     assert not graphed_decode.applies(torch.nn.Linear(2, 2), "cuda")  # no attention module at all
 
 
+def test_a_decode_under_autocast_is_not_graphed(
+    smollm2: tuple[object, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Autocast gives fp32 keys (rotated by fp32 angles) and bf16 values, and the static cache takes one
+    dtype for both: the capture failed so in every trained eval on the H200 until the Trainer's autocast
+    was taken off the trained model. A half-precision eval with an adapter decodes under autocast."""
+    from harness.run.evaluate import decoding_way
+
+    model, _ = smollm2
+    monkeypatch.setattr(graphed_decode, "applies", lambda *args: True)  # as on a GPU
+    monkeypatch.setattr(graphed_decode, "cache_fits", lambda *args: True)
+    assert decoding_way(model, False, True, (4, 20), 8) == "graphed"
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert decoding_way(model, False, True, (4, 20), 8) == "generate"
+
+
 def test_a_capture_the_forward_refuses_is_said_and_decoded_with_generate(
     smollm2: tuple[object, object], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
