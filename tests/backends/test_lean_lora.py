@@ -92,8 +92,9 @@ def test_eval_decodes_the_same_answers_through_the_lean_forward(tiny_model_dir: 
     examples = tiny_sql_examples(6)
     prompts = [render_prompt(tokenizer, ex) for ex in examples]
     batch = evaluate.eval_batch_size(setup.eval.batch_size, "cpu")  # as answer_questions batches them
-    peft_answers = evaluate.generate_answers(model, tokenizer, prompts, batch_size=batch, max_new_tokens=12,
-                                             end_of_turn=end_of_turn(tokenizer))  # fmt: skip
+    with evaluate.adapter_autocast(model, "cpu", "bf16"):  # as answer_questions decodes a bf16 adapter
+        peft_answers = evaluate.generate_answers(model, tokenizer, prompts, batch_size=batch, max_new_tokens=12,
+                                                 end_of_turn=end_of_turn(tokenizer))  # fmt: skip
     entered: list[int] = []
     original = evaluate.lean_lora_forward
 
