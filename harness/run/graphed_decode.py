@@ -8,8 +8,9 @@ attention, its argmax written to the output, the next step's inputs advanced on 
 and replayed; the host reads the output every CHECK_EVERY steps to stop once every row has produced a stop
 token. SmolLM2-135M's shape, fp32, 300 rows, 64 new tokens, on an H100 (dev/gpu/profile_decode.py
 --mode attention): a step 9.6-9.8 ms against 36-52 ms in a plain loop under any attention transformers
-offers, 300 of 300 rows' tokens equal to `generate`'s (random weights: the mechanics, not a trained model's
-answers; the harness's own function has not yet run captured on a GPU).
+offers, 300 of 300 rows' tokens equal to `generate`'s. In Exp A's real runs on an H100 a seed's trained eval took
+1.5-2.2 s against 3.9-5.0 s with `generate`, every answer of its 15 runs equal to the published records'
+(reports/benchmarks/h100/2026-12-05-graphed-eval.txt).
 
 Where: the eval's decode on CUDA where every attention module is one `grouped_eager_attention` serves
 (transformers' plain eager attention: LlamaAttention) and the static cache fits in half the free memory;
