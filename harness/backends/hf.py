@@ -426,8 +426,8 @@ def run_sft(
     # A resumed run's train_s adds the stopped attempt's; its phases are this process's wall clock only.
     outcome.train_s = trained_here + (resume[1].train_s if resume else 0.0)
     # Accelerate's mixed precision wraps the model's forward in autocast for training and leaves it so: the
-    # eval's "fp32" decode then multiplied in bf16, and a run's answers differed from its adapter's scored
-    # later (eval.adapter). Unwrapped, eval decodes as eval.precision says (harness.run.evaluate).
+    # eval's "fp32" decode then multiplied in bf16, unlike its adapter scored later (eval.adapter), which
+    # decoded without autocast. Unwrapped, eval decodes as eval.precision says (harness.run.evaluate).
     outcome.model = trainer.accelerator.unwrap_model(trainer.model, keep_fp32_wrapper=False)
     outcome.model.config.use_cache = True
     outcome.phases["after_steps"] = time.time() - after
