@@ -47,12 +47,19 @@ def eval_batch_size(configured: int | str, device: str) -> int:
     return GPU_EVAL_BATCH if device == "cuda" else CPU_EVAL_BATCH
 
 
+def plain_base(setup: SetupConfig) -> bool:
+    """Backend hf over a base that is not 4-bit: one eval may lift to fp32, fold an adapter into, and decode
+    from a CUDA graph. A 4-bit base's weights are packed (a merge would re-quantize them; its kernels were
+    never graphed); Unsloth decodes through its own patched model. The setup says it, not the loaded model:
+    its first parameter reads bf16 over a 4-bit base."""
+    return setup.backend == "hf" and setup.precision != "4bit"
+
+
 def decoded_in(setup: SetupConfig, runtime: Runtime) -> str:
     """The precision eval decodes in: `eval.precision`, auto resolved (see EvalConfig)."""
     if setup.eval.precision == "fp32":
         return "fp32"
-    # A 4-bit base cannot be lifted (its weights are packed); Unsloth decodes through its own kernels.
-    liftable = setup.backend == "hf" and setup.precision != "4bit" and runtime.precision in ("bf16", "fp16")
+    liftable = plain_base(setup) and runtime.precision in ("bf16", "fp16")
     if setup.eval.precision == "auto" and runtime.device == "cuda" and liftable:
         return "fp32"
     return runtime.precision
@@ -64,21 +71,20 @@ def adapter_autocast(model: Any, device_type: str, precision: str) -> contextlib
     harness.backends.hf.train), so a run's answers are its adapter's scored later (eval.adapter). Not for the
     baseline (no adapter), nor in fp32."""
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-    if dtype is None or not hasattr(model, "peft_config"):
+    if dtype is None or not hasattr(model, "merge_adapter"):  # no adapter on (as adapter_merged tells)
         return contextlib.nullcontext()
     return torch.autocast(device_type, dtype=dtype)
 
 
 def merges_adapter(setup: SetupConfig, runtime: Runtime) -> bool:
     """Whether eval decodes with the LoRA weights folded in: `eval.merge_adapter`, auto resolved (see
-    EvalConfig); never for a quantized base (the merge would re-quantize its weights) nor for Unsloth,
-    which decodes through its own patched model."""
+    EvalConfig); only over a plain base (`plain_base`)."""
     configured = setup.eval.merge_adapter
     if configured == "auto":
         wanted = runtime.device == "cuda" and decoded_in(setup, runtime) == "fp32"
     else:
         wanted = bool(configured)
-    return wanted and setup.backend == "hf" and setup.precision != "4bit"
+    return wanted and plain_base(setup)
 
 
 class StopAtTokens(StoppingCriteria):
@@ -293,16 +299,12 @@ def greedy_shrinking(
     token included (as generate's output holds it before its padding). Left-padded input, as here."""
     from transformers import DynamicCache
 
-    # generate also stops at the model's own end-of-sequence ids (its generation config): so does this.
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    configured = [configured] if isinstance(configured, int) else list(configured or [])
-    stop_ids = torch.tensor(sorted(set(stops) | set(configured)), device=input_ids.device)
+    stop_ids = graphed_decode.stop_id_tensor(model, stops, input_ids.device)
     rows = input_ids.shape[0]
     generated: list[list[int]] = [[] for _ in range(rows)]
     alive = list(range(rows))
     cache = DynamicCache()
-    # Positions as generate derives them from a left-padded mask (padding positions are masked anyway).
-    positions = (attention.long().cumsum(-1) - 1).clamp_min(0)
+    positions = graphed_decode.left_padded_positions(attention)
     with contiguous_head_input(model):
         logits = model(
             input_ids=input_ids,
@@ -398,8 +400,7 @@ def answer_questions(
             max_new_tokens=setup.eval.max_new_tokens,
             end_of_turn=end_of_turn(tokenizer),
             on_batch=on_batch,
-            # Not for Unsloth's patched attention nor a 4-bit base's kernels: measured on neither.
-            graphed=setup.backend == "hf" and runtime.precision != "4bit",
+            graphed=plain_base(setup),
             ways=ways,
         )
 

@@ -66,6 +66,19 @@ def eager_attention(model: Any) -> Generator[None]:
         base.set_attn_implementation(before)
 
 
+def stop_id_tensor(model: Any, stops: set[int], device: torch.device) -> torch.Tensor:
+    """`stops` and the model's own end-of-sequence ids (its generation config), where generate also stops:
+    for this decode and greedy_shrinking alike."""
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    configured = [configured] if isinstance(configured, int) else list(configured or [])
+    return torch.tensor(sorted(set(stops) | set(configured)), device=device)
+
+
+def left_padded_positions(attention: torch.Tensor) -> torch.Tensor:
+    """Each token's position as generate derives it from a left-padded mask (padding's are masked anyway)."""
+    return (attention.long().cumsum(-1) - 1).clamp_min(0)
+
+
 @torch.no_grad()
 def greedy_graphed(
     model: Any,
@@ -81,10 +94,7 @@ def greedy_graphed(
     same steps eagerly, for a CPU's tests)."""
     from transformers import StaticCache
 
-    # generate also stops at the model's own end-of-sequence ids (its generation config): so does this.
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    configured = [configured] if isinstance(configured, int) else list(configured or [])
-    stop_ids = torch.tensor(sorted(set(stops) | set(configured)), device=input_ids.device)
+    stop_ids = stop_id_tensor(model, stops, input_ids.device)
     width = input_ids.shape[1]
     dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
     cache = StaticCache(config=model.config, max_cache_len=width + max_new_tokens)
@@ -124,8 +134,7 @@ def _prefilled(
     causal = torch.ones(width, keys.shape[1], dtype=torch.bool, device=device).tril()
     mask = keys[:, None, None, :].expand(rows, 1, width, keys.shape[1]).clone()
     mask.masked_fill_(~causal, torch.finfo(keys.dtype).min)
-    # Positions as generate derives them from a left-padded mask (padding positions are masked anyway).
-    positions = (attention.long().cumsum(-1) - 1).clamp_min(0)
+    positions = left_padded_positions(attention)
     logits = model(
         input_ids=input_ids,
         attention_mask=mask,

@@ -146,3 +146,19 @@ def test_a_capture_the_forward_refuses_is_said_and_decoded_with_generate(
         "lorabench: eval: the CUDA-graph decode failed (operation not permitted when stream is capturing); "
         "decoding with generate" in capsys.readouterr().err
     )
+
+
+def test_a_4bit_base_is_never_graphed(
+    smollm2: tuple[object, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The setup says 4-bit, not the loaded model (its first parameter reads bf16 over a 4-bit base): the
+    graphed decode was offered to one when the model's precision was asked."""
+    from harness.config import load_setup
+    from harness.run import evaluate
+
+    model, tokenizer = smollm2
+    asked: dict[str, object] = {}
+    monkeypatch.setattr(evaluate, "generate_answers", lambda *args, **kwargs: asked.update(kwargs) or [])
+    for precision, graphed in (("4bit", False), ("bf16", True)):
+        evaluate.answer_questions(model, tokenizer, [], load_setup(None, [f"precision={precision}"]))
+        assert asked["graphed"] is graphed
