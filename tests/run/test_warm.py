@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 from collections.abc import Generator
 from pathlib import Path
 
@@ -158,6 +159,35 @@ def test_a_worker_adopts_the_server_bench_started_for_it(
         assert pool.processes[0].wait(timeout=30) == 0
     finally:
         pool.close()
+
+
+def test_one_pool_process_imports_the_stack_once_and_serves_every_worker(
+    tmp_path: Path, no_server: None
+) -> None:
+    """Two workers' servers from one process: it imports the stack, forks gw1's server and serves gw0 itself;
+    both say ready to their worker, and bench's close ends them both (the forked one is in its group)."""
+    pool = launch.start_trainer_pool(tmp_path / "pool", 2, dict(os.environ))
+    assert pool is not None
+    try:
+        [top] = pool.processes
+        workers = [socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(2)]
+        for sock, name in zip(workers, ("gw0", "gw1"), strict=True):
+            sock.connect(str(pool.folder / f"{name}.sock"))
+        for sock in workers:
+            assert warm.receive(sock)[0] == {"ready": True}
+        group = [p for p in psutil.process_iter() if _group_of(p) == top.pid]
+        assert len(group) == 2, "the first worker's server and one fork"
+    finally:
+        pool.close()
+    _, alive = psutil.wait_procs(group, timeout=30)  # a zombie is ended, left to whoever adopted it to reap
+    assert all(p.status() == psutil.STATUS_ZOMBIE for p in alive), "a forked server outlived bench's close"
+
+
+def _group_of(process: psutil.Process) -> int | None:
+    try:
+        return os.getpgid(process.pid)
+    except OSError:
+        return None
 
 
 def test_a_pool_server_no_worker_adopts_ends_with_bench(tmp_path: Path, no_server: None) -> None:

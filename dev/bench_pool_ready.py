@@ -1,0 +1,62 @@
+"""Seconds from `lorabench bench` starting its warm trainer pool (harness/run/warm_pool.py) until every one
+of its K servers has imported the trainer stack and says ready, as a suite's K workers would find them;
+and the servers' resident memory then, summed (shared pages counted once per process: psutil's rss).
+
+Usage: python dev/bench_pool_ready.py [K]   (default 3: Exp A's seeds on one GPU under MPS)
+Run it from two checkouts with farm-bench to compare two ways of starting the pool.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from harness.run import launch, warm
+
+
+def main() -> None:
+    workers = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    with tempfile.TemporaryDirectory(prefix="pool-ready-") as folder:
+        started = time.perf_counter()
+        pool = launch.start_trainer_pool(Path(folder) / "warm", workers, dict(os.environ))
+        assert pool is not None, "no pool started"
+        try:
+            socks = []
+            for index in range(workers):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                sock.connect(str(pool.folder / f"gw{index}.sock"))
+                socks.append(sock)
+            for sock in socks:
+                warm.receive(sock)
+            ready = time.perf_counter() - started
+            servers = [
+                p for p in psutil.process_iter() if p.ppid() == os.getpid() or p.pid in _pool_pids(pool)
+            ]
+            rss = sum(p.memory_info().rss for p in servers) / 2**30
+            uss = sum(p.memory_full_info().uss for p in servers) / 2**30
+            print(f"{workers} servers ready in {ready:.2f} s; {len(servers)} processes, rss {rss:.2f} GiB, "
+                  f"unique {uss:.2f} GiB", flush=True)  # fmt: skip
+        finally:
+            pool.close()
+
+
+def _pool_pids(pool: object) -> set[int]:
+    groups = {p.pid for p in pool.processes}  # type: ignore[attr-defined]
+    found = set()
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) in groups:
+                found.add(process.pid)
+        except OSError:
+            continue
+    return found
+
+
+if __name__ == "__main__":
+    main()
