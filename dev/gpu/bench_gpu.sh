@@ -8,7 +8,7 @@
 #   $PARTA (default .carry/a)  GGUF part A (part-a); the data (random-sample.jsonl) and the peer
 #                              (plain_peft_sql.py) when they fit; for mfu-kernels lbcache/models/qwen3-4b-random
 #   $PARTB (default .carry/b)  GGUF part B (part-b), for join, and the data when it did not fit in $PARTA
-#   $BEFORE (default .carry/before) an older checkout, for abab-code
+#   $BEFORE (default .carry/before) an older checkout, for abab-code (its commit in .commit, for the records)
 # The runs of 2026-12-01 and 2026-12-02 carried WHL=.carry28/whl PARTA=.carry10/a PARTB=.carry28/b.
 # E.g. two device calls, one after the other: `bash dev/gpu/bench_gpu.sh setup` (carry .whl/b1 .carry/a),
 # then `bash dev/gpu/bench_gpu.sh join timed` (carry .carry/b).
@@ -72,9 +72,13 @@ R=/root/results
 DEVICE_OUT=$OUT OUT=/root/bench-out  # a folder of its own: the device tool's $OUT is /root/out
 mkdir -p /root/logs "$OUT"
 secs() { python3 -c "print(round($(date +%s.%N) - $1, 1))"; }
+# The device's copy of the checkout carries the .git of an older moment: a record's provenance.git names the
+# code that ran only when told (CHECKOUT_COMMIT=SHA before the command; an older checkout's .commit file).
+code_rev() { if [ -f "$1/.commit" ]; then cat "$1/.commit"; else echo "${CHECKOUT_COMMIT:-}"; fi; }
 exp_a() {  # $1 seed, $2 results, $3 log, then --set overrides: Exp A alone, the whole command timed
   local start seed=$1 results=$2 log=$3; shift 3; start=$(date +%s.%N)
-  timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed "$seed" --results "$results" --quiet "$@" > "$log" 2>&1
+  LORABENCH_GIT_SHA=$(code_rev "$PWD") timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml --seed "$seed" \
+    --results "$results" --quiet "$@" > "$log" 2>&1
   echo "seed $seed: whole command $(secs "$start") s | $(tail -n 1 "$log" | cut -c1-90)"
 }
 breakdown() { python3 dev/bench_breakdown.py "$@" 2>&1; }
@@ -132,7 +136,7 @@ PY
 }
 step_suite() {  # $1 a name, $2 the code (default this checkout): the suite as a user runs it, whole command
   local start dir=${2:-$PWD} here=$PWD; start=$(date +%s.%N)  # timed, then what each record says
-  (cd "$dir" && PYTHONPATH="/tmp/site:$dir" timeout 400 python3 -m harness.cli bench --results "/root/suite-$1" \
+  (cd "$dir" && LORABENCH_GIT_SHA=$(code_rev "$dir") PYTHONPATH="/tmp/site:$dir" timeout 400 python3 -m harness.cli bench --results "/root/suite-$1" \
     --reports "/root/suite-$1-reports" --published "$here/reports/results" -- -k exp_a --lorabench-rerun=all) \
     2>&1 | stamped > "$OUT/suite-$1.log"
   echo "suite $1: rc=${PIPESTATUS[0]} whole command $(secs "$start") s" | tee -a "$OUT/suite.txt"
@@ -233,7 +237,7 @@ step_abab_code() {  # the code in $BEFORE, then this checkout, twice; the baseli
     for side in before after; do
       dir=$PWD; [ $side = before ] && dir=$PWD/$BEFORE
       start=$(date +%s.%N)
-      (cd "$dir" && PYTHONPATH="/tmp/site:$dir" timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml \
+      (cd "$dir" && LORABENCH_GIT_SHA=$(code_rev "$dir") PYTHONPATH="/tmp/site:$dir" timeout 200 python3 -m harness.cli run benchmarks/setups/exp_a.toml \
         --seed 3407 --results /root/ab-$side-$round --quiet "$@" > "$OUT/ab-$side-$round.log" 2>&1)
       echo "$side $round: whole command $(secs "$start") s | $(tail -n 1 "$OUT/ab-$side-$round.log" | cut -c1-90)" | tee -a "$OUT/abab.txt"
     done
