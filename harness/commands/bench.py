@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -210,6 +211,8 @@ def stop_suite(process: subprocess.Popen[bytes]) -> None:
 
 def report_step(args: argparse.Namespace) -> int:
     """The scorecards from the published records and yours, your setups' claims beside the built-in ones."""
+    while _preloading:
+        _preloading.pop().join()
     sources = report_sources(args.published, args.results)
     as_json = getattr(args, "json", False)
     notes = sys.stderr if as_json else sys.stdout  # with --json, stdout carries the JSON alone
@@ -236,6 +239,29 @@ def report_step(args: argparse.Namespace) -> int:
         if as_json:
             print_refusal(f"report: {exc}", 2)
         return 2
+
+
+_preloading: list[threading.Thread] = []
+
+
+def preload_report() -> None:
+    """The report's imports (matplotlib, the tasks' scoring modules) in a thread while the suite trains, so
+    the scorecards after it do not wait for them; a failed import is met again, and said, by the report.
+    The report waits for the thread first: it forks to draw, and a fork amid an import could leave the
+    child a module lock no thread will release."""
+
+    def imports() -> None:
+        from harness.catalog import load_task, task_names
+        from harness.report.charts import preload
+
+        with contextlib.suppress(Exception):
+            preload()
+            for name in task_names():
+                load_task(name)
+
+    thread = threading.Thread(target=imports, name="lorabench-report-imports", daemon=True)
+    thread.start()
+    _preloading.append(thread)
 
 
 def suite_step(args: argparse.Namespace) -> tuple[int, bool, str | None]:
@@ -268,6 +294,8 @@ def suite_step(args: argparse.Namespace) -> tuple[int, bool, str | None]:
             file=sys.stderr if args.json else sys.stdout,
             flush=True,
         )
+        if not args.no_report:
+            preload_report()
         try:
             return checked_suite(
                 start_suite(command, to_stderr=args.json), verdict, lambda: gate(args.results)

@@ -281,3 +281,22 @@ def test_make_bench_passes_pytest_arguments_and_folders_through() -> None:
         .splitlines()[-1]
         .endswith("lorabench bench --results results --reports reports-local --setups my-setups -- -m cpu_ok")
     )
+
+
+def test_the_reports_imports_are_made_in_a_thread_the_report_waits_for() -> None:
+    """bench.preload_report imports matplotlib and the tasks' modules beside the suite; the report step
+    waits for that thread before it forks its chart drawers. A fresh interpreter: this one may have them."""
+    script = (
+        "import sys\n"
+        "from harness.commands import bench\n"
+        "assert 'matplotlib.figure' not in sys.modules\n"
+        "bench.preload_report()\n"
+        "[thread] = bench._preloading\n"
+        "thread.join(120)\n"
+        "print('matplotlib.figure' in sys.modules, 'harness.tasks.sql.task' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
