@@ -17,7 +17,7 @@ from typing import Any
 from harness.checks.isolation import untouched
 from harness.json_types import JsonObject
 from harness.results import CheckVerdict
-from harness.tasks.encoding import tokenize_examples
+from harness.tasks.encoding import TokenizedExample, tokenize_examples
 from harness.tasks.registry import Example
 
 IGNORE = -100
@@ -35,11 +35,19 @@ class Expected:
     full_length: int  # before truncation
 
 
-def expected_rows(
-    tokenizer: Any, examples: Sequence[Example], max_length: int | None, mode: str
-) -> list[Expected]:
+def shared_tokens(trainer: Any, tokenizer: Any, examples: Sequence[Example]) -> list[TokenizedExample]:
+    """The examples' tokens as the trainer's dataset was built from them (harness.backends.hf.build_trainer
+    keeps them), else tokenized here: both by tokenize_examples, so the audit's expectation is the same
+    either way; what it checks is what the dataset, the collator and truncation make of them."""
+    shared = getattr(trainer, "lorabench_tokenized", None)
+    if isinstance(shared, tuple) and shared[0] is examples:
+        return shared[1]
+    return tokenize_examples(tokenizer, examples)
+
+
+def expected_rows(tokens: Sequence[TokenizedExample], max_length: int | None, mode: str) -> list[Expected]:
     rows = []
-    for index, tokenized in enumerate(tokenize_examples(tokenizer, examples)):
+    for index, tokenized in enumerate(tokens):
         ids = tokenized.input_ids
         start = tokenized.completion_mask.index(1) if 1 in tokenized.completion_mask else len(ids)
         end, offset = len(ids), 0
@@ -181,7 +189,7 @@ def audit_mask(
 ) -> CheckVerdict:
     max_length = getattr(trainer.args, "max_length", None)
     mode = getattr(trainer.args, "truncation_mode", "keep_start")
-    expected = expected_rows(tokenizer, examples, max_length, mode)
+    expected = expected_rows(shared_tokens(trainer, tokenizer, examples), max_length, mode)
     by_ids = {row.ids: row for row in expected}
     evidence = _dataset_evidence(trainer, examples, expected, max_length)
     tally = _Tally()

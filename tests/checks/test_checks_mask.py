@@ -65,3 +65,24 @@ def test_trl_as_installed_on_smollm2_with_real_rows(smollm2, shared_examples, ru
     verdict = audit_mask(trainer, tokenizer, shared_examples)
     assert verdict.verdict == "pass", verdict
     assert verdict.evidence["rows_checked"] == 8
+
+
+def test_the_audit_expects_the_tokens_the_trainers_dataset_was_built_from(
+    tiny, examples, runtime, monkeypatch
+):
+    """No second tokenization of the examples the trainer was built on; other examples are tokenized here."""
+    from harness.checks import mask
+
+    model, tokenizer = tiny
+    trainer = _trainer(model, tokenizer, examples, runtime)
+    calls: list[int] = []
+
+    def counted(tok: Any, rows: Any) -> Any:
+        calls.append(len(rows))
+        return tokenize_examples(tok, rows)
+
+    monkeypatch.setattr(mask, "tokenize_examples", counted)
+    assert audit_mask(trainer, tokenizer, examples).verdict == "pass"
+    assert calls == []
+    assert audit_mask(trainer, tokenizer, list(examples)).verdict == "pass"
+    assert calls == [len(examples)]
