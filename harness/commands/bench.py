@@ -42,9 +42,7 @@ from pathlib import Path
 
 from harness.commands._output import add_json_argument, print_refusal
 from harness.commands._paths import given_path
-from harness.commands.report import cmd_report
 from harness.errors import UserError
-from harness.report.claim_table import default_benchmarks
 from harness.suite.catalogue import load_catalogue
 from harness.suite.host_gate import arguments_settled, expect_host_gate, open_host_gate
 from harness.suite.placement import asks_for_workers, shares_gpus, workers_for_host
@@ -117,6 +115,8 @@ def pytest_command(
         args = ["-n", str(workers), *(["--lorabench-mps"] if mps else []), *args]
     # With no test path given, the suite is benchmarks/ (a path is any argument naming an existing file or folder).
     if not any(Path(a.split("::", 1)[0]).exists() for a in args if not a.startswith("-")):
+        from harness.report.claim_table import default_benchmarks
+
         args.append(str(default_benchmarks()))
     folders = [f"--lorabench-setups={folder}" for folder in setups]
     if host_checks is not None:
@@ -232,6 +232,8 @@ def report_step(args: argparse.Namespace) -> int:
         setups=args.setups,
         json=as_json,
     )
+    from harness.commands.report import cmd_report  # here: 0.4 s of imports bench's start need not wait for
+
     try:
         return cmd_report(report)
     except UserError as exc:  # the suite's status stands; the report's problem is said in one line
@@ -251,6 +253,7 @@ def preload_report() -> None:
     child a module lock no thread will release."""
 
     def imports() -> None:
+        import harness.commands.report  # ruff: ignore[unused-import]
         from harness.catalog import load_task, task_names
         from harness.report.charts import preload
 
