@@ -51,8 +51,11 @@ class WarmPool:
         for owner in self.owners:
             owner.close()
         for process in self.processes:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # the servers it forked too (trainers have their own)
+            # Its group holds the servers it forked (trainers have their own). Once it is reaped its pid may
+            # name another group; its forks then end by themselves, their sockets closed with pytest's end.
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
             process.wait()
 
 
