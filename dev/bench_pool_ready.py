@@ -47,7 +47,7 @@ def main() -> None:
 
 
 def _pool_pids(pool: object) -> set[int]:
-    groups = {p.pid for p in pool.processes}  # type: ignore[attr-defined]
+    groups = {pool.process.pid}  # type: ignore[attr-defined]
     found = set()
     for process in psutil.process_iter():
         try:

@@ -253,11 +253,11 @@ def preload_report() -> None:
     child a module lock no thread will release."""
 
     def imports() -> None:
-        import harness.commands.report  # ruff: ignore[unused-import]
-        from harness.catalog import load_task, task_names
-        from harness.report.charts import preload
-
         with contextlib.suppress(Exception):
+            import harness.commands.report  # ruff: ignore[unused-import]
+            from harness.catalog import load_task, task_names
+            from harness.report.charts import preload
+
             preload()
             for name in task_names():
                 load_task(name)

@@ -18,6 +18,8 @@ left of the pool's process group when pytest has ended.
 
 Measured (Exp A's suite on one H200, reports/benchmarks/h200/2026-12-04-suite-warm-pool.txt): the first
 seed's data phase 6.5-9.6 s into the command against 10.0-12.7 s with each worker starting its own server.
+One import for the pool (on an H100, reports/benchmarks/h100/2026-12-05-pool-one-import.txt): the last
+seed's data phase at a median 7.55 s against 8.85 s with a server importing per worker (n = 10 each).
 """
 
 from __future__ import annotations
@@ -43,20 +45,21 @@ class WarmPool:
     end of each server's socket pair (closing it ends a server no worker adopted)."""
 
     folder: Path
-    processes: list[subprocess.Popen[bytes]]
     owners: list[socket.socket]
+    process: subprocess.Popen[bytes] | None = None
 
     def close(self) -> None:
         """Once pytest has ended: no worker is left to use a server, adopted or not."""
         for owner in self.owners:
             owner.close()
-        for process in self.processes:
-            # Its group holds the servers it forked (trainers have their own). Once it is reaped its pid may
-            # name another group; its forks then end by themselves, their sockets closed with pytest's end.
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if self.process is None:
+            return
+        # Its group holds the servers it forked (trainers have their own). Once it is reaped its pid may name
+        # another group; its forks then end by themselves, their sockets closed with pytest's end.
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
 
 
 def start_pool(folder: Path, names: list[str], env: dict[str, str]) -> WarmPool:
@@ -64,7 +67,7 @@ def start_pool(folder: Path, names: list[str], env: dict[str, str]) -> WarmPool:
     process that imports the stack once; OSError when a socket cannot be made there (a path over the 107
     bytes a Unix socket's name may have)."""
     folder.mkdir(parents=True, exist_ok=True)
-    pool = WarmPool(folder, [], [])
+    pool = WarmPool(folder, [])
     with contextlib.ExitStack() as theirs:
         try:
             fds: list[int] = []
@@ -75,14 +78,12 @@ def start_pool(folder: Path, names: list[str], env: dict[str, str]) -> WarmPool:
                 ours, their_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
                 pool.owners.append(ours)
                 fds += [listener.fileno(), theirs.enter_context(their_end).fileno()]
-            pool.processes.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "harness.run.warm_pool", *map(str, fds), " " * warm.TITLE_ROOM],
-                    env=env,
-                    pass_fds=fds,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,  # as a worker's own: Ctrl-C reaches bench, which ends the pool
-                )
+            pool.process = subprocess.Popen(
+                [sys.executable, "-m", "harness.run.warm_pool", *map(str, fds), " " * warm.TITLE_ROOM],
+                env=env,
+                pass_fds=fds,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # as a worker's own: Ctrl-C reaches bench, which ends the pool
             )
         except BaseException:
             pool.close()

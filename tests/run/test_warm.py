@@ -156,7 +156,7 @@ def test_a_worker_adopts_the_server_bench_started_for_it(
         assert record.status == "ok", record.reason
         assert warm._servers == [server] and server.forked == 1
         warm.close_server()
-        assert pool.processes[0].wait(timeout=30) == 0
+        assert pool.process.wait(timeout=30) == 0
     finally:
         pool.close()
 
@@ -169,7 +169,8 @@ def test_one_pool_process_imports_the_stack_once_and_serves_every_worker(
     pool = launch.start_trainer_pool(tmp_path / "pool", 2, dict(os.environ))
     assert pool is not None
     try:
-        [top] = pool.processes
+        top = pool.process
+        assert top is not None
         workers = [socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(2)]
         for sock, name in zip(workers, ("gw0", "gw1"), strict=True):
             sock.connect(str(pool.folder / f"{name}.sock"))
@@ -197,8 +198,8 @@ def test_a_pool_server_no_worker_adopts_ends_with_bench(tmp_path: Path, no_serve
     assert pool is not None
     try:
         assert not warm_pool.adopt(pool.folder, "gw0", launch.trainer_env(1))
-        assert pool.processes[0].poll() is None
+        assert pool.process.poll() is None
         pool.owners[0].close()
-        assert pool.processes[0].wait(timeout=60) == 0
+        assert pool.process.wait(timeout=60) == 0
     finally:
         pool.close()

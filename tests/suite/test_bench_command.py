@@ -151,9 +151,9 @@ def test_an_xdist_worker_trains_with_the_warm_server_bench_started_for_it(
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         assert "trained exp_t/tiny seed 3407: ok" in done.stdout
         if same_environment:  # adopted: it ended with its worker
-            assert pool.processes[0].wait(timeout=30) == 0
+            assert pool.process.wait(timeout=30) == 0
         else:  # waiting for a worker, or for bench to close the pool
-            assert pool.processes[0].poll() is None
+            assert pool.process.poll() is None
     finally:
         pool.close()
         shutil.rmtree(folder)
