@@ -125,6 +125,8 @@ def fork_servers(pairs: list[tuple[socket.socket, socket.socket]]) -> tuple[sock
     """In the pool's process, the stack imported: a forked server for every pair but the first, each keeping
     its own pair alone (a listener left open elsewhere would keep a worker waiting in its backlog); the
     pair this process serves."""
+    sys.stdout.flush()  # what the imports printed, once: not again from each fork's buffers
+    sys.stderr.flush()
     for index, pair in enumerate(pairs[1:], start=1):
         with warm.forking_with_library_threads():
             pid = os.fork()
