@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +33,18 @@ class Node:
     log: Path
 
     def wait(self, timeout: float = 300) -> int:
-        return self.proc.wait(timeout=timeout)
+        """Its exit status; past `timeout`, a failure that shows what the node printed and what still runs
+        (a bare TimeoutExpired would lose both)."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            running = []
+            for process in self.tree():
+                with contextlib.suppress(psutil.Error):
+                    running.append(" ".join(process.cmdline()[:4]))
+            pytest.fail(
+                f"node {self.name} still running after {timeout} s: {running}\n{self.output()[-4000:]}"
+            )
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
