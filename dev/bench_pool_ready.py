@@ -8,6 +8,7 @@ Run it from two checkouts with farm-bench to compare two ways of starting the po
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 import psutil
 
 from harness.run import launch, warm
+from harness.run.warm_pool import WarmPool
 
 
 def main() -> None:
@@ -35,9 +37,7 @@ def main() -> None:
             for sock in socks:
                 warm.receive(sock)
             ready = time.perf_counter() - started
-            servers = [
-                p for p in psutil.process_iter() if p.ppid() == os.getpid() or p.pid in _pool_pids(pool)
-            ]
+            servers = _pool_processes(pool)
             rss = sum(p.memory_info().rss for p in servers) / 2**30
             uss = sum(p.memory_full_info().uss for p in servers) / 2**30
             print(f"{workers} servers ready in {ready:.2f} s; {len(servers)} processes, rss {rss:.2f} GiB, "
@@ -46,15 +46,14 @@ def main() -> None:
             pool.close()
 
 
-def _pool_pids(pool: object) -> set[int]:
-    groups = {pool.process.pid}  # type: ignore[attr-defined]
-    found = set()
+def _pool_processes(pool: WarmPool) -> list[psutil.Process]:
+    """The pool's servers: its process and the ones it forked, all in its process group."""
+    assert pool.process is not None
+    found = []
     for process in psutil.process_iter():
-        try:
-            if os.getpgid(process.pid) in groups:
-                found.add(process.pid)
-        except OSError:
-            continue
+        with contextlib.suppress(OSError):
+            if os.getpgid(process.pid) == pool.process.pid:
+                found.append(process)
     return found
 
 

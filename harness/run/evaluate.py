@@ -65,13 +65,18 @@ def decoded_in(setup: SetupConfig, runtime: Runtime) -> str:
     return runtime.precision
 
 
+def carries_adapter(model: Any) -> bool:
+    """A PEFT model (a LoRA adapter on its base), as opposed to a bare base model."""
+    return hasattr(model, "merge_adapter")
+
+
 def adapter_autocast(model: Any, device_type: str, precision: str) -> contextlib.AbstractContextManager:
     """Decoding in half precision with an adapter on: its fp32 LoRA weights multiply in that precision, under
     autocast, as they did in training (the Trainer's own autocast is taken off the model when training ends,
     harness.backends.hf.train), so a run's answers are its adapter's scored later (eval.adapter). Not for the
     baseline (no adapter), nor in fp32."""
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-    if dtype is None or not hasattr(model, "merge_adapter"):  # no adapter on (as adapter_merged tells)
+    if dtype is None or not carries_adapter(model):
         return contextlib.nullcontext()
     return torch.autocast(device_type, dtype=dtype)
 
@@ -128,7 +133,7 @@ def adapter_merged(model: Any, enabled: bool) -> Generator[None]:
     (dev/bench_eval.py). Unfolding leaves the base weights equal up to rounding only, so a run
     merges after it has saved the adapter and uses the model no further. Never for a quantized base:
     merging would re-quantize its weights."""
-    if not enabled or not hasattr(model, "merge_adapter"):
+    if not enabled or not carries_adapter(model):
         yield
         return
     model.merge_adapter()
