@@ -54,6 +54,9 @@
 #   abab-code        seed 3407 alone, the code in $BEFORE and this checkout alternated twice
 #   abab-timed       the same, each run `--timed` under the quiet-machine guard
 #   mfu-checkpointing SEED  the 4B packed shape (exp_c_speed_packed.toml) without, then with gradient checkpointing
+#   step-parity      dev/step_loop_parity.py on SmolLM2's shape (random weights; the tokenizer from $TOKDIR,
+#                    default .carry/c/tok): the written-out step eager against the eager Trainer (100 steps),
+#                    then replayed from CUDA graphs against the run's Trainer (300 steps) (step-parity.txt)
 #   mfu-kernels      the 4B packed shape with recipe.kernels as the setup leaves it ("auto") and none, alternated
 #                    twice, then liger with compiled layers (2026-12-01: plain, liger, + expandable segments, layers)
 # abab, ablean and off (switches removed since: answer loss, lean LoRA, metadata cache, scoring worker) ran
@@ -332,6 +335,10 @@ while [ $# -gt 0 ]; do
     abab-timed) step_abab_code --timed ;;
     mfu-checkpointing) SEED=$arg step_mfu_checkpointing ;;
     mfu-kernels) step_mfu_kernels ;;
+    step-parity) for how in "--steps 100" "--steps 300 --capture --trainer-layers graphs"; do
+        timeout 280 python3 dev/step_loop_parity.py "${TOKDIR:-.carry/c/tok}" "$LORABENCH_DATA" $how 2>&1 \
+          | grep -v 'examples/s\|it/s\]' | tee -a "$OUT/step-parity.txt"
+      done ;;
     *) echo "bench_gpu.sh: unknown step '$step'; the steps: bash dev/gpu/bench_gpu.sh help" >&2; exit 2 ;;
   esac
   tar czf "$DEVICE_OUT/all.tgz" --exclude='*.adapter*' --exclude=.work --exclude='*.prof' -C /root \

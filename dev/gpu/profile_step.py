@@ -47,12 +47,20 @@ WARM_UP = 5
 
 
 class Context:
-    def __init__(self, tokenizer_dir: Path, data: Path, steps: int, overrides: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        tokenizer_dir: Path,
+        data: Path,
+        steps: int,
+        overrides: tuple[str, ...] = (),
+        *,
+        steps_on_cpu: int = 8,
+    ) -> None:
         gpu = torch.cuda.is_available()
         shape = SMOLLM2_SHAPE if gpu else {**SMOLLM2_SHAPE, **TRY_SHAPE}
         target = Path("/tmp/lorabench-profile-model" + ("" if gpu else "-try"))
         self.model_dir = build_tiny_model(target, tokenizer_dir, **shape)
-        self.steps = steps if gpu else 8
+        self.steps = steps if gpu else steps_on_cpu
         self.setup = load_setup(Path("benchmarks/setups/exp_a.toml"), [
             f"recipe.steps={self.steps}", f"data.source={data}", f"model.source={self.model_dir}", *overrides,
         ])  # fmt: skip
