@@ -8,8 +8,9 @@ on any machine, CPU included: the same seed, the same batches in the same order 
 dataloader, the epoch's short last batch and the next epoch's reshuffle included), the trainer's own
 optimizer (its parameter groups: no weight decay on biases and norms) and scheduler, clipping over the
 trainable parameters (LeanSteps'), and the loss written out as the graph needs it: a 4-D boolean mask
-made from the batch's padding, every position's logits, summed cross-entropy over the answer tokens
-divided by their count. The Trainer side is the harness's (build_trainer, training_spans, the lean
+made from the batch's padding, logits for a fixed number of rows (batch size × the dataset's longest
+answer, the answer rows first: a stable sort, no host read; `--loss-rows all`: every position's),
+summed cross-entropy over the answer tokens divided by their count. The Trainer side is the harness's (build_trainer, training_spans, the lean
 LoRA forward), and its unrounded loss is taken from compute_loss. Prints the largest per-step loss and
 gradient-norm differences, the LoRA weights' largest difference at the end, and both loops' seconds.
 
@@ -90,13 +91,17 @@ def lora_weights(model: Any) -> dict[str, torch.Tensor]:
 class WrittenOutStep:
     """One optimizer step as a graph would hold it: nothing read back to the host, shapes from the batch."""
 
-    def __init__(self, model: Any, trainer: Any, device: str, autocast: bool) -> None:
+    def __init__(self, model: Any, trainer: Any, device: str, autocast: bool, answer_rows: bool) -> None:
         self.inner = model.get_base_model().model
         self.head = model.get_base_model().lm_head
         self.trainer = trainer
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.device = device
         self.autocast = autocast
+        # The most answer tokens a batch can hold: batch_size × the longest answer in the prepared dataset.
+        # A batch never has more, so taking this many rows, the answer rows first, drops none.
+        longest = max(sum(label != -100 for label in row) for row in trainer.train_dataset["labels"])
+        self.answer_rows = trainer.args.per_device_train_batch_size * longest if answer_rows else None
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         ids, labels = batch["input_ids"], batch["labels"]
@@ -113,15 +118,18 @@ class WrittenOutStep:
                 hidden = layer(
                     hidden, attention_mask=mask, position_ids=positions, position_embeddings=rotary
                 )
-            logits = self.head(self.inner.norm(hidden)).float()
-        shifted = labels[:, 1:]
-        summed = torch.nn.functional.cross_entropy(
-            logits[:, :-1].reshape(-1, logits.shape[-1]),
-            shifted.reshape(-1),
-            ignore_index=-100,
-            reduction="sum",
-        )
-        return summed / (shifted != -100).sum().clamp(min=1)
+            hidden = self.inner.norm(hidden)[:, :-1].reshape(-1, hidden.shape[-1])
+            targets = labels[:, 1:].reshape(-1)
+            answers = targets != -100
+            if self.answer_rows is not None:
+                # Logits for the answer rows only, as the harness's loss computes them, in a shape the graph
+                # keeps: a stable sort puts the answer positions first, and the first `answer_rows` are taken
+                # (the rest of those are padding or prompt, whose -100 targets the loss ignores).
+                rows = torch.argsort((~answers).to(torch.int8), stable=True)[: self.answer_rows]
+                hidden, targets = hidden.index_select(0, rows), targets.index_select(0, rows)
+            logits = self.head(hidden).float()
+        summed = torch.nn.functional.cross_entropy(logits, targets, ignore_index=-100, reduction="sum")
+        return summed / answers.sum().clamp(min=1)
 
     def body(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """Forward, backward, clipping, the optimizer's step: what one graph holds. The gradients are zeroed
@@ -188,7 +196,7 @@ class CapturedSteps:
 
 
 def written_out_steps(
-    ctx: Context, capture: bool
+    ctx: Context, capture: bool, loss_rows: str
 ) -> tuple[list[float], list[float], dict[str, torch.Tensor], list[float]]:
     """The same run as `trainer_steps`, through WrittenOutStep (or CapturedSteps) over the trainer's
     dataloader, optimizer and scheduler (made as `Trainer.train` makes them). The loss is read every step,
@@ -198,7 +206,9 @@ def written_out_steps(
     loader = trainer.get_train_dataloader()
     trainer.create_optimizer()
     trainer.create_scheduler(num_training_steps=steps, optimizer=trainer.optimizer)
-    written = WrittenOutStep(model, trainer, ctx.runtime.device, ctx.runtime.precision == "bf16")
+    written = WrittenOutStep(
+        model, trainer, ctx.runtime.device, ctx.runtime.precision == "bf16", loss_rows == "answers"
+    )
     step = CapturedSteps(written) if capture else written
     losses: list[float] = []
     norms: list[torch.Tensor] = []
@@ -243,6 +253,12 @@ def main() -> None:
         "--capture", action="store_true", help="on a GPU: the written-out steps replayed from CUDA graphs"
     )
     parser.add_argument(
+        "--loss-rows",
+        choices=("answers", "all"),
+        default="answers",
+        help="logits for a fixed number of rows, the answer rows first (default), or for every position",
+    )
+    parser.add_argument(
         "--trainer-layers",
         choices=("none", "graphs"),
         default="none",
@@ -258,8 +274,8 @@ def main() -> None:
     batch = ctx.setup.recipe.batch_size
     print(f"runtime {ctx.runtime.device} {ctx.runtime.precision}, {ctx.steps} steps, batch {batch}")
     theirs = trainer_steps(ctx, args.trainer_layers)
-    ours = written_out_steps(ctx, args.capture)
-    ours_name = "written out" + (", graphs" if args.capture else "")
+    ours = written_out_steps(ctx, args.capture, args.loss_rows)
+    ours_name = f"written out, {args.loss_rows}" + (", graphs" if args.capture else "")
     for name, (losses, norms, _, ends) in (
         (f"Trainer, layers {args.trainer_layers}", theirs),
         (ours_name, ours),
