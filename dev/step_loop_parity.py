@@ -16,10 +16,13 @@ gradient-norm differences, the LoRA weights' largest difference at the end, and 
 
 On a GPU, `--capture` replays the written-out step from one CUDA graph per batch shape (CapturedSteps,
 which has not run yet) and `--trainer-layers graphs` times the Trainer as a run trains (graphed layers):
-ms per step side by side, with the same parity figures (in bf16 on a GPU: not measured yet).
+ms per step side by side, with the same parity figures (in bf16 on a GPU: not measured yet). The 17.3 ms
+came with compiled layers inside the one graph (eager layers inside it: 30.8 ms, no faster than the run's
+path): `--layers compiled` compiles the written-out side's layers as recipe.compile = "layers" does
+(then close to the Trainer, not bit for bit: inductor fuses).
 
 Usage: python dev/step_loop_parity.py TOKENIZER_DIR DATA_FILE [--steps N] [--bf16] [--capture]
-       [--trainer-layers none|graphs]
+       [--loss-rows answers|all] [--layers eager|compiled] [--trainer-layers none|graphs]
 (a 2-layer, 64-wide model on a CPU, SmolLM2-135M's shape on a GPU, both random weights with its vocabulary;
 with the 1,700-row Exp A sample an epoch is 213 steps, so --steps 220 crosses into the second epoch).
 """
@@ -196,7 +199,7 @@ class CapturedSteps:
 
 
 def written_out_steps(
-    ctx: Context, capture: bool, loss_rows: str
+    ctx: Context, capture: bool, loss_rows: str, layers: str
 ) -> tuple[list[float], list[float], dict[str, torch.Tensor], list[float]]:
     """The same run as `trainer_steps`, through WrittenOutStep (or CapturedSteps) over the trainer's
     dataloader, optimizer and scheduler (made as `Trainer.train` makes them). The loss is read every step,
@@ -215,7 +218,7 @@ def written_out_steps(
     shapes: dict[tuple[int, ...], int] = {}  # (rows, tokens) of each batch: how many
     ctx.sync()
     ends = [time.perf_counter()]
-    with training_spans(model, trainer, ctx.setup, "none"):
+    with training_spans(model, trainer, ctx.setup, "layers" if layers == "compiled" else "none"):
         model.train()
         epoch = 0
         while len(losses) < steps:
@@ -259,6 +262,12 @@ def main() -> None:
         help="logits for a fixed number of rows, the answer rows first (default), or for every position",
     )
     parser.add_argument(
+        "--layers",
+        choices=("eager", "compiled"),
+        default="eager",
+        help="the written-out side's decoder layers: eager, or torch.compile'd as recipe.compile = 'layers' does",
+    )
+    parser.add_argument(
         "--trainer-layers",
         choices=("none", "graphs"),
         default="none",
@@ -274,14 +283,15 @@ def main() -> None:
     batch = ctx.setup.recipe.batch_size
     print(f"runtime {ctx.runtime.device} {ctx.runtime.precision}, {ctx.steps} steps, batch {batch}")
     theirs = trainer_steps(ctx, args.trainer_layers)
-    ours = written_out_steps(ctx, args.capture, args.loss_rows)
-    ours_name = f"written out, {args.loss_rows}" + (", graphs" if args.capture else "")
+    ours = written_out_steps(ctx, args.capture, args.loss_rows, args.layers)
+    ours_name = f"written out, {args.loss_rows}" + (", compiled" if args.layers == "compiled" else "")
+    ours_name += ", graphs" if args.capture else ""
     for name, (losses, norms, _, ends) in (
         (f"Trainer, layers {args.trainer_layers}", theirs),
         (ours_name, ours),
     ):
         steps_s = [b - a for a, b in itertools.pairwise(ends)]
-        print(f"{name:28s} {len(losses)} losses, {len(norms)} grad norms, {ends[-1] - ends[0]:.2f} s, "
+        print(f"{name:38s} {len(losses)} losses, {len(norms)} grad norms, {ends[-1] - ends[0]:.2f} s, "
               f"median step {1000 * statistics.median(steps_s[5:] or steps_s):.1f} ms (after the first 5); "
               f"loss first {losses[0]:.6f} last {losses[-1]:.6f}")  # fmt: skip
     loss_diff = [abs(a - b) for a, b in zip(theirs[0], ours[0], strict=True)]

@@ -56,7 +56,8 @@
 #   mfu-checkpointing SEED  the 4B packed shape (exp_c_speed_packed.toml) without, then with gradient checkpointing
 #   step-parity      dev/step_loop_parity.py on SmolLM2's shape (random weights; the tokenizer from $TOKDIR,
 #                    default .carry/c/tok): the written-out step eager against the eager Trainer (100 steps),
-#                    then replayed from CUDA graphs against the run's Trainer (300 steps) (step-parity.txt)
+#                    then replayed from CUDA graphs, eager and compiled layers, against the run's Trainer (300
+#                    steps each) (step-parity.txt)
 #   mfu-kernels      the 4B packed shape with recipe.kernels as the setup leaves it ("auto") and none, alternated
 #                    twice, then liger with compiled layers (2026-12-01: plain, liger, + expandable segments, layers)
 # abab, ablean and off (switches removed since: answer loss, lean LoRA, metadata cache, scoring worker) ran
@@ -335,7 +336,8 @@ while [ $# -gt 0 ]; do
     abab-timed) step_abab_code --timed ;;
     mfu-checkpointing) SEED=$arg step_mfu_checkpointing ;;
     mfu-kernels) step_mfu_kernels ;;
-    step-parity) for how in "--steps 100" "--steps 300 --capture --trainer-layers graphs"; do
+    step-parity) for how in "--steps 100" "--steps 300 --capture --trainer-layers graphs" \
+        "--steps 300 --capture --layers compiled --trainer-layers graphs"; do
         timeout 280 python3 dev/step_loop_parity.py "${TOKDIR:-.carry/c/tok}" "$LORABENCH_DATA" $how 2>&1 \
           | grep -v 'examples/s\|it/s\]' | tee -a "$OUT/step-parity.txt"
       done ;;
