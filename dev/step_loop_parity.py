@@ -34,6 +34,7 @@ import itertools
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -215,7 +216,7 @@ def written_out_steps(
     step = CapturedSteps(written) if capture else written
     losses: list[float] = []
     norms: list[torch.Tensor] = []
-    shapes: dict[tuple[int, ...], int] = {}  # (rows, tokens) of each batch: how many
+    shapes: Counter[tuple[int, ...]] = Counter()  # (rows, tokens) of each batch: how many
     ctx.sync()
     ends = [time.perf_counter()]
     with training_spans(model, trainer, ctx.setup, "layers" if layers == "compiled" else "none"):
@@ -228,8 +229,7 @@ def written_out_steps(
                     key: batch[key].to(ctx.runtime.device)
                     for key in ("input_ids", "attention_mask", "labels")
                 }
-                shape = tuple(wanted["input_ids"].shape)
-                shapes[shape] = shapes.get(shape, 0) + 1
+                shapes[tuple(wanted["input_ids"].shape)] += 1
                 loss, norm = step(wanted)
                 losses.append(float(loss))
                 norms.append(norm)
